@@ -1,0 +1,311 @@
+/* libhvd — the C ABI, version 1.
+ *
+ * Pure C99; includes only <stddef.h> and <stdint.h> (and the generated hvd_version.h).
+ *
+ * Conventions that hold for every function below unless its comment says otherwise:
+ *  - Every function returns an hvd_status_t (or a plain value for queries that cannot fail).
+ *    On failure, a readable detail (which rank, which tensor, what disagreed) is stored for the
+ *    calling thread and read with hvd_last_error().
+ *  - Thread safety: any function may be called from any thread, concurrently, on the same
+ *    context. A request handle must not be released by one thread while another waits on it.
+ *  - Blocking: only hvd_init, hvd_finalize and hvd_request_wait block, and each is bounded by
+ *    a timeout. Enqueue functions never wait for peers.
+ *  - Ownership: the library copies every parameter struct, shape and name during the call.
+ *    Tensor data stays owned by the caller and must stay valid and untouched until the
+ *    request completes. Library-owned outputs live until hvd_request_release.
+ *  - The library never calls user code on its own threads.
+ *  - Extensible structs: zero them, set the fields you want and set each field's bit in
+ *    field_mask; a zeroed struct means defaults; an unknown bit gives HVD_ERR_UNSUPPORTED.
+ */
+#ifndef HVD_H_
+#define HVD_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hvd/hvd_version.h"
+
+#if defined(__GNUC__)
+#define HVD_API __attribute__((visibility("default")))
+#else
+#define HVD_API
+#endif
+
+#ifdef __cplusplus
+#define HVD_NOEXCEPT noexcept
+extern "C" {
+#else
+#define HVD_NOEXCEPT
+#endif
+
+#define HVD_BIT(i) (UINT64_C(1) << (i))
+
+/* ---------------------------------------------------------------- status */
+
+/* Values are ABI: append only, never renumber. 0 is success, 1 "not finished", negative an
+ * error. */
+typedef enum hvd_status {
+    HVD_OK = 0,
+    HVD_INPROGRESS = 1,         /* not an error: the op, or a bounded wait, has not finished */
+    HVD_ERR_INVALID_ARG = -1,   /* caught on this rank alone, before anything was queued */
+    HVD_ERR_NO_MEMORY = -2,
+    HVD_ERR_UNSUPPORTED = -3,   /* unknown field_mask bit, dtype, device or op */
+    HVD_ERR_VERSION = -4,       /* header / library ABI mismatch */
+    HVD_ERR_NOT_READY = -5,     /* context not initialised or finalising */
+    HVD_ERR_BUSY = -6,          /* e.g. release of a request another thread waits on */
+    HVD_ERR_MISMATCH = -7,      /* ranks disagree on shape / dtype / op / root ... */
+    HVD_ERR_TIMED_OUT = -8,     /* the operation itself exceeded its timeout */
+    HVD_ERR_ABORTED = -9,       /* context aborted (hvd_abort or an earlier fatal error) */
+    HVD_ERR_PEER_FAILED = -10,  /* a peer process died or became unreachable */
+    HVD_ERR_DEVICE = -11,       /* CUDA / NCCL error */
+    HVD_ERR_TRANSPORT = -12,    /* UCX / socket error */
+    HVD_ERR_INTERNAL = -13      /* a bug in libhvd, including a caught C++ exception */
+} hvd_status_t;
+
+/* A one-line English description of a status. Never NULL (unknown values get
+ * "unknown status"). Pure; thread-safe. */
+HVD_API const char *hvd_strerror(hvd_status_t status) HVD_NOEXCEPT;
+
+/* The enumerator's name, e.g. "HVD_ERR_MISMATCH". Never NULL. Pure; thread-safe. */
+HVD_API const char *hvd_status_name(hvd_status_t status) HVD_NOEXCEPT;
+
+/* The detail of the last failed call made by this thread, e.g.
+ * "allreduce 'grad.w1': rank 1 has shape [4,3], rank 0 has [4,2]". Works like snprintf:
+ * writes at most len bytes including the terminating NUL (buf may be NULL when len is 0) and
+ * returns the length of the whole message. A successful call does not clear it. */
+HVD_API size_t hvd_last_error(char *buf, size_t len) HVD_NOEXCEPT;
+
+/* ---------------------------------------------------------------- version and features */
+
+/* HVD_VERSION_CODE of the loaded library (may differ from the header's). */
+HVD_API uint32_t hvd_version(void) HVD_NOEXCEPT;
+/* "MAJOR.MINOR.PATCH" of the loaded library; static storage. */
+HVD_API const char *hvd_version_string(void) HVD_NOEXCEPT;
+/* HVD_FEATURE_* bits of what this build of the library can do. */
+HVD_API uint64_t hvd_features(void) HVD_NOEXCEPT;
+#define HVD_FEATURE_UCX HVD_BIT(0)
+#define HVD_FEATURE_CUDA HVD_BIT(1)
+#define HVD_FEATURE_NCCL HVD_BIT(2)
+#define HVD_FEATURE_HWLOC HVD_BIT(3)
+
+/* ---------------------------------------------------------------- handles and enums */
+
+typedef struct hvd_context *hvd_context_h;         /* one per hvd_init */
+typedef struct hvd_process_set *hvd_process_set_h; /* NULL means all ranks */
+typedef struct hvd_request *hvd_request_h;         /* one per enqueued collective */
+
+/* Enum values travel in int32_t fields: the width of a C enum is not a stable ABI. */
+typedef enum {
+    HVD_DTYPE_UINT8 = 0,
+    HVD_DTYPE_INT8 = 1,
+    HVD_DTYPE_UINT16 = 2,
+    HVD_DTYPE_INT16 = 3,
+    HVD_DTYPE_INT32 = 4,
+    HVD_DTYPE_INT64 = 5,
+    HVD_DTYPE_FLOAT16 = 6,
+    HVD_DTYPE_FLOAT32 = 7,
+    HVD_DTYPE_FLOAT64 = 8,
+    HVD_DTYPE_BOOL = 9, /* one byte, 0 or 1; Sum/Max = or, Min/Product = and */
+    HVD_DTYPE_BFLOAT16 = 10
+} hvd_dtype_t;
+
+typedef enum { HVD_DEVICE_CPU = 1, HVD_DEVICE_CUDA = 2 } hvd_device_type_t; /* DLPack codes */
+
+/* Horovod's numbering. Average = Sum, then multiplied by 1/size (after postscale). */
+typedef enum {
+    HVD_OP_AVERAGE = 0,
+    HVD_OP_SUM = 1,
+    HVD_OP_ADASUM = 2,
+    HVD_OP_MIN = 3,
+    HVD_OP_MAX = 4,
+    HVD_OP_PRODUCT = 5
+} hvd_reduce_op_t;
+
+/* ---------------------------------------------------------------- tensors and parameters */
+
+enum { HVD_TENSOR_FIELD_READY_EVENT = HVD_BIT(0) };
+
+/* A tensor the caller owns. Only the optional fields have bits in field_mask. */
+typedef struct hvd_tensor {
+    uint64_t field_mask;
+    void *data;           /* contiguous, row-major; valid until the request completes */
+    int32_t dtype;        /* hvd_dtype_t */
+    int32_t ndim;         /* 0 = scalar; at most HVD_MAX_NDIM */
+    const int64_t *shape; /* ndim entries, each >= 0; copied during the call */
+    int32_t device_type;  /* hvd_device_type_t; 0 is taken as HVD_DEVICE_CPU */
+    int32_t device_id;
+    void *ready_event;    /* cudaEvent_t: the data is valid once it has completed */
+} hvd_tensor_t;
+#define HVD_MAX_NDIM 32
+
+enum {
+    HVD_OP_FIELD_NAME = HVD_BIT(0),
+    HVD_OP_FIELD_PROCESS_SET = HVD_BIT(1),
+    HVD_OP_FIELD_REDUCE_OP = HVD_BIT(2),
+    HVD_OP_FIELD_SCALE = HVD_BIT(3),
+    HVD_OP_FIELD_ROOT = HVD_BIT(4),
+    HVD_OP_FIELD_SPLITS = HVD_BIT(5),
+    HVD_OP_FIELD_TIMEOUT = HVD_BIT(6),
+    HVD_OP_FIELD_STREAM = HVD_BIT(7)
+};
+
+/* Parameters of one collective; NULL means all defaults. */
+typedef struct hvd_op_params {
+    uint64_t field_mask;
+    const char *name;              /* cross-rank matching key, at most HVD_MAX_NAME bytes;
+                                      copied. Default: "<op>.noname.<n>", n counting per op
+                                      type on this context, so ranks that enqueue unnamed ops
+                                      in the same order match. */
+    hvd_process_set_h process_set; /* default: all ranks */
+    int32_t reduce_op;             /* hvd_reduce_op_t; default HVD_OP_SUM */
+    int32_t root_rank;             /* broadcast root; default 0 */
+    double prescale, postscale;    /* default 1.0 each */
+    const int32_t *splits;         /* alltoall: one per rank of the set; copied */
+    int64_t timeout_ms;            /* < 0 none; default: the context's op timeout. On expiry
+                                      the request fails with HVD_ERR_TIMED_OUT and the context
+                                      aborts (peers may be stuck inside the collective). */
+    void *stream;                  /* cudaStream_t */
+} hvd_op_params_t;
+#define HVD_MAX_NAME 1024
+
+/* ---------------------------------------------------------------- lifecycle */
+
+#define HVD_UNIQUE_ID_BYTES 128
+/* Opaque; copy its bytes to every rank out of band (a file, MPI_Bcast, a socket ...). */
+typedef struct {
+    char internal[HVD_UNIQUE_ID_BYTES];
+} hvd_unique_id_t;
+
+enum {
+    HVD_INIT_FIELD_RANK = HVD_BIT(0),      /* rank + size given here, not by a launcher */
+    HVD_INIT_FIELD_UNIQUE_ID = HVD_BIT(1), /* rendezvous through unique_id */
+    HVD_INIT_FIELD_TIMEOUT = HVD_BIT(2)
+};
+
+typedef struct hvd_init_params {
+    uint64_t field_mask;       /* 0: everything from the launcher's environment */
+    int32_t rank, size;        /* HVD_INIT_FIELD_RANK */
+    hvd_unique_id_t unique_id; /* HVD_INIT_FIELD_UNIQUE_ID; requires HVD_INIT_FIELD_RANK */
+    int64_t timeout_ms;        /* bootstrap timeout and default op timeout;
+                                  default HVD_TIMEOUT_MS env or 300000; < 0 none for ops */
+} hvd_init_params_t;
+
+/* Makes a unique id for a job whose ranks call hvd_init with HVD_INIT_FIELD_RANK |
+ * HVD_INIT_FIELD_UNIQUE_ID. Call it on exactly one process: it starts a rendezvous server on a
+ * background thread of that process (on HVD_RENDEZVOUS_ADDR if set, else this host's name),
+ * which serves that one job and stops by itself once every rank has connected and left, or
+ * after the bootstrap timeout when nobody connects. The id also carries the job's secret:
+ * only processes holding it can join. Does not block. Errors: HVD_ERR_INVALID_ARG (NULL),
+ * HVD_ERR_TRANSPORT (no socket could be bound). */
+HVD_API hvd_status_t hvd_get_unique_id(hvd_unique_id_t *id_p) HVD_NOEXCEPT;
+
+/* Creates a context and joins the job. Collective: blocks until every rank has joined or the
+ * bootstrap timeout expires (HVD_ERR_TIMED_OUT). params NULL: everything from the launcher
+ * environment — hvdrun (HVD_RANK, HVD_SIZE, HVD_RENDEZVOUS_ADDR/PORT, HVD_SECRET), Open MPI
+ * (OMPI_COMM_WORLD_*), Slurm (SLURM_PROCID/SLURM_NTASKS), MPICH/PMI (PMI_RANK/PMI_SIZE) or
+ * torchrun-style (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Without a rendezvous address,
+ * single-host jobs meet through a private file under $TMPDIR named by the launcher's job id.
+ * Local and cross ranks are computed from the host names the ranks report.
+ * Several contexts may live in one process (e.g. one per thread in tests).
+ * Errors: HVD_ERR_VERSION, HVD_ERR_INVALID_ARG (bad rank/size, no launcher found),
+ * HVD_ERR_UNSUPPORTED (unknown field bit), HVD_ERR_TIMED_OUT, HVD_ERR_TRANSPORT,
+ * HVD_ERR_PEER_FAILED. *ctx_p is written only on success. Use hvd_init(). */
+HVD_API hvd_status_t hvd_init_versioned(uint32_t abi_version, uint32_t version_code,
+                                        const hvd_init_params_t *params,
+                                        hvd_context_h *ctx_p) HVD_NOEXCEPT;
+
+static inline hvd_status_t hvd_init(const hvd_init_params_t *params, hvd_context_h *ctx_p) {
+    return hvd_init_versioned(HVD_ABI_VERSION, HVD_VERSION_CODE, params, ctx_p);
+}
+
+/* Leaves the job and frees the context. Outstanding requests complete with HVD_ERR_ABORTED
+ * (their handles must still be released). On a healthy context this waits, bounded by the
+ * bootstrap timeout, until every rank has called hvd_finalize; on an aborted context it
+ * returns at once without waiting for dead peers. The handle is invalid afterwards, even when
+ * an error is returned. NULL is HVD_ERR_INVALID_ARG. */
+HVD_API hvd_status_t hvd_finalize(hvd_context_h ctx) HVD_NOEXCEPT;
+
+/* Aborts the context: every outstanding request completes with `reason` (an error status;
+ * HVD_ERR_ABORTED if reason is not negative), new enqueues fail at once, and the other
+ * ranks' requests fail with HVD_ERR_PEER_FAILED. Does not block. The context must still be
+ * finalized. */
+HVD_API hvd_status_t hvd_abort(hvd_context_h ctx, hvd_status_t reason) HVD_NOEXCEPT;
+
+/* HVD_OK while the context is healthy; otherwise the first fatal status (its detail goes to
+ * this thread's hvd_last_error). */
+HVD_API hvd_status_t hvd_context_error(hvd_context_h ctx) HVD_NOEXCEPT;
+
+/* ---------------------------------------------------------------- topology */
+
+/* Rank and size in a process set (NULL: all ranks). Never block. */
+HVD_API hvd_status_t hvd_rank(hvd_context_h ctx, hvd_process_set_h ps, int32_t *rank_p) HVD_NOEXCEPT;
+HVD_API hvd_status_t hvd_size(hvd_context_h ctx, hvd_process_set_h ps, int32_t *size_p) HVD_NOEXCEPT;
+/* Index among the ranks on this host, and how many ranks this host runs. */
+HVD_API hvd_status_t hvd_local_rank(hvd_context_h ctx, int32_t *rank_p) HVD_NOEXCEPT;
+HVD_API hvd_status_t hvd_local_size(hvd_context_h ctx, int32_t *size_p) HVD_NOEXCEPT;
+/* Horovod's cross communicator: the ranks with the same local rank, one per host. */
+HVD_API hvd_status_t hvd_cross_rank(hvd_context_h ctx, int32_t *rank_p) HVD_NOEXCEPT;
+HVD_API hvd_status_t hvd_cross_size(hvd_context_h ctx, int32_t *size_p) HVD_NOEXCEPT;
+
+/* ---------------------------------------------------------------- collectives */
+
+/* Every enqueue validates its arguments on this rank (HVD_ERR_INVALID_ARG: NULL pointers, bad
+ * dtype/ndim/shape, a name already in flight on this context; HVD_ERR_UNSUPPORTED: unknown
+ * field bit, device or op; HVD_ERR_NOT_READY / the abort cause on a dead context), queues
+ * the op and returns a request in *req_p (written only on success). It never waits for
+ * peers. Ranks match ops by name, so they may enqueue in different orders. Disagreement
+ * between ranks (dtype, shape, op, root, scale factors) completes the request on every rank
+ * with HVD_ERR_MISMATCH and a message naming the ranks and what differs. */
+
+/* Elementwise reduction over all ranks of the set. in and out have the same dtype and shape;
+ * out->data == in->data is in place. Result = postscale * op_r(prescale * in_r), Average
+ * dividing by the set size. Integers are scaled in float64 and truncated toward zero;
+ * float16/bfloat16 are reduced and scaled in float32. Adasum is not yet supported
+ * (HVD_ERR_UNSUPPORTED). */
+HVD_API hvd_status_t hvd_allreduce_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                           const hvd_tensor_t *out, const hvd_op_params_t *params,
+                                           hvd_request_h *req_p) HVD_NOEXCEPT;
+
+/* Concatenation along the first dimension, in rank order. The first dimension may differ
+ * between ranks (ragged); the other dimensions and the dtype must agree; ndim >= 1. The
+ * library owns the output: read it with hvd_request_output(req, 0, ...). */
+HVD_API hvd_status_t hvd_allgather_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                           const hvd_op_params_t *params,
+                                           hvd_request_h *req_p) HVD_NOEXCEPT;
+
+/* Copies the root's tensor to every rank (root: params->root_rank, a rank of the set).
+ * out->data == in->data is in place; on the root, out receives a copy of in. */
+HVD_API hvd_status_t hvd_broadcast_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                           const hvd_tensor_t *out, const hvd_op_params_t *params,
+                                           hvd_request_h *req_p) HVD_NOEXCEPT;
+
+/* ---------------------------------------------------------------- completion */
+
+/* HVD_INPROGRESS while running, else the final status. Never blocks. */
+HVD_API hvd_status_t hvd_request_test(hvd_request_h req) HVD_NOEXCEPT;
+
+/* Blocks until the request completes or timeout_ms passes (< 0: no limit of its own; the op
+ * timeout still applies). Returns the final status, or HVD_INPROGRESS when this wait's own
+ * timeout ran out and the request is still live. */
+HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) HVD_NOEXCEPT;
+
+/* Output i (0 for a single-tensor op) of a request that completed with HVD_OK: data, dtype,
+ * shape. For library-owned outputs (allgather) the data and shape stay valid until
+ * hvd_request_release; for caller-owned outputs it describes the caller's tensor.
+ * Returns HVD_INPROGRESS while the request runs, the request's error status if it failed,
+ * HVD_ERR_INVALID_ARG for a NULL pointer or an index out of range. */
+HVD_API hvd_status_t hvd_request_output(hvd_request_h req, int32_t i,
+                                        hvd_tensor_t *out_p) HVD_NOEXCEPT;
+
+/* The request's error detail (empty when it succeeded), snprintf-like. */
+HVD_API size_t hvd_request_message(hvd_request_h req, char *buf, size_t len) HVD_NOEXCEPT;
+
+/* Frees the request. Exactly once per request; allowed while it runs (the op still finishes
+ * and its result is discarded, but the caller's buffers must stay valid until it does).
+ * HVD_ERR_BUSY while another thread waits on it. */
+HVD_API hvd_status_t hvd_request_release(hvd_request_h req) HVD_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HVD_H_ */

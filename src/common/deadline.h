@@ -1,0 +1,45 @@
+// A point in steady time after which a wait gives up. Every blocking loop in libhvd takes one.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace hvd {
+
+class Deadline {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    // timeout_ms < 0: never expires.
+    static Deadline after_ms(int64_t timeout_ms) {
+        Deadline d;
+        d.infinite_ = timeout_ms < 0;
+        if (!d.infinite_) d.at_ = Clock::now() + std::chrono::milliseconds(timeout_ms);
+        return d;
+    }
+    static Deadline never() { return after_ms(-1); }
+
+    bool infinite() const { return infinite_; }
+    bool expired() const { return !infinite_ && Clock::now() >= at_; }
+    Clock::time_point at() const { return at_; }
+    // Milliseconds left, clamped to [0, cap_ms]; cap_ms when infinite.
+    int64_t remaining_ms(int64_t cap_ms) const {
+        if (infinite_) return cap_ms;
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - Clock::now());
+        int64_t ms = left.count();
+        if (ms < 0) return 0;
+        return ms < cap_ms ? ms : cap_ms;
+    }
+    // The earlier of two deadlines.
+    static Deadline earlier(const Deadline &a, const Deadline &b) {
+        if (a.infinite_) return b;
+        if (b.infinite_) return a;
+        return a.at_ <= b.at_ ? a : b;
+    }
+
+private:
+    bool infinite_ = true;
+    Clock::time_point at_{};
+};
+
+}  // namespace hvd
