@@ -186,8 +186,10 @@ typedef struct hvd_init_params {
     uint64_t field_mask;       /* 0: everything from the launcher's environment */
     int32_t rank, size;        /* HVD_INIT_FIELD_RANK */
     hvd_unique_id_t unique_id; /* HVD_INIT_FIELD_UNIQUE_ID; requires HVD_INIT_FIELD_RANK */
-    int64_t timeout_ms;        /* bootstrap timeout and default op timeout;
-                                  default HVD_TIMEOUT_MS env or 300000; < 0 none for ops */
+    int64_t timeout_ms;        /* HVD_INIT_FIELD_TIMEOUT: bounds init and finalize and is
+                                  the default op timeout. Without it: init/finalize
+                                  HVD_START_TIMEOUT seconds (default 120), ops
+                                  HVD_OP_TIMEOUT seconds (default 1800, < 0 none). */
 } hvd_init_params_t;
 
 /* Makes a unique id for a job whose ranks call hvd_init with HVD_INIT_FIELD_RANK |

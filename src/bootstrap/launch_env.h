@@ -11,27 +11,46 @@
 namespace hvd::bootstrap {
 
 struct LaunchInfo {
-    std::string launcher;   // "hvdrun", "openmpi", "slurm", "pmi", "torchrun"
+    std::string launcher;  // "hvdrun", "openmpi", "pmi", "slurm", "torchrun"
     int32_t rank = -1;
     int32_t size = 0;
     int32_t local_rank = -1;  // as the launcher says; -1 unknown (recomputed from host names)
     int32_t local_size = 0;   // 0 unknown
-    std::string rdv_addr;     // empty: single-host rendezvous through a file (see rdv_file)
-    int32_t rdv_port = 0;     // 0 with rdv_addr set: an error at detection
+    std::string rdv_addr;     // empty: single-host rendezvous through a file
+                              // (rendezvous_file.h)
+    int32_t rdv_port = 0;     // 1..65535 when rdv_addr is set, else 0
     std::string secret;       // job secret; may be derived from the job id when no launcher set one
-    std::string job_id;       // stable per job, used to name the rendezvous file
+    bool secret_derived = false;  // true: anyone who knows job id and address can compute it
+    std::string job_id;           // stable per job, used to name the rendezvous file; may be empty
+                                  // when rdv_addr is set
 };
 
 using EnvLookup = std::function<const char *(const char *name)>;
 
-// Reads the launcher variables through `env` (returns nullptr for unset). Precedence:
-// HVD_RANK/HVD_SIZE (hvdrun or a user), then OMPI_COMM_WORLD_RANK/SIZE, then PMI_RANK/
-// PMI_SIZE, then SLURM_PROCID/SLURM_NTASKS, then RANK/WORLD_SIZE (torchrun style).
-// Rendezvous: HVD_RENDEZVOUS_ADDR/HVD_RENDEZVOUS_PORT, else MASTER_ADDR/MASTER_PORT; else none
-// (file rendezvous, needs job_id: OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE, SLURM_JOB_ID +
-// SLURM_STEP_ID, PMI_ID..., or HVD_JOB_ID). Secret: HVD_SECRET, else derived from job id and
-// rendezvous address. Returns HVD_ERR_INVALID_ARG with a readable *err when no launcher is
-// found or a value is malformed (rank outside [0,size), non-numeric, port out of range).
+// Reads the launcher variables through `env` (nullptr or "" mean unset). Every HVD_X below may
+// also be given as HOROVOD_X (HVD_X wins).
+//
+// Rank and size, first match wins (a launcher whose rank is set but not its size, or the
+// reverse, is an error):
+//   hvdrun / user   HVD_RANK, HVD_SIZE, HVD_LOCAL_RANK, HVD_LOCAL_SIZE
+//   Open MPI        OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
+//   MPICH / Hydra   PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS
+//   Slurm (srun)    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+//   torchrun style  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE
+// Rendezvous address: HVD_RENDEZVOUS_ADDR + HVD_RENDEZVOUS_PORT; else MASTER_ADDR +
+// MASTER_PORT, using port MASTER_PORT + 1 because torchrun's (and torch.distributed's) own
+// TCPStore already listens on MASTER_PORT; else none: single-host file rendezvous.
+// Job id (first set): HVD_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
+// SLURM_JOB_ID + "." + SLURM_STEP_ID, PMI_KVSNAME, TORCHELASTIC_RUN_ID. Required when there
+// is no rendezvous address (it names the rendezvous file).
+// Secret: HVD_SECRET; else SHA-256 (hex) of job id and rendezvous address. A derived secret
+// only keeps out processes that do not know the job: only a launcher-set secret (hvdrun) or a
+// unique id (hvd_get_unique_id) is truly secret.
+//
+// Returns HVD_OK and fills *out, or HVD_ERR_INVALID_ARG with a readable *err (naming the
+// variable) when no launcher is found, a value is malformed (non-numeric, rank outside
+// [0,size), size < 1, port outside 1..65535) or neither a rendezvous address nor a job id is
+// known. *out is written only on success; err may be nullptr.
 hvd_status_t detect_launch(const EnvLookup &env, LaunchInfo *out, std::string *err);
 
 // The process environment as an EnvLookup ("" counts as unset).

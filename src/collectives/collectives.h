@@ -1,8 +1,10 @@
 // CPU collective algorithms over a Comm. Each is blocking (it drives the transport until done,
 // the deadline passes or the context aborts) and returns a status; on failure the contents
-// of the output buffers are unspecified. All members must call the same collective with the
-// same Comm::seq and compatible arguments (the engine's negotiation guarantees it).
-// Algorithms live one per file; these entry points choose between them by size.
+// of the output buffers are unspecified, the transport's operations have all ended (no
+// buffer stays referenced) and the transport is aborted. All members must call the same
+// collective with the same Comm::seq and compatible arguments (the engine's negotiation
+// guarantees it). Called by one thread at a time per Comm (the transport's and the scratch
+// buffer's). Algorithms live one per file; the first entry points choose between them by size.
 #pragma once
 
 #include <cstddef>
@@ -14,22 +16,68 @@
 
 namespace hvd::collectives {
 
+// ---- Size-based dispatch (what the engine calls).
+
 // In place: buf holds this rank's count elements of dtype and receives the reduction
-// (op: HVD_OP_SUM, MIN, MAX or PRODUCT; scaling is the caller's job). Small messages use
-// recursive doubling (latency-optimal, any group size), large ones a pipelined ring
-// (reduce-scatter then allgather). Every rank ends with bitwise identical results.
+// (op: HVD_OP_SUM, MIN, MAX or PRODUCT; scaling is the caller's job). Up to
+// kRecursiveDoublingMaxBytes (env HVD_ALLREDUCE_RD_MAX_BYTES) recursive doubling
+// (latency-optimal, any group size), above it a pipelined ring (reduce-scatter then
+// allgather). Every rank ends with bitwise identical results.
+// Errors: HVD_ERR_UNSUPPORTED (dtype or op), HVD_ERR_INVALID_ARG (null buf with count > 0,
+// malformed Comm), and the transport's failures (HVD_ERR_TIMED_OUT, HVD_ERR_PEER_FAILED,
+// the abort status, ...).
 hvd_status_t allreduce(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
 
-// Exposed for tests and benchmarks; allreduce() picks one of these.
-hvd_status_t allreduce_recursive_doubling(Comm &comm, void *buf, size_t count, int32_t dtype,
-                                          int32_t op);
-hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
-
-// Ragged allgather of bytes: member r contributes bytes[r] bytes; out (sum of bytes) receives
-// them concatenated in member order. in may alias out + offset of this member's block.
+// Ragged allgather of bytes: member r contributes bytes[r] bytes (any may be 0); out (sum of
+// bytes) receives them concatenated in member order. in may alias out + offset of this
+// member's block exactly (then no copy is made); otherwise in and out must not overlap.
+// One algorithm (ring): every member must receive every other block anyway, and the ring does
+// that with each byte crossing each link once.
 hvd_status_t allgatherv(Comm &comm, const void *in, void *out, const std::vector<size_t> &bytes);
 
 // buf (bytes long on every member) is replaced on every member by root_index's contents.
+// Up to kBroadcastTreeMaxBytes (env HVD_BROADCAST_TREE_MAX_BYTES) a binomial tree (log2 n
+// latency), above it a pipelined chain (each byte crosses each link once).
 hvd_status_t broadcast(Comm &comm, void *buf, size_t bytes, int32_t root_index);
+
+// ---- The algorithms themselves, exposed for tests and benchmarks.
+
+// Full-size exchanges with partners at distance 1, 2, 4, ...; a group that is not a power of
+// two first folds its extra members into partners. Scratch: count elements.
+hvd_status_t allreduce_recursive_doubling(Comm &comm, void *buf, size_t count, int32_t dtype,
+                                          int32_t op);
+
+// Reduce-scatter then allgather around the ring, in chunks of chunk_bytes (rounded to whole
+// elements) so a chunk's transfer overlaps the previous chunk's reduction. The first form
+// uses kRingChunkBytes (env HVD_ALLREDUCE_RING_CHUNK_BYTES). Scratch: a few chunks.
+hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
+hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op,
+                            size_t chunk_bytes);
+
+// Root sends to the heads of log2 n subtrees, each forwards the same way.
+hvd_status_t broadcast_binomial_tree(Comm &comm, void *buf, size_t bytes, int32_t root_index);
+
+// Root -> root+1 -> ... -> root-1, in chunks of chunk_bytes that each member forwards as soon
+// as it has them. The first form uses kBroadcastChunkBytes (env HVD_BROADCAST_CHUNK_BYTES).
+hvd_status_t broadcast_chain(Comm &comm, void *buf, size_t bytes, int32_t root_index);
+hvd_status_t broadcast_chain(Comm &comm, void *buf, size_t bytes, int32_t root_index,
+                             size_t chunk_bytes);
+
+// ---- Tunables (bytes): defaults, and their values in effect (the env setting, read once;
+// a value <= 0 or malformed keeps the default).
+constexpr size_t kRecursiveDoublingMaxBytes = 64 * 1024;
+constexpr size_t kRingChunkBytes = 256 * 1024;
+constexpr size_t kBroadcastTreeMaxBytes = 64 * 1024;
+constexpr size_t kBroadcastChunkBytes = 256 * 1024;
+size_t recursive_doubling_max_bytes();  // HVD_ALLREDUCE_RD_MAX_BYTES
+size_t ring_chunk_bytes();              // HVD_ALLREDUCE_RING_CHUNK_BYTES
+size_t broadcast_tree_max_bytes();      // HVD_BROADCAST_TREE_MAX_BYTES
+size_t broadcast_chunk_bytes();         // HVD_BROADCAST_CHUNK_BYTES
+
+// ---- Argument checks shared by the algorithms' entry points: HVD_OK or the (logged) error.
+hvd_status_t check_allreduce_args(const Comm &comm, const void *buf, size_t count, int32_t dtype,
+                                  int32_t op, const char *algorithm);
+hvd_status_t check_broadcast_args(const Comm &comm, const void *buf, size_t bytes,
+                                  int32_t root_index, const char *algorithm);
 
 }  // namespace hvd::collectives

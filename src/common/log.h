@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "common/error.h"
+
 namespace hvd {
 
 enum class LogLevel { kTrace = 0, kDebug, kInfo, kWarning, kError, kFatal };

@@ -17,7 +17,10 @@ bool op_supported(int32_t op);
 // unless equal. float16/bfloat16 are computed in float32 and rounded to nearest even.
 // bool: Sum/Max = logical or, Min/Product = logical and (inputs nonzero count as true,
 // outputs are 0 or 1). Integer Sum/Product wrap (two's complement), as C unsigned math.
-// Returns HVD_ERR_UNSUPPORTED for an unknown dtype or op, else HVD_OK.
+// Floating Min/Max return NaN if either input is NaN (like torch.minimum); which NaN, and
+// which zero for min(-0, +0), is unspecified. Pointers must be aligned to the element size.
+// Returns HVD_ERR_UNSUPPORTED for an unknown dtype or op, else HVD_OK; count 0 touches no
+// memory (null pointers are fine).
 hvd_status_t reduce_inplace(void *dst, const void *src, size_t count, int32_t dtype, int32_t op);
 
 // dst[i] = a[i] (op) b[i]; dst may equal a or b.
@@ -28,7 +31,8 @@ hvd_status_t reduce_into(void *dst, const void *a, const void *b, size_t count, 
 // truncated toward zero (then converted to the integer type, saturating at its range);
 // float16/bfloat16 in float32; float32 in float32 (factor rounded to float); float64 in
 // float64; bool is left unchanged unless factor is 0 (then false). dst may equal src.
-// factor == 1.0 copies (or does nothing in place).
+// factor == 1.0 copies (or does nothing in place). For integers an infinite factor
+// saturates and a NaN product gives 0. HVD_ERR_UNSUPPORTED for an unknown dtype.
 hvd_status_t scale_into(void *dst, const void *src, size_t count, int32_t dtype, double factor);
 
 }  // namespace hvd::reduce

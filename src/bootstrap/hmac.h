@@ -1,0 +1,17 @@
+// HMAC-SHA256 (RFC 2104 with SHA-256, test vectors in RFC 4231): the proof of knowing the job
+// secret in the rendezvous handshake.
+#pragma once
+
+#include <string_view>
+
+#include "bootstrap/sha256.h"
+
+namespace hvd::bootstrap {
+
+Sha256Digest hmac_sha256(std::string_view key, std::string_view message);
+
+// Compares two digests in time independent of where they differ, so a network peer cannot
+// learn a valid MAC byte by byte from response timing.
+bool digest_equal(const Sha256Digest &a, const Sha256Digest &b);
+
+}  // namespace hvd::bootstrap

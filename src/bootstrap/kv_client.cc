@@ -1,0 +1,325 @@
+// The rendezvous client. One blocking-with-deadline API (put/get/all_gather) for bootstrap,
+// and a non-blocking one (fd + poll_failures) for the engine's event loop, which learns of a
+// dead rank or a dead server from it. Calls are serialised by one mutex.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "bootstrap/kv_auth.h"
+#include "bootstrap/kv_protocol.h"
+#include "bootstrap/kv_store.h"
+#include "bootstrap/socket_io.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace hvd::bootstrap {
+
+namespace {
+
+constexpr int64_t kPollSliceMs = 1000;
+constexpr size_t kMaxReadPerCall = size_t{4} << 20;
+
+}  // namespace
+
+struct KvClient::Impl {
+    std::string where;  // "host:port" of the server, for messages
+    int32_t rank = -1;
+    int32_t size = 0;
+    Fd fd;
+    std::atomic<int> fd_num{-1};  // fd() without the lock: get() may hold it for long
+    FrameDecoder in{kMaxHandshakeFrameBytes};
+    std::mutex mu;
+
+    uint64_t next_request = 1;
+    std::set<uint64_t> awaited;               // GETs whose answer is still wanted
+    std::map<uint64_t, std::string> answers;  // answers to awaited GETs
+    std::vector<int32_t> failed;              // every rank reported failed, in arrival order
+    std::vector<int32_t> unreported;          // failures poll_failures() has not returned yet
+    bool server_lost = false;
+    bool lost_reported = false;
+    bool left = false;  // bye() called
+
+    void handshake(const std::string &secret, const Deadline &deadline);
+    Frame read_handshake_frame(const Deadline &deadline);
+    void send(const std::string &bytes, const Deadline &deadline);
+    bool pump(const Deadline &deadline, bool wait);
+    void dispatch(const Frame &f);
+    void lose_server(const std::string &why);
+    void close_socket();
+    void check_usable(const char *op);
+    void check_failures(const std::string &key);
+    std::vector<std::string> get_many(const std::vector<std::string> &keys,
+                                      const Deadline &deadline);
+};
+
+// ------------------------------------------------------------------ socket plumbing
+
+void KvClient::Impl::close_socket() {
+    fd.reset();
+    fd_num.store(-1);
+}
+
+void KvClient::Impl::lose_server(const std::string &why) {
+    if (server_lost) return;
+    server_lost = true;
+    HVD_LOG(kWarning, rank, "lost the rendezvous server at %s: %s", where.c_str(), why.c_str());
+}
+
+void KvClient::Impl::send(const std::string &bytes, const Deadline &deadline) {
+    try {
+        send_all(fd.get(), bytes, deadline, "rendezvous at " + where);
+    } catch (const Error &e) {
+        if (e.status() == HVD_ERR_TRANSPORT) lose_server(e.what());
+        throw;
+    }
+}
+
+// Reads what has arrived (waiting for it until the deadline when `wait`) and dispatches
+// every complete frame. Returns false once the connection is gone.
+bool KvClient::Impl::pump(const Deadline &deadline, bool wait) {
+    if (!fd.valid()) return false;
+    if (wait && !wait_readable(fd.get(), deadline, kPollSliceMs)) return true;
+    ReadResult r = read_available(fd.get(), in.buffer(), kMaxReadPerCall);
+    try {
+        Frame f;
+        while (in.next(&f))
+            dispatch(f);
+    } catch (const Error &e) {
+        lose_server(strprintf("protocol error: %s", e.what()));
+        close_socket();
+        return false;
+    }
+    if (r == ReadResult::kOpen) return true;
+    // EOF: expected after our BYE, a loss otherwise.
+    if (!left) lose_server("connection closed (its process exited?)");
+    close_socket();
+    return false;
+}
+
+void KvClient::Impl::dispatch(const Frame &f) {
+    if (f.type == KvMsg::kValue) {
+        expect_frame(f, KvMsg::kValue, 2, "rendezvous at " + where);
+        uint64_t id = decode_u64(f.fields[0]);
+        // Answers to GETs that already timed out are dropped here.
+        if (awaited.erase(id)) answers[id] = f.fields[1];
+        return;
+    }
+    expect_frame(f, KvMsg::kFailed, 1, "rendezvous at " + where);
+    auto dead = static_cast<int32_t>(decode_u32(f.fields[0]));
+    if (std::find(failed.begin(), failed.end(), dead) != failed.end()) return;
+    failed.push_back(dead);
+    unreported.push_back(dead);
+}
+
+// ------------------------------------------------------------------ handshake
+
+Frame KvClient::Impl::read_handshake_frame(const Deadline &deadline) {
+    Frame f;
+    for (;;) {
+        if (in.next(&f)) return f;
+        if (deadline.expired())
+            throw Error(HVD_ERR_TIMED_OUT,
+                        strprintf("rendezvous at %s: rank %d got no handshake answer before "
+                                  "the deadline",
+                                  where.c_str(), rank));
+        if (!wait_readable(fd.get(), deadline, kPollSliceMs)) continue;
+        if (read_available(fd.get(), in.buffer(), kMaxHandshakeFrameBytes) == ReadResult::kClosed) {
+            if (in.next(&f)) return f;  // e.g. a REJECT sent just before closing
+            throw Error(HVD_ERR_TRANSPORT,
+                        strprintf("rendezvous at %s closed the connection during rank %d's "
+                                  "handshake",
+                                  where.c_str(), rank));
+        }
+    }
+}
+
+void KvClient::Impl::handshake(const std::string &secret, const Deadline &deadline) {
+    Frame challenge = read_handshake_frame(deadline);
+    expect_frame(challenge, KvMsg::kChallenge, 2, "rendezvous at " + where);
+    uint32_t version = decode_u32(challenge.fields[0]);
+    if (version != kKvProtocolVersion)
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("rendezvous at %s speaks protocol %u, rank %d speaks %u",
+                              where.c_str(), version, rank, kKvProtocolVersion));
+    const std::string &server_nonce = challenge.fields[1];
+    if (server_nonce.size() != kNonceBytes)
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("rendezvous at %s sent a malformed challenge", where.c_str()));
+
+    std::string client_nonce = new_nonce();
+    send(encode_frame(KvMsg::kHello,
+                      {encode_u32(kKvProtocolVersion), encode_u32(static_cast<uint32_t>(rank)),
+                       encode_u32(static_cast<uint32_t>(size)), client_nonce,
+                       proof_field(client_proof(secret, server_nonce, rank, size))}),
+         deadline);
+
+    Frame answer = read_handshake_frame(deadline);
+    if (answer.type == KvMsg::kReject && answer.fields.size() == 1)
+        throw Error(HVD_ERR_TRANSPORT, strprintf("rendezvous at %s rejected rank %d: %s",
+                                                 where.c_str(), rank, answer.fields[0].c_str()));
+    expect_frame(answer, KvMsg::kWelcome, 1, "rendezvous at " + where);
+    if (!proof_matches(answer.fields[0], server_proof(secret, client_nonce, server_nonce)))
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("rendezvous at %s could not prove it knows the job secret "
+                              "(different secret, or not this job's server)",
+                              where.c_str()));
+    in.set_max_frame_bytes(kMaxFrameBytes);
+}
+
+// ------------------------------------------------------------------ requests
+
+void KvClient::Impl::check_usable(const char *op) {
+    if (left)
+        throw Error(HVD_ERR_NOT_READY,
+                    strprintf("rendezvous: rank %d called %s after bye()", rank, op));
+    if (server_lost || !fd.valid())
+        throw Error(HVD_ERR_PEER_FAILED,
+                    strprintf("rendezvous: rank %d cannot %s: the server at %s is gone", rank, op,
+                              where.c_str()));
+}
+
+void KvClient::Impl::check_failures(const std::string &key) {
+    if (!failed.empty())
+        throw Error(HVD_ERR_PEER_FAILED,
+                    strprintf("rank %d failed (its rendezvous connection closed without BYE) "
+                              "while rank %d waited for key '%s'",
+                              failed.front(), rank, key.c_str()));
+    if (server_lost)
+        throw Error(HVD_ERR_PEER_FAILED,
+                    strprintf("the rendezvous server at %s went away while rank %d waited for "
+                              "key '%s'",
+                              where.c_str(), rank, key.c_str()));
+}
+
+std::vector<std::string> KvClient::Impl::get_many(const std::vector<std::string> &keys,
+                                                  const Deadline &deadline) {
+    check_usable("get");
+    std::vector<uint64_t> ids;
+    std::string frames;
+    for (const std::string &key : keys) {
+        ids.push_back(next_request++);
+        awaited.insert(ids.back());
+        frames += encode_frame(KvMsg::kGet, {encode_u64(ids.back()), key});
+    }
+    auto abandon = [&] {
+        for (uint64_t id : ids) {
+            awaited.erase(id);
+            answers.erase(id);
+        }
+    };
+    try {
+        send(frames, deadline);
+        for (;;) {
+            size_t missing = 0;
+            while (missing < ids.size() && answers.count(ids[missing]))
+                ++missing;
+            if (missing == ids.size()) break;
+            check_failures(keys[missing]);
+            if (deadline.expired())
+                throw Error(HVD_ERR_TIMED_OUT,
+                            strprintf("rendezvous: rank %d timed out waiting for key '%s' "
+                                      "(server at %s)",
+                                      rank, keys[missing].c_str(), where.c_str()));
+            pump(deadline, true);
+        }
+    } catch (...) {
+        abandon();
+        throw;
+    }
+    std::vector<std::string> values;
+    for (uint64_t id : ids)
+        values.push_back(std::move(answers[id]));
+    abandon();
+    return values;
+}
+
+// ------------------------------------------------------------------ public class
+
+KvClient::KvClient(const std::string &addr, int port, const std::string &secret, int32_t rank,
+                   int32_t size, const Deadline &deadline)
+    : impl_(std::make_unique<Impl>()) {
+    impl_->where = endpoint_name(addr, port);
+    if (size < 1 || rank < 0 || rank >= size || port < 1 || port > 65535)
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("rendezvous client: rank %d of size %d at %s is not valid", rank,
+                              size, impl_->where.c_str()));
+    impl_->rank = rank;
+    impl_->size = size;
+    impl_->fd = connect_tcp(addr, port, deadline);
+    impl_->handshake(secret, deadline);
+    impl_->fd_num.store(impl_->fd.get());
+}
+
+KvClient::~KvClient() = default;
+
+void KvClient::put(const std::string &key, const std::string &value) {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->check_usable("put");
+    if (key.size() + value.size() + 64 > kMaxFrameBytes)
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("rendezvous: rank %d put of '%s': %zu bytes exceed the %zu limit",
+                              impl_->rank, key.c_str(), value.size(), kMaxFrameBytes));
+    impl_->send(encode_frame(KvMsg::kPut, {key, value}), Deadline::after_ms(kPutTimeoutMs));
+}
+
+std::string KvClient::get(const std::string &key, const Deadline &deadline) {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    return impl_->get_many({key}, deadline).front();
+}
+
+std::vector<std::string> KvClient::all_gather(const std::string &key_prefix,
+                                              const std::string &mine, const Deadline &deadline) {
+    put(key_prefix + "/" + std::to_string(impl_->rank), mine);
+    std::vector<std::string> keys;
+    for (int32_t r = 0; r < impl_->size; ++r)
+        keys.push_back(key_prefix + "/" + std::to_string(r));
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    return impl_->get_many(keys, deadline);
+}
+
+int32_t KvClient::rank() const {
+    return impl_->rank;
+}
+int32_t KvClient::size() const {
+    return impl_->size;
+}
+
+int KvClient::fd() const {
+    return impl_->fd_num.load();
+}
+
+std::vector<int32_t> KvClient::poll_failures() {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->left) impl_->pump(Deadline::after_ms(0), false);
+    std::vector<int32_t> out;
+    out.swap(impl_->unreported);
+    if (impl_->server_lost && !impl_->lost_reported) {
+        impl_->lost_reported = true;
+        out.push_back(kServerLost);
+    }
+    return out;
+}
+
+void KvClient::bye() {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->left) return;
+    impl_->left = true;
+    if (!impl_->fd.valid()) return;
+    Deadline deadline = Deadline::after_ms(kByeTimeoutMs);
+    try {
+        impl_->send(encode_frame(KvMsg::kBye, {}), deadline);
+        // The server closes after BYE; waiting for that EOF proves that everything sent
+        // before was processed (closing first could reset the connection and lose it).
+        while (impl_->pump(deadline, true) && !deadline.expired()) {
+        }
+    } catch (const Error &e) {
+        HVD_LOG(kDebug, impl_->rank, "rendezvous bye: %s", e.what());
+    }
+    impl_->close_socket();
+}
+
+}  // namespace hvd::bootstrap

@@ -1,0 +1,394 @@
+// The rendezvous server: one thread, one poll() loop over the listening socket, a self-pipe
+// (so the destructor can stop it at once) and every client connection. Sockets are
+// non-blocking and every read is bounded, so one slow or hostile client cannot stall the
+// others; a client that misbehaves is dropped with a warning and the loop goes on.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "bootstrap/kv_auth.h"
+#include "bootstrap/kv_protocol.h"
+#include "bootstrap/kv_store.h"
+#include "bootstrap/kv_table.h"
+#include "bootstrap/socket_io.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace hvd::bootstrap {
+
+namespace {
+
+constexpr int64_t kHandshakeTimeoutMs = 10000;           // to send a valid HELLO after connecting
+constexpr int64_t kPollCapMs = 1000;                     // upper bound on one poll() sleep
+constexpr int64_t kAcceptPauseMs = 100;                  // after EMFILE: let connections drain
+constexpr size_t kMaxReadPerWake = size_t{1} << 20;      // fairness between clients
+constexpr size_t kMaxOutboundBytes = size_t{256} << 20;  // a client that stops reading
+constexpr int kMaxAcceptsPerWake = 64;
+
+enum class RankState : uint8_t { kAbsent, kConnected, kLeft, kDied };
+
+struct Conn {
+    int id = -1;
+    Fd fd;
+    std::string peer;   // "address:port", for log lines
+    std::string nonce;  // the challenge sent to it
+    Deadline handshake_deadline;
+    FrameDecoder in{kMaxHandshakeFrameBytes};
+    std::string out;  // frames not yet taken by the socket
+    bool authed = false;
+    int32_t rank = -1;
+    bool said_bye = false;
+    bool dead = false;  // to be closed by reap()
+    std::string why;    // why it is being closed
+};
+
+}  // namespace
+
+struct KvServer::Impl {
+    std::string secret;
+    int32_t size;
+    int64_t idle_timeout_ms;
+    Fd listener;
+    Fd wake_read, wake_write;
+    int port = 0;
+
+    std::map<int, std::unique_ptr<Conn>> conns;
+    int next_conn_id = 0;
+    KvTable table;
+    std::vector<RankState> ranks;
+    int num_authed = 0;
+    Deadline idle_deadline;  // while nobody is connected: when to give up
+    Deadline accept_paused_until = Deadline::after_ms(0);
+
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;
+    std::thread thread;
+
+    void run();
+    bool serve_once();
+    bool done() const;
+    int poll_timeout_ms() const;
+    void accept_new();
+    void on_readable(Conn &c);
+    void handle_frame(Conn &c, const Frame &f);
+    void handle_hello(Conn &c, const Frame &f);
+    void handle_put(const Frame &f);
+    void handle_get(Conn &c, const Frame &f);
+    void accept_rank(Conn &c, int32_t rank, const std::string &client_nonce);
+    void reject(Conn &c, const std::string &reason);
+    void queue(Conn &c, const std::string &frame);
+    void kill(Conn &c, const std::string &why);
+    void expire_handshakes();
+    void reap();
+    void depart(Conn &c);
+};
+
+// ------------------------------------------------------------------ connection lifecycle
+
+void KvServer::Impl::queue(Conn &c, const std::string &frame) {
+    if (c.dead) return;
+    c.out += frame;
+    if (!send_some(c.fd.get(), &c.out)) return kill(c, "connection lost while sending");
+    if (c.out.size() > kMaxOutboundBytes) kill(c, "it stopped reading its messages");
+}
+
+void KvServer::Impl::kill(Conn &c, const std::string &why) {
+    if (c.dead) return;
+    c.dead = true;
+    c.why = why;
+}
+
+void KvServer::Impl::reject(Conn &c, const std::string &reason) {
+    HVD_LOG(kWarning, -1, "rendezvous server: rejected the client at %s: %s", c.peer.c_str(),
+            reason.c_str());
+    queue(c, encode_frame(KvMsg::kReject, {reason}));
+    kill(c, reason);
+}
+
+void KvServer::Impl::accept_new() {
+    for (int i = 0; i < kMaxAcceptsPerWake; ++i) {
+        Fd fd = accept_tcp(listener.get());
+        if (!fd.valid()) {
+            if (errno == EMFILE || errno == ENFILE) {
+                HVD_LOG(kWarning, -1, "rendezvous server: accept: %s; pausing accepts",
+                        strerror(errno));
+                accept_paused_until = Deadline::after_ms(kAcceptPauseMs);
+            }
+            return;
+        }
+        auto c = std::make_unique<Conn>();
+        c->id = next_conn_id++;
+        c->peer = peer_name(fd.get());
+        c->fd = std::move(fd);
+        c->nonce = new_nonce();
+        c->handshake_deadline = Deadline::after_ms(kHandshakeTimeoutMs);
+        Conn &ref = *c;
+        conns.emplace(ref.id, std::move(c));
+        queue(ref, encode_frame(KvMsg::kChallenge, {encode_u32(kKvProtocolVersion), ref.nonce}));
+    }
+}
+
+// Closes dead connections; a rank that died tells the others, which may kill more
+// connections (a failed send), hence the loop.
+void KvServer::Impl::reap() {
+    for (bool again = true; again;) {
+        again = false;
+        for (auto it = conns.begin(); it != conns.end();) {
+            Conn &c = *it->second;
+            if (!c.dead) {
+                ++it;
+                continue;
+            }
+            send_some(c.fd.get(), &c.out);  // best effort: a REJECT or last notices
+            depart(c);
+            it = conns.erase(it);
+            again = true;
+        }
+    }
+}
+
+void KvServer::Impl::depart(Conn &c) {
+    table.drop_waiters(c.id);
+    if (!c.authed) return;
+    --num_authed;
+    if (num_authed == 0) idle_deadline = Deadline::after_ms(idle_timeout_ms);
+    if (c.said_bye) {
+        ranks[c.rank] = RankState::kLeft;
+        HVD_LOG(kDebug, -1, "rendezvous server: rank %d left", c.rank);
+        return;
+    }
+    ranks[c.rank] = RankState::kDied;
+    HVD_LOG(kWarning, -1,
+            "rendezvous server: rank %d (%s) disconnected without BYE (%s); telling the other "
+            "ranks",
+            c.rank, c.peer.c_str(), c.why.c_str());
+    std::string notice = encode_frame(KvMsg::kFailed, {encode_u32(static_cast<uint32_t>(c.rank))});
+    for (auto &kv : conns)
+        if (kv.second->authed && kv.second.get() != &c) queue(*kv.second, notice);
+}
+
+void KvServer::Impl::expire_handshakes() {
+    for (auto &kv : conns) {
+        Conn &c = *kv.second;
+        if (!c.authed && !c.dead && c.handshake_deadline.expired()) {
+            HVD_LOG(kWarning, -1,
+                    "rendezvous server: dropped the client at %s: no handshake within %lld ms",
+                    c.peer.c_str(), static_cast<long long>(kHandshakeTimeoutMs));
+            kill(c, "handshake timed out");
+        }
+    }
+}
+
+// ------------------------------------------------------------------ protocol
+
+void KvServer::Impl::on_readable(Conn &c) {
+    ReadResult r = read_available(c.fd.get(), c.in.buffer(), kMaxReadPerWake);
+    try {
+        Frame f;
+        while (!c.dead && c.in.next(&f))
+            handle_frame(c, f);
+    } catch (const Error &e) {
+        // Garbage from an unauthenticated peer, or a protocol violation by a rank: the
+        // connection goes; for a rank this counts as a failure the others must hear of.
+        HVD_LOG(kWarning, -1, "rendezvous server: dropped the client at %s (rank %d): %s",
+                c.peer.c_str(), c.rank, e.what());
+        kill(c, e.what());
+    }
+    if (r == ReadResult::kClosed) kill(c, "connection closed");
+}
+
+void KvServer::Impl::handle_frame(Conn &c, const Frame &f) {
+    if (!c.authed) return handle_hello(c, f);
+    switch (f.type) {
+        case KvMsg::kPut:
+            return handle_put(f);
+        case KvMsg::kGet:
+            return handle_get(c, f);
+        case KvMsg::kBye:
+            expect_frame(f, KvMsg::kBye, 0, c.peer);
+            c.said_bye = true;
+            return kill(c, "said BYE");
+        default:
+            throw Error(HVD_ERR_TRANSPORT, strprintf("unexpected %s message", kv_msg_name(f.type)));
+    }
+}
+
+void KvServer::Impl::handle_hello(Conn &c, const Frame &f) {
+    expect_frame(f, KvMsg::kHello, 5, c.peer);
+    uint32_t version = decode_u32(f.fields[0]);
+    auto rank = static_cast<int32_t>(decode_u32(f.fields[1]));
+    auto claimed_size = static_cast<int32_t>(decode_u32(f.fields[2]));
+    const std::string &client_nonce = f.fields[3];
+    if (version != kKvProtocolVersion)
+        return reject(
+            c, strprintf("protocol version %u, the server speaks %u", version, kKvProtocolVersion));
+    if (client_nonce.size() != kNonceBytes) return reject(c, "malformed HELLO nonce");
+    if (!proof_matches(f.fields[4], client_proof(secret, c.nonce, rank, claimed_size)))
+        return reject(c, "authentication failed (wrong job secret?)");
+    if (size == 0 && claimed_size > 0) {  // the first authenticated client sets the job size
+        size = claimed_size;
+        ranks.assign(static_cast<size_t>(size), RankState::kAbsent);
+    }
+    if (claimed_size != size)
+        return reject(c, strprintf("rank %d claims a job of %d ranks, this job has %d", rank,
+                                   claimed_size, size));
+    if (rank < 0 || rank >= size)
+        return reject(c, strprintf("rank %d is outside [0, %d)", rank, size));
+    if (ranks[rank] != RankState::kAbsent)
+        return reject(c, strprintf("rank %d has already joined this job", rank));
+    accept_rank(c, rank, client_nonce);
+}
+
+void KvServer::Impl::accept_rank(Conn &c, int32_t rank, const std::string &client_nonce) {
+    c.authed = true;
+    c.rank = rank;
+    ranks[rank] = RankState::kConnected;
+    ++num_authed;
+    c.in.set_max_frame_bytes(kMaxFrameBytes);
+    HVD_LOG(kDebug, -1, "rendezvous server: rank %d joined from %s", rank, c.peer.c_str());
+    queue(c, encode_frame(KvMsg::kWelcome,
+                          {proof_field(server_proof(secret, client_nonce, c.nonce))}));
+    // A late joiner must learn of ranks that already died, or it would wait for their keys.
+    for (size_t r = 0; r < ranks.size(); ++r)
+        if (ranks[r] == RankState::kDied)
+            queue(c, encode_frame(KvMsg::kFailed, {encode_u32(static_cast<uint32_t>(r))}));
+}
+
+void KvServer::Impl::handle_put(const Frame &f) {
+    expect_frame(f, KvMsg::kPut, 2, "PUT");
+    std::vector<KvWaiter> waiters = table.put(f.fields[0], f.fields[1]);
+    for (const KvWaiter &w : waiters) {
+        auto it = conns.find(w.conn_id);
+        if (it == conns.end()) continue;
+        queue(*it->second, encode_frame(KvMsg::kValue, {encode_u64(w.request_id), f.fields[1]}));
+    }
+}
+
+void KvServer::Impl::handle_get(Conn &c, const Frame &f) {
+    expect_frame(f, KvMsg::kGet, 2, "GET");
+    uint64_t request_id = decode_u64(f.fields[0]);
+    const std::string *value = table.get_or_park(f.fields[1], KvWaiter{c.id, request_id});
+    if (value) queue(c, encode_frame(KvMsg::kValue, {encode_u64(request_id), *value}));
+}
+
+// ------------------------------------------------------------------ the loop
+
+bool KvServer::Impl::done() const {
+    if (size > 0 && !ranks.empty()) {
+        bool all_gone = true;
+        for (RankState s : ranks)
+            all_gone = all_gone && (s == RankState::kLeft || s == RankState::kDied);
+        if (all_gone) return true;
+    }
+    return num_authed == 0 && idle_deadline.expired();
+}
+
+int KvServer::Impl::poll_timeout_ms() const {
+    Deadline next = Deadline::after_ms(kPollCapMs);
+    if (num_authed == 0) next = Deadline::earlier(next, idle_deadline);
+    for (const auto &kv : conns)
+        if (!kv.second->authed) next = Deadline::earlier(next, kv.second->handshake_deadline);
+    return static_cast<int>(next.remaining_ms(kPollCapMs));
+}
+
+// One poll round. Returns false when the server should stop.
+bool KvServer::Impl::serve_once() {
+    std::vector<pollfd> fds;
+    fds.push_back({wake_read.get(), POLLIN, 0});
+    bool accepting = accept_paused_until.expired();
+    fds.push_back({accepting ? listener.get() : -1, POLLIN, 0});
+    std::vector<Conn *> order;
+    for (auto &kv : conns) {
+        Conn &c = *kv.second;
+        fds.push_back({c.fd.get(), static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+        order.push_back(&c);
+    }
+    int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms());
+    if (rc < 0 && errno != EINTR)
+        throw Error(HVD_ERR_INTERNAL, strprintf("rendezvous server: poll: %s", strerror(errno)));
+    if (rc > 0 && fds[0].revents) return false;  // stop requested
+    if (rc > 0 && fds[1].revents) accept_new();
+    for (size_t i = 0; rc > 0 && i < order.size(); ++i) {
+        Conn &c = *order[i];
+        short ev = fds[i + 2].revents;
+        if (ev & POLLOUT) queue(c, "");
+        if (ev & (POLLIN | POLLHUP | POLLERR)) on_readable(c);
+    }
+    expire_handshakes();
+    reap();
+    return !done();
+}
+
+void KvServer::Impl::run() {
+    try {
+        while (serve_once()) {
+        }
+    } catch (const std::exception &e) {
+        HVD_LOG(kError, -1, "rendezvous server stopped: %s", e.what());
+    }
+    conns.clear();
+    listener.reset();
+    std::lock_guard<std::mutex> lock(mu);
+    finished = true;
+    cv.notify_all();
+}
+
+// ------------------------------------------------------------------ public class
+
+KvServer::KvServer(const std::string &addr, int port, const std::string &secret, int32_t size,
+                   int64_t idle_timeout_ms)
+    : impl_(std::make_unique<Impl>()) {
+    if (size < 0 || port < 0 || port > 65535)
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("rendezvous server: bad size %d or port %d", size, port));
+    impl_->secret = secret;
+    impl_->size = size;
+    impl_->ranks.assign(static_cast<size_t>(size), RankState::kAbsent);
+    impl_->idle_timeout_ms = idle_timeout_ms;
+    impl_->idle_deadline = Deadline::after_ms(idle_timeout_ms);
+    impl_->listener = listen_tcp(addr, port);
+    impl_->port = bound_port(impl_->listener.get());
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0)
+        throw Error(HVD_ERR_TRANSPORT, strprintf("rendezvous server: pipe: %s", strerror(errno)));
+    impl_->wake_read.reset(pipe_fds[0]);
+    impl_->wake_write.reset(pipe_fds[1]);
+    Impl *impl = impl_.get();
+    impl_->thread = std::thread([impl] { impl->run(); });
+}
+
+KvServer::~KvServer() {
+    char byte = 1;
+    ssize_t ignored = ::write(impl_->wake_write.get(), &byte, 1);
+    (void)ignored;  // the pipe is only full if a stop is already pending
+    impl_->thread.join();
+}
+
+int KvServer::port() const {
+    return impl_->port;
+}
+
+bool KvServer::finished() const {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    return impl_->finished;
+}
+
+bool KvServer::wait_finished(const Deadline &deadline) {
+    std::unique_lock<std::mutex> lock(impl_->mu);
+    auto pred = [this] { return impl_->finished; };
+    if (deadline.infinite())
+        impl_->cv.wait(lock, pred);
+    else
+        impl_->cv.wait_until(lock, deadline.at(), pred);
+    return impl_->finished;
+}
+
+}  // namespace hvd::bootstrap

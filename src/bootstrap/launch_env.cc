@@ -1,0 +1,194 @@
+#include "bootstrap/launch_env.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "bootstrap/sha256.h"
+#include "common/env.h"
+#include "common/error.h"
+
+namespace hvd::bootstrap {
+
+namespace {
+
+// The variables one launcher sets; nullptr where it sets none.
+struct LauncherVars {
+    const char *launcher;
+    const char *rank;
+    const char *size;
+    const char *local_rank;
+    const char *local_size;
+};
+
+constexpr LauncherVars kLaunchers[] = {
+    {"hvdrun", "HVD_RANK", "HVD_SIZE", "HVD_LOCAL_RANK", "HVD_LOCAL_SIZE"},
+    {"hvdrun", "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE"},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+};
+
+// Job id variables after HVD_JOB_ID, most specific launcher first.
+constexpr const char *kJobIdVars[] = {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID",
+                                      "PMI_KVSNAME", "TORCHELASTIC_RUN_ID"};
+
+[[noreturn]] void invalid(const std::string &msg) {
+    throw Error(HVD_ERR_INVALID_ARG, msg);
+}
+
+class Env {
+  public:
+    explicit Env(const EnvLookup &lookup) : lookup_(lookup) {}
+
+    const char *get(const char *name) const {
+        const char *v = name ? lookup_(name) : nullptr;
+        return (v && *v) ? v : nullptr;
+    }
+
+    // HVD_<key>, else HOROVOD_<key>; *name is set to the variable found (or HVD_<key>).
+    const char *setting(const char *key, std::string *name) const {
+        *name = std::string("HVD_") + key;
+        if (const char *v = get(name->c_str())) return v;
+        std::string alias = std::string("HOROVOD_") + key;
+        if (const char *v = get(alias.c_str())) {
+            *name = alias;
+            return v;
+        }
+        return nullptr;
+    }
+
+    // The variable as an integer in [lo, hi]; invalid() naming it otherwise.
+    int64_t integer(const std::string &name, int64_t lo, int64_t hi) const {
+        const char *text = get(name.c_str());
+        errno = 0;
+        char *end = nullptr;
+        long long v = std::strtoll(text, &end, 10);
+        // strtoll would skip leading blanks; a launcher never writes them, a typo might.
+        bool starts_ok = (*text >= '0' && *text <= '9') || *text == '-';
+        if (!starts_ok || errno != 0 || end == text || *end != '\0')
+            invalid(strprintf("%s=%s is not an integer", name.c_str(), text));
+        if (v < lo || v > hi)
+            invalid(strprintf("%s=%s is outside [%lld, %lld]", name.c_str(), text,
+                              static_cast<long long>(lo), static_cast<long long>(hi)));
+        return v;
+    }
+
+  private:
+    const EnvLookup &lookup_;
+};
+
+const LauncherVars *find_launcher(const Env &env) {
+    for (const LauncherVars &l : kLaunchers) {
+        bool has_rank = env.get(l.rank) != nullptr;
+        bool has_size = env.get(l.size) != nullptr;
+        if (has_rank && has_size) return &l;
+        if (has_rank || has_size)
+            invalid(strprintf("%s is set but %s is not", has_rank ? l.rank : l.size,
+                              has_rank ? l.size : l.rank));
+    }
+    invalid(
+        "no launcher found: set HVD_RANK and HVD_SIZE, start the job with hvdrun, mpirun, "
+        "srun or torchrun, or pass rank and size to hvd_init");
+}
+
+void read_ranks(const Env &env, const LauncherVars &l, LaunchInfo *info) {
+    info->launcher = l.launcher;
+    info->size = static_cast<int32_t>(env.integer(l.size, 1, INT32_MAX));
+    info->rank = static_cast<int32_t>(env.integer(l.rank, 0, info->size - 1));
+    if (env.get(l.local_size))
+        info->local_size = static_cast<int32_t>(env.integer(l.local_size, 1, info->size));
+    if (env.get(l.local_rank)) {
+        int64_t hi = (info->local_size > 0 ? info->local_size : info->size) - 1;
+        info->local_rank = static_cast<int32_t>(env.integer(l.local_rank, 0, hi));
+    }
+}
+
+// An address variable and its port variable, both or neither. Returns false if neither.
+bool read_endpoint(const Env &env, const std::string &addr_var, const std::string &port_var,
+                   int64_t max_port, std::string *addr, int64_t *port) {
+    const char *a = env.get(addr_var.c_str());
+    const char *p = env.get(port_var.c_str());
+    if (!a && !p) return false;
+    if (!a || !p)
+        invalid(strprintf("%s is set but %s is not", a ? addr_var.c_str() : port_var.c_str(),
+                          a ? port_var.c_str() : addr_var.c_str()));
+    *addr = a;
+    *port = env.integer(port_var, 1, max_port);
+    return true;
+}
+
+void read_rendezvous(const Env &env, LaunchInfo *info) {
+    std::string addr_var, port_var, addr;
+    int64_t port = 0;
+    const char *hvd_addr = env.setting("RENDEZVOUS_ADDR", &addr_var);
+    const char *hvd_port = env.setting("RENDEZVOUS_PORT", &port_var);
+    if (hvd_addr || hvd_port) {
+        read_endpoint(env, addr_var, port_var, 65535, &addr, &port);
+    } else if (read_endpoint(env, "MASTER_ADDR", "MASTER_PORT", 65534, &addr, &port)) {
+        ++port;  // MASTER_PORT itself belongs to torch's TCPStore
+    }
+    info->rdv_addr = addr;
+    info->rdv_port = static_cast<int32_t>(port);
+}
+
+std::string read_job_id(const Env &env) {
+    std::string name;
+    if (const char *v = env.setting("JOB_ID", &name)) return v;
+    for (const char *var : kJobIdVars) {
+        const char *v = env.get(var);
+        if (!v) continue;
+        std::string id = v;
+        // One Slurm allocation runs many steps (srun calls) that may overlap.
+        if (std::string(var) == "SLURM_JOB_ID" && env.get("SLURM_STEP_ID"))
+            id += std::string(".") + env.get("SLURM_STEP_ID");
+        return id;
+    }
+    return "";
+}
+
+void read_secret(const Env &env, LaunchInfo *info) {
+    std::string name;
+    if (const char *v = env.setting("SECRET", &name)) {
+        info->secret = v;
+        return;
+    }
+    info->secret = sha256_hex("hvd derived secret|" + info->job_id + "|" + info->rdv_addr + ":" +
+                              std::to_string(info->rdv_port));
+    info->secret_derived = true;
+}
+
+LaunchInfo detect(const Env &env) {
+    LaunchInfo info;
+    read_ranks(env, *find_launcher(env), &info);
+    read_rendezvous(env, &info);
+    info.job_id = read_job_id(env);
+    if (info.rdv_addr.empty() && info.job_id.empty())
+        invalid(
+            strprintf("%s launch: no rendezvous address and no job id; set "
+                      "HVD_RENDEZVOUS_ADDR and HVD_RENDEZVOUS_PORT (rank 0's host and a free "
+                      "port), or HVD_JOB_ID for a single-host job, or start the job with "
+                      "hvdrun",
+                      info.launcher.c_str()));
+    read_secret(env, &info);
+    return info;
+}
+
+}  // namespace
+
+hvd_status_t detect_launch(const EnvLookup &env, LaunchInfo *out, std::string *err) {
+    try {
+        *out = detect(Env(env));
+        return HVD_OK;
+    } catch (const Error &e) {
+        if (err) *err = e.what();
+        return e.status();
+    }
+}
+
+EnvLookup process_env() {
+    return [](const char *name) { return env_get(name); };
+}
+
+}  // namespace hvd::bootstrap

@@ -1,0 +1,200 @@
+// The enqueue functions: local validation, then a Request handed to the engine.
+#include <cmath>
+#include <cstring>
+
+#include "capi/guard.h"
+#include "capi/handles.h"
+#include "common/dtype.h"
+#include "reduce/reduce.h"
+
+using hvd::Error;
+using hvd::strprintf;
+using hvd::capi::guarded;
+using hvd::engine::OpType;
+using hvd::engine::Request;
+using hvd::engine::TensorRef;
+
+namespace {
+
+constexpr uint64_t kKnownTensorFields = HVD_TENSOR_FIELD_READY_EVENT;
+constexpr uint64_t kKnownOpFields = HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET |
+                                    HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_SCALE |
+                                    HVD_OP_FIELD_ROOT | HVD_OP_FIELD_SPLITS |
+                                    HVD_OP_FIELD_TIMEOUT | HVD_OP_FIELD_STREAM;
+
+[[noreturn]] void invalid(const char *fn, const std::string &what) {
+    throw Error(HVD_ERR_INVALID_ARG, strprintf("%s: %s", fn, what.c_str()));
+}
+
+TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) {
+    if (t == nullptr) invalid(fn, strprintf("%s tensor is NULL", which));
+    if (t->field_mask & ~kKnownTensorFields)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: unknown field_mask bits 0x%llx in the %s tensor", fn,
+                              static_cast<unsigned long long>(t->field_mask & ~kKnownTensorFields),
+                              which));
+    TensorRef ref;
+    ref.device_type = t->device_type == 0 ? HVD_DEVICE_CPU : t->device_type;
+    if (ref.device_type == HVD_DEVICE_CUDA)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: the %s tensor is on a CUDA device, and this libhvd has no GPU "
+                              "support",
+                              fn, which));
+    if (ref.device_type != HVD_DEVICE_CPU)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: unknown device type %d", fn, t->device_type));
+    if (!hvd::dtype_valid(t->dtype)) invalid(fn, strprintf("unknown dtype %d", t->dtype));
+    if (t->ndim < 0 || t->ndim > HVD_MAX_NDIM)
+        invalid(fn, strprintf("ndim %d is outside [0, %d]", t->ndim, HVD_MAX_NDIM));
+    if (t->ndim > 0 && t->shape == nullptr) invalid(fn, strprintf("%s shape is NULL", which));
+    ref.dtype = t->dtype;
+    ref.device_id = t->device_id;
+    ref.data = t->data;
+    ref.shape.assign(t->shape, t->shape + t->ndim);
+    for (int32_t i = 0; i < t->ndim; ++i)
+        if (ref.shape[i] < 0)
+            invalid(fn, strprintf("%s dimension %d is negative (%lld)", which, i,
+                                  static_cast<long long>(ref.shape[i])));
+    if (ref.data == nullptr && ref.elements() > 0)
+        invalid(fn, strprintf("%s data is NULL", which));
+    return ref;
+}
+
+// Parameters after defaults; copied once.
+struct OpParams {
+    std::string name;
+    int32_t reduce_op = HVD_OP_SUM;
+    int32_t root = 0;
+    double prescale = 1.0;
+    double postscale = 1.0;
+    int64_t timeout_ms = 0;
+};
+
+OpParams read_params(const char *fn, const hvd_op_params_t *p, int64_t default_timeout_ms) {
+    OpParams o;
+    o.timeout_ms = default_timeout_ms;
+    if (p == nullptr) return o;
+    if (p->field_mask & ~kKnownOpFields)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: unknown field_mask bits 0x%llx in hvd_op_params_t", fn,
+                              static_cast<unsigned long long>(p->field_mask & ~kKnownOpFields)));
+    if (p->field_mask & HVD_OP_FIELD_NAME) {
+        if (p->name == nullptr || p->name[0] == '\0') invalid(fn, "name is NULL or empty");
+        size_t len = strnlen(p->name, HVD_MAX_NAME + 1);
+        if (len > HVD_MAX_NAME) invalid(fn, strprintf("name is longer than %d bytes", HVD_MAX_NAME));
+        o.name.assign(p->name, len);
+    }
+    if ((p->field_mask & HVD_OP_FIELD_PROCESS_SET) && p->process_set != nullptr)
+        invalid(fn, "unknown process set (only NULL, all ranks, exists in this version)");
+    if (p->field_mask & HVD_OP_FIELD_REDUCE_OP) o.reduce_op = p->reduce_op;
+    if (p->field_mask & HVD_OP_FIELD_ROOT) o.root = p->root_rank;
+    if (p->field_mask & HVD_OP_FIELD_SCALE) {
+        if (!std::isfinite(p->prescale) || !std::isfinite(p->postscale))
+            invalid(fn, "prescale and postscale must be finite");
+        o.prescale = p->prescale;
+        o.postscale = p->postscale;
+    }
+    if (p->field_mask & HVD_OP_FIELD_TIMEOUT) o.timeout_ms = p->timeout_ms;
+    return o;
+}
+
+void check_same_layout(const char *fn, const TensorRef &in, const TensorRef &out) {
+    if (out.dtype != in.dtype)
+        invalid(fn, strprintf("output dtype %s differs from input dtype %s",
+                              hvd::dtype_name(out.dtype), hvd::dtype_name(in.dtype)));
+    if (out.shape != in.shape)
+        invalid(fn, strprintf("output shape %s differs from input shape %s",
+                              hvd::engine::shape_string(out.shape).c_str(),
+                              hvd::engine::shape_string(in.shape).c_str()));
+}
+
+hvd::engine::Context &live_context(const char *fn, hvd_context_h ctx) {
+    if (ctx == nullptr) invalid(fn, "ctx is NULL");
+    hvd::engine::Context &c = *ctx->ctx;
+    hvd::engine::AbortState &a = c.abort_state();
+    if (a.aborted()) throw Error(a.status(), a.detail());
+    return c;
+}
+
+// Fills in the name and deadline, enqueues and hands out a handle.
+hvd_status_t submit(const char *fn, hvd::engine::Context &c, const OpParams &o,
+                    std::shared_ptr<Request> req, hvd_request_h *req_p) {
+    req->meta.name = o.name.empty() ? c.engine().auto_name(req->meta.type) : o.name;
+    req->meta.dtype = req->input.dtype;
+    req->meta.shape = req->input.shape;
+    req->meta.device_type = req->input.device_type;
+    req->deadline = hvd::Deadline::after_ms(o.timeout_ms);
+    auto handle = std::make_unique<hvd_request>();
+    handle->req = req;
+    std::string err;
+    hvd_status_t s = c.engine().enqueue(req, &err);
+    if (s != HVD_OK) throw Error(s, strprintf("%s: %s", fn, err.c_str()));
+    *req_p = handle.release();
+    return HVD_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+HVD_API hvd_status_t hvd_allreduce_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                           const hvd_tensor_t *out, const hvd_op_params_t *params,
+                                           hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_allreduce_enqueue";
+    return guarded(fn, [&] {
+        hvd::engine::Context &c = live_context(fn, ctx);
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
+        auto req = std::make_shared<Request>();
+        req->input = read_tensor(fn, "input", in);
+        req->output = read_tensor(fn, "output", out);
+        check_same_layout(fn, req->input, req->output);
+        OpParams o = read_params(fn, params, c.op_timeout_ms());
+        if (o.reduce_op == HVD_OP_ADASUM)
+            throw Error(HVD_ERR_UNSUPPORTED, strprintf("%s: Adasum is not supported yet", fn));
+        if (o.reduce_op != HVD_OP_AVERAGE && !hvd::reduce::op_supported(o.reduce_op))
+            invalid(fn, strprintf("unknown reduce op %d", o.reduce_op));
+        req->meta.type = OpType::kAllreduce;
+        req->meta.reduce_op = o.reduce_op;
+        req->meta.prescale = o.prescale;
+        req->meta.postscale = o.postscale;
+        return submit(fn, c, o, req, req_p);
+    });
+}
+
+HVD_API hvd_status_t hvd_allgather_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                           const hvd_op_params_t *params,
+                                           hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_allgather_enqueue";
+    return guarded(fn, [&] {
+        hvd::engine::Context &c = live_context(fn, ctx);
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
+        auto req = std::make_shared<Request>();
+        req->input = read_tensor(fn, "input", in);
+        if (req->input.shape.empty()) invalid(fn, "allgather needs a tensor of rank >= 1");
+        OpParams o = read_params(fn, params, c.op_timeout_ms());
+        req->meta.type = OpType::kAllgather;
+        return submit(fn, c, o, req, req_p);
+    });
+}
+
+HVD_API hvd_status_t hvd_broadcast_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                           const hvd_tensor_t *out, const hvd_op_params_t *params,
+                                           hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_broadcast_enqueue";
+    return guarded(fn, [&] {
+        hvd::engine::Context &c = live_context(fn, ctx);
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
+        auto req = std::make_shared<Request>();
+        req->input = read_tensor(fn, "input", in);
+        req->output = read_tensor(fn, "output", out);
+        check_same_layout(fn, req->input, req->output);
+        OpParams o = read_params(fn, params, c.op_timeout_ms());
+        if (o.root < 0 || o.root >= c.size())
+            invalid(fn, strprintf("root rank %d is outside [0, %d)", o.root, c.size()));
+        req->meta.type = OpType::kBroadcast;
+        req->meta.root = o.root;
+        return submit(fn, c, o, req, req_p);
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,95 @@
+// Request completion: test, wait, output, message, release.
+#include "capi/guard.h"
+#include "capi/handles.h"
+
+using hvd::strprintf;
+using hvd::capi::fail;
+using hvd::capi::guarded;
+
+namespace {
+
+// A wait with no limit of its own still ends: the engine completes every request by its op
+// deadline; this grace covers the engine noticing it.
+constexpr int64_t kDeadlineGraceMs = 10000;
+
+hvd_status_t finished_status(const hvd::engine::Request &req, const char *fn) {
+    hvd_status_t s = req.status();
+    if (s < 0) hvd::set_last_error(strprintf("%s: %s", fn, req.message().c_str()));
+    return s;
+}
+
+}  // namespace
+
+extern "C" {
+
+HVD_API hvd_status_t hvd_request_test(hvd_request_h req) noexcept {
+    return guarded("hvd_request_test", [&] {
+        if (req == nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_request_test: req is NULL");
+        return finished_status(*req->req, "hvd_request_test");
+    });
+}
+
+HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) noexcept {
+    return guarded("hvd_request_wait", [&] {
+        if (req == nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_request_wait: req is NULL");
+        hvd::Deadline d = hvd::Deadline::after_ms(timeout_ms);
+        if (timeout_ms < 0 && !req->req->deadline.infinite())
+            d = hvd::Deadline::after_ms(req->req->deadline.remaining_ms(INT64_MAX / 2) +
+                                        kDeadlineGraceMs);
+        req->waiters.fetch_add(1);
+        req->req->wait(d);
+        req->waiters.fetch_sub(1);
+        return finished_status(*req->req, "hvd_request_wait");
+    });
+}
+
+HVD_API hvd_status_t hvd_request_output(hvd_request_h req, int32_t i,
+                                        hvd_tensor_t *out_p) noexcept {
+    return guarded("hvd_request_output", [&] {
+        if (req == nullptr || out_p == nullptr)
+            return fail(HVD_ERR_INVALID_ARG, "hvd_request_output: NULL argument");
+        hvd::engine::Request &r = *req->req;
+        hvd_status_t s = finished_status(r, "hvd_request_output");
+        if (s != HVD_OK) return s;
+        if (i != 0)
+            return fail(HVD_ERR_INVALID_ARG,
+                        strprintf("hvd_request_output: index %d, this request has 1 output", i));
+        hvd_tensor_t t{};
+        t.device_type = HVD_DEVICE_CPU;
+        if (r.meta.type == hvd::engine::OpType::kAllgather) {
+            t.data = r.owned_data.data();
+            t.dtype = r.input.dtype;
+            t.ndim = static_cast<int32_t>(r.owned_shape.size());
+            t.shape = r.owned_shape.data();
+        } else {
+            t.data = r.output.data;
+            t.dtype = r.output.dtype;
+            t.ndim = static_cast<int32_t>(r.output.shape.size());
+            t.shape = r.output.shape.data();
+            t.device_id = r.output.device_id;
+        }
+        *out_p = t;
+        return HVD_OK;
+    });
+}
+
+HVD_API size_t hvd_request_message(hvd_request_h req, char *buf, size_t len) noexcept {
+    if (req == nullptr) return hvd::capi::copy_out("", buf, len);
+    try {
+        return hvd::capi::copy_out(req->req->message(), buf, len);
+    } catch (...) {
+        return hvd::capi::copy_out("", buf, len);
+    }
+}
+
+HVD_API hvd_status_t hvd_request_release(hvd_request_h req) noexcept {
+    return guarded("hvd_request_release", [&] {
+        if (req == nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_request_release: req is NULL");
+        if (req->waiters.load() != 0)
+            return fail(HVD_ERR_BUSY, "hvd_request_release: another thread waits on it");
+        delete req;
+        return HVD_OK;
+    });
+}
+
+}  // extern "C"

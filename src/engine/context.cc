@@ -1,0 +1,160 @@
+#include "engine/context.h"
+
+#include "bootstrap/hex.h"
+#include "bootstrap/launch_env.h"
+#include "bootstrap/rendezvous_file.h"
+#include "bootstrap/secret.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "engine/unique_id.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace hvd::engine {
+
+namespace {
+
+// A per-attempt connect limit for file rendezvous: a stale file from an earlier job with
+// the same id points at a dead port, so re-read the file and try again.
+constexpr int64_t kFileAttemptMs = 2000;
+
+bool is_loopback(const std::string &addr) {
+    return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+std::string hex_decode(const std::string &hex) {
+    auto nibble = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        return -1;
+    };
+    std::string out(hex.size() / 2, '\0');
+    for (size_t i = 0; i < out.size(); ++i) {
+        int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) throw Error(HVD_ERR_TRANSPORT, "malformed transport address");
+        out[i] = static_cast<char>(hi << 4 | lo);
+    }
+    return out;
+}
+
+}  // namespace
+
+Context::Context(const InitConfig &config) : config_(config) {
+    Deadline deadline = Deadline::after_ms(config_.bootstrap_timeout_ms);
+    rendezvous(deadline);
+    std::vector<std::string> hosts =
+        kv_->all_gather("host", topology::this_host_name(), deadline);
+    placement_ = topology::place_rank(hosts, rank_);
+    connect_transport(deadline);
+    engine_ = std::make_unique<Engine>(rank_, size_, transport_.get(), &abort_);
+    monitor_ = std::make_unique<FailureMonitor>(rank_, std::move(kv_), &abort_, engine_.get());
+    engine_->start();
+    monitor_->start();
+    HVD_LOG(kDebug, rank_, "joined a job of %d ranks (local %d/%d, cross %d/%d)", size_,
+            placement_.local_rank, placement_.local_size, placement_.cross_rank,
+            placement_.cross_size);
+}
+
+void Context::rendezvous(const Deadline &deadline) {
+    if (config_.has_unique_id) {
+        UniqueIdContents id = parse_unique_id(config_.unique_id);
+        rank_ = config_.rank;
+        size_ = config_.size;
+        server_ = local_server_for(id);
+        kv_ = std::make_unique<bootstrap::KvClient>(id.addr, id.port, id.secret, rank_, size_,
+                                                    deadline);
+        return;
+    }
+    bootstrap::LaunchInfo li;
+    std::string err;
+    if (bootstrap::detect_launch(bootstrap::process_env(), &li, &err) != HVD_OK)
+        throw Error(HVD_ERR_INVALID_ARG, err);
+    rank_ = li.rank;
+    size_ = li.size;
+    if (config_.explicit_rank && (config_.rank != rank_ || config_.size != size_))
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("init asked for rank %d of %d but the launcher (%s) says rank %d "
+                              "of %d",
+                              config_.rank, config_.size, li.launcher.c_str(), rank_, size_));
+    if (!li.rdv_addr.empty()) {
+        if (rank_ == 0)
+            server_ = std::make_shared<bootstrap::KvServer>(
+                is_loopback(li.rdv_addr) ? li.rdv_addr : "", li.rdv_port, li.secret, size_,
+                config_.bootstrap_timeout_ms);
+        kv_ = std::make_unique<bootstrap::KvClient>(li.rdv_addr, li.rdv_port, li.secret, rank_,
+                                                    size_, deadline);
+        return;
+    }
+    // Single host, no address from the launcher: meet through a private file.
+    if (rank_ == 0) {
+        std::string secret = bootstrap::random_secret();
+        server_ = std::make_shared<bootstrap::KvServer>("127.0.0.1", 0, secret, size_,
+                                                        config_.bootstrap_timeout_ms);
+        bootstrap::publish_rendezvous(li.job_id, {"127.0.0.1", server_->port(), secret});
+        rendezvous_file_job_ = li.job_id;
+    }
+    for (;;) {
+        bootstrap::RendezvousEndpoint ep = bootstrap::lookup_rendezvous(li.job_id, deadline);
+        Deadline attempt = Deadline::earlier(deadline, Deadline::after_ms(kFileAttemptMs));
+        try {
+            kv_ = std::make_unique<bootstrap::KvClient>(ep.addr, ep.port, ep.secret, rank_,
+                                                        size_, attempt);
+            return;
+        } catch (const Error &) {
+            if (deadline.expired()) throw;
+        }
+    }
+}
+
+void Context::connect_transport(const Deadline &deadline) {
+    transport_ = transport::make_ucx_transport(rank_, size_);
+    std::string mine = transport_->local_address();
+    std::vector<std::string> all =
+        kv_->all_gather("ucx", bootstrap::to_hex(mine.data(), mine.size()), deadline);
+    for (auto &a : all) a = hex_decode(a);
+    transport_->connect(all);
+}
+
+void Context::abort(hvd_status_t status, const std::string &detail) {
+    if (status >= 0) status = HVD_ERR_ABORTED;
+    abort_.set(status, detail);
+    if (engine_) engine_->wake();
+    if (monitor_) monitor_->wake();
+}
+
+void Context::finalize() {
+    if (finalized_) return;
+    finalized_ = true;
+    Deadline deadline = Deadline::after_ms(config_.bootstrap_timeout_ms);
+    if (engine_) engine_->stop();
+    std::unique_ptr<bootstrap::KvClient> kv = monitor_ ? monitor_->stop() : std::move(kv_);
+    if (kv && !abort_.aborted()) {
+        // Wait until every rank is here, so nobody tears down a transport a peer still uses.
+        try {
+            kv->all_gather("finalize", "", deadline);
+        } catch (const Error &e) {
+            abort_.set(e.status(), e.what());
+            HVD_LOG(kWarning, rank_, "finalize: %s", e.what());
+        }
+    }
+    engine_.reset();
+    transport_.reset();
+    if (kv) {
+        if (!abort_.aborted()) kv->bye();
+        kv.reset();
+    }
+    monitor_.reset();
+    if (!rendezvous_file_job_.empty()) bootstrap::remove_rendezvous(rendezvous_file_job_);
+    if (server_ && !abort_.aborted() && !server_->wait_finished(deadline))
+        HVD_LOG(kWarning, rank_, "finalize: not every rank left the rendezvous in time");
+    server_.reset();
+}
+
+Context::~Context() {
+    try {
+        finalize();
+    } catch (...) {
+        // Destructors must not throw; finalize logs what went wrong.
+    }
+}
+
+}  // namespace hvd::engine

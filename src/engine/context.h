@@ -1,0 +1,68 @@
+// One libhvd context (what hvd_context_h points to): membership in a job, its rendezvous
+// connection, transport, engine and failure monitor. Created by a blocking, collective init
+// and torn down by finalize, in reverse order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "bootstrap/kv_store.h"
+#include "engine/abort_state.h"
+#include "engine/engine.h"
+#include "engine/failure_monitor.h"
+#include "topology/host_topology.h"
+#include "transport/transport.h"
+
+namespace hvd::engine {
+
+// init parameters after defaults were applied (copied once at the ABI boundary).
+struct InitConfig {
+    bool explicit_rank = false;  // rank/size given, not from a launcher
+    int32_t rank = 0;
+    int32_t size = 0;
+    bool has_unique_id = false;
+    hvd_unique_id_t unique_id{};
+    int64_t bootstrap_timeout_ms = 120000;
+    int64_t op_timeout_ms = 1800000;
+};
+
+class Context {
+public:
+    // Joins the job. Throws hvd::Error with a message naming this rank and what failed.
+    explicit Context(const InitConfig &config);
+    ~Context();  // calls finalize() if needed
+    Context(const Context &) = delete;
+    Context &operator=(const Context &) = delete;
+
+    // Leaves the job (see hvd_finalize). Idempotent.
+    void finalize();
+    // Aborts (see hvd_abort). Thread-safe, never blocks.
+    void abort(hvd_status_t status, const std::string &detail);
+
+    int32_t rank() const { return rank_; }
+    int32_t size() const { return size_; }
+    const topology::HostPlacement &placement() const { return placement_; }
+    int64_t op_timeout_ms() const { return config_.op_timeout_ms; }
+    AbortState &abort_state() { return abort_; }
+    Engine &engine() { return *engine_; }
+
+private:
+    void rendezvous(const Deadline &deadline);
+    void connect_transport(const Deadline &deadline);
+
+    InitConfig config_;
+    int32_t rank_ = 0;
+    int32_t size_ = 0;
+    topology::HostPlacement placement_;
+    AbortState abort_;
+    std::string rendezvous_file_job_;  // non-empty on rank 0 of a file rendezvous
+    std::shared_ptr<bootstrap::KvServer> server_;  // when this process hosts the rendezvous
+    std::unique_ptr<bootstrap::KvClient> kv_;       // during init; then owned by monitor_
+    std::unique_ptr<transport::Transport> transport_;
+    std::unique_ptr<Engine> engine_;
+    std::unique_ptr<FailureMonitor> monitor_;
+    bool finalized_ = false;
+};
+
+}  // namespace hvd::engine

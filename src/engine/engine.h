@@ -1,0 +1,85 @@
+// The background engine of one context: a thread that negotiates named ops with the other
+// ranks (rank 0 coordinates) and runs them in the agreed order. It sleeps on the transport's
+// event fd and an eventfd that enqueue() signals: no fixed-interval polling, and an idle
+// engine uses no CPU.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/comm.h"
+#include "engine/abort_state.h"
+#include "engine/coordinator.h"
+#include "engine/request.h"
+#include "transport/transport.h"
+
+namespace hvd::engine {
+
+class Engine {
+public:
+    Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort);
+    ~Engine();  // stops the thread if still running
+    Engine(const Engine &) = delete;
+    Engine &operator=(const Engine &) = delete;
+
+    void start();
+    // Stops the thread; requests not yet completed fail with HVD_ERR_ABORTED.
+    void stop();
+
+    // Thread-safe. Queues req; HVD_ERR_INVALID_ARG (with *err) if its name is in flight.
+    hvd_status_t enqueue(const RequestPtr &req, std::string *err);
+    // Thread-safe. Makes the engine thread look at its queue and the abort state now.
+    void wake();
+
+    // Next auto-name for unnamed ops of one kind ("allreduce.noname.7"). Thread-safe.
+    std::string auto_name(OpType type);
+
+private:
+    struct OutgoingMessage {
+        std::string payload;
+        transport::Completion completion;
+    };
+
+    void loop();
+    bool take_new_requests();
+    bool receive_control();
+    bool run_responses();
+    void deliver_responses(const std::vector<Response> &responses);
+    void send_control(int32_t peer, uint32_t kind, std::string payload);
+    void reap_sends();
+    void check_timeouts();
+    void fail_everything(hvd_status_t status, const std::string &detail);
+    void finish(const RequestPtr &req, hvd_status_t status, const std::string &message);
+    void sleep_until_work();
+
+    const int32_t rank_;
+    const int32_t size_;
+    transport::Transport *transport_;
+    AbortState *abort_;
+    int wake_fd_ = -1;
+    std::thread thread_;
+    bool stop_requested_ = false;  // guarded by mu_
+
+    // Shared with callers (guarded by mu_).
+    std::mutex mu_;
+    std::vector<RequestPtr> queue_;
+    std::set<std::string> in_flight_names_;
+    uint64_t auto_name_counter_[3] = {0, 0, 0};
+
+    // Engine-thread state.
+    std::map<std::string, RequestPtr> pending_;  // reported to the coordinator, not yet run
+    std::list<Response> responses_;               // agreed order, not yet run
+    std::list<OutgoingMessage> outgoing_;
+    std::unique_ptr<Coordinator> coordinator_;    // rank 0 only
+    collectives::ScratchBuffer scratch_;
+    bool transport_aborted_ = false;
+};
+
+}  // namespace hvd::engine

@@ -1,0 +1,18 @@
+// Runs one negotiated collective on this rank: scaling, the algorithm over the transport,
+// library-owned outputs. Called only on the engine thread.
+#pragma once
+
+#include <string>
+
+#include "collectives/comm.h"
+#include "engine/op_meta.h"
+#include "engine/request.h"
+
+namespace hvd::engine {
+
+// Executes resp for req over comm (comm.seq and deadline already set). Returns the status
+// the request completes with; *message gets a detail on failure.
+hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Request &req,
+                              std::string *message);
+
+}  // namespace hvd::engine

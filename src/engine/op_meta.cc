@@ -1,0 +1,120 @@
+#include "engine/op_meta.h"
+
+#include "engine/wire.h"
+
+namespace hvd::engine {
+
+const char *op_type_name(OpType t) {
+    switch (t) {
+        case OpType::kAllreduce:
+            return "allreduce";
+        case OpType::kAllgather:
+            return "allgather";
+        case OpType::kBroadcast:
+            return "broadcast";
+    }
+    return "unknown";
+}
+
+std::string shape_string(const std::vector<int64_t> &shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (i) s += ",";
+        s += std::to_string(shape[i]);
+    }
+    return s + "]";
+}
+
+namespace {
+
+void write_dims(WireWriter &w, const std::vector<int64_t> &dims) {
+    w.u64(dims.size());
+    for (int64_t d : dims) w.i64(d);
+}
+
+std::vector<int64_t> read_dims(WireReader &r) {
+    uint64_t n = r.u64();
+    if (n > (UINT64_C(1) << 24)) throw Error(HVD_ERR_TRANSPORT, "malformed control message");
+    std::vector<int64_t> dims(n);
+    for (auto &d : dims) d = r.i64();
+    return dims;
+}
+
+OpType read_op_type(WireReader &r) {
+    uint8_t t = r.u8();
+    if (t > static_cast<uint8_t>(OpType::kBroadcast))
+        throw Error(HVD_ERR_TRANSPORT, "malformed control message (op type)");
+    return static_cast<OpType>(t);
+}
+
+}  // namespace
+
+std::string encode_ready(const std::vector<OpMeta> &metas) {
+    WireWriter w;
+    w.u64(metas.size());
+    for (const OpMeta &m : metas) {
+        w.str(m.name);
+        w.u8(static_cast<uint8_t>(m.type));
+        w.i32(m.dtype);
+        write_dims(w, m.shape);
+        w.i32(m.device_type);
+        w.i32(m.reduce_op);
+        w.i32(m.root);
+        w.f64(m.prescale);
+        w.f64(m.postscale);
+    }
+    return std::move(w.bytes());
+}
+
+std::vector<OpMeta> decode_ready(const std::string &bytes) {
+    WireReader r(bytes);
+    uint64_t n = r.u64();
+    std::vector<OpMeta> metas;
+    for (uint64_t i = 0; i < n; ++i) {
+        OpMeta m;
+        m.name = r.str();
+        m.type = read_op_type(r);
+        m.dtype = r.i32();
+        m.shape = read_dims(r);
+        m.device_type = r.i32();
+        m.reduce_op = r.i32();
+        m.root = r.i32();
+        m.prescale = r.f64();
+        m.postscale = r.f64();
+        metas.push_back(std::move(m));
+    }
+    return metas;
+}
+
+std::string encode_responses(const std::vector<Response> &responses) {
+    WireWriter w;
+    w.u64(responses.size());
+    for (const Response &resp : responses) {
+        w.str(resp.name);
+        w.u8(static_cast<uint8_t>(resp.type));
+        w.u64(resp.seq);
+        w.i32(resp.status);
+        w.str(resp.message);
+        write_dims(w, resp.first_dims);
+    }
+    return std::move(w.bytes());
+}
+
+std::vector<Response> decode_responses(const std::string &bytes) {
+    WireReader r(bytes);
+    uint64_t n = r.u64();
+    std::vector<Response> out;
+    for (uint64_t i = 0; i < n; ++i) {
+        Response resp;
+        resp.name = r.str();
+        resp.type = read_op_type(r);
+        resp.seq = static_cast<uint32_t>(r.u64());
+        resp.status = r.i32();
+        resp.message = r.str();
+        resp.first_dims = read_dims(r);
+        out.push_back(std::move(resp));
+    }
+    return out;
+}
+
+}  // namespace hvd::engine

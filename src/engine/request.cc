@@ -1,0 +1,45 @@
+#include "engine/request.h"
+
+#include "common/dtype.h"
+
+namespace hvd::engine {
+
+size_t TensorRef::elements() const {
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    return n;
+}
+
+size_t TensorRef::bytes() const { return elements() * dtype_size(dtype); }
+
+void Request::complete(hvd_status_t status, const std::string &message) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (status_ != HVD_INPROGRESS) return;
+        status_ = status;
+        message_ = message;
+    }
+    cv_.notify_all();
+}
+
+hvd_status_t Request::status() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return status_;
+}
+
+std::string Request::message() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return message_;
+}
+
+hvd_status_t Request::wait(const Deadline &until) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto done = [this] { return status_ != HVD_INPROGRESS; };
+    if (until.infinite())
+        cv_.wait(lock, done);
+    else
+        cv_.wait_until(lock, until.at(), done);
+    return status_;
+}
+
+}  // namespace hvd::engine

@@ -1,0 +1,57 @@
+// One enqueued collective: its parameters (fixed at enqueue), and its completion state,
+// shared by the caller's handle and the engine.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "engine/op_meta.h"
+#include "hvd/hvd.h"
+
+namespace hvd::engine {
+
+// A tensor as the engine sees it: the caller's memory plus a copied shape.
+struct TensorRef {
+    void *data = nullptr;
+    int32_t dtype = 0;
+    std::vector<int64_t> shape;
+    int32_t device_type = HVD_DEVICE_CPU;
+    int32_t device_id = 0;
+
+    size_t elements() const;
+    size_t bytes() const;
+};
+
+class Request {
+public:
+    OpMeta meta;        // what the coordinator compares across ranks
+    TensorRef input;
+    TensorRef output;   // caller-owned output (allreduce/broadcast); unused for allgather
+    Deadline deadline;  // op timeout
+
+    // Completion. Thread-safe; complete() wins once, later calls are ignored.
+    void complete(hvd_status_t status, const std::string &message);
+    hvd_status_t status() const;
+    // Waits until complete or the deadline; returns status() (HVD_INPROGRESS on expiry).
+    hvd_status_t wait(const Deadline &until);
+    std::string message() const;
+
+    // Library-owned output, filled by the engine before complete(HVD_OK).
+    std::vector<char> owned_data;
+    std::vector<int64_t> owned_shape;
+
+private:
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    hvd_status_t status_ = HVD_INPROGRESS;
+    std::string message_;
+};
+
+using RequestPtr = std::shared_ptr<Request>;
+
+}  // namespace hvd::engine

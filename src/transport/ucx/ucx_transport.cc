@@ -1,0 +1,372 @@
+#include "transport/ucx/ucx_transport.h"
+
+#include <ucp/api/ucp.h>
+
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace hvd::transport {
+
+namespace {
+
+hvd_status_t status_from_ucs(ucs_status_t s) {
+    switch (s) {
+        case UCS_OK:
+            return HVD_OK;
+        case UCS_ERR_NO_MEMORY:
+            return HVD_ERR_NO_MEMORY;
+        case UCS_ERR_ENDPOINT_TIMEOUT:
+        case UCS_ERR_CONNECTION_RESET:
+        case UCS_ERR_UNREACHABLE:
+        case UCS_ERR_REJECTED:
+            return HVD_ERR_PEER_FAILED;
+        case UCS_ERR_TIMED_OUT:
+            return HVD_ERR_TIMED_OUT;
+        case UCS_ERR_CANCELED:
+            return HVD_ERR_ABORTED;
+        default:
+            return HVD_ERR_TRANSPORT;
+    }
+}
+
+void check_ucs(ucs_status_t s, const char *what, int32_t rank) {
+    if (s != UCS_OK)
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("rank %d: %s failed: %s", rank, what, ucs_status_string(s)));
+}
+
+// Every operation handed to UCX and not yet completed, so that a dead peer or an abort can
+// finish them all before their buffers go away.
+struct InFlight {
+    void *request;   // UCX request handle
+    int32_t peer;    // -1: receive from any source
+    bool is_send;
+};
+
+class UcxTransport final : public Transport {
+public:
+    UcxTransport(int32_t rank, int32_t size) : rank_(rank), size_(size) {
+        ucp_config_t *config = nullptr;
+        check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read", rank_);
+        ucp_params_t params{};
+        params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+        params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+        params.mt_workers_shared = 0;
+        ucs_status_t s = ucp_init(&params, config, &context_);
+        ucp_config_release(config);
+        check_ucs(s, "ucp_init", rank_);
+
+        ucp_worker_params_t wparams{};
+        wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the engine thread drives it
+        s = ucp_worker_create(context_, &wparams, &worker_);
+        if (s != UCS_OK) {
+            ucp_cleanup(context_);
+            check_ucs(s, "ucp_worker_create", rank_);
+        }
+        s = ucp_worker_get_efd(worker_, &efd_);
+        if (s != UCS_OK) {
+            ucp_worker_destroy(worker_);
+            ucp_cleanup(context_);
+            check_ucs(s, "ucp_worker_get_efd", rank_);
+        }
+        ucp_address_t *addr = nullptr;
+        size_t addr_len = 0;
+        s = ucp_worker_get_address(worker_, &addr, &addr_len);
+        if (s != UCS_OK) {
+            ucp_worker_destroy(worker_);
+            ucp_cleanup(context_);
+            check_ucs(s, "ucp_worker_get_address", rank_);
+        }
+        address_.assign(reinterpret_cast<const char *>(addr), addr_len);
+        ucp_worker_release_address(worker_, addr);
+        failed_.assign(static_cast<size_t>(size_), false);
+    }
+
+    ~UcxTransport() override {
+        abort_all(HVD_ERR_ABORTED);
+        close_endpoints(/*force=*/false);
+        ucp_worker_destroy(worker_);
+        ucp_cleanup(context_);
+    }
+
+    int32_t rank() const override { return rank_; }
+    int32_t size() const override { return size_; }
+    std::string local_address() const override { return address_; }
+
+    void connect(const std::vector<std::string> &addresses) override {
+        if (static_cast<int32_t>(addresses.size()) != size_)
+            throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: %zu addresses for %d ranks", rank_,
+                                                    addresses.size(), size_));
+        eps_.assign(static_cast<size_t>(size_), nullptr);
+        err_args_.resize(static_cast<size_t>(size_));
+        for (int32_t peer = 0; peer < size_; ++peer) {
+            err_args_[peer] = {this, peer};
+            ucp_ep_params_t ep{};
+            ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+            ep.address = reinterpret_cast<const ucp_address_t *>(addresses[peer].data());
+            ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+            ep.err_handler.cb = &UcxTransport::on_ep_error;
+            ep.err_handler.arg = &err_args_[peer];
+            ucs_status_t s = ucp_ep_create(worker_, &ep, &eps_[peer]);
+            if (s != UCS_OK)
+                throw Error(HVD_ERR_TRANSPORT,
+                            strprintf("rank %d: cannot create a UCX endpoint to rank %d: %s",
+                                      rank_, peer, ucs_status_string(s)));
+        }
+    }
+
+    void isend(int32_t peer, uint64_t tag, const void *buf, size_t len, Completion *c) override {
+        start(c, peer);
+        if (peer < 0 || peer >= size_ || eps_.empty() || failed_[peer] || aborted_) {
+            finish(c, aborted_ ? abort_status_ : HVD_ERR_PEER_FAILED);
+            return;
+        }
+        ucp_request_param_t p{};
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        p.cb.send = &UcxTransport::on_send_done;
+        p.user_data = c;
+        ucs_status_ptr_t r = ucp_tag_send_nbx(eps_[peer], buf, len, tag, &p);
+        c->length = len;
+        track(c, r, peer, /*is_send=*/true);
+    }
+
+    void irecv(uint64_t tag, uint64_t mask, void *buf, size_t len, Completion *c) override {
+        int32_t peer = (mask & kTagSourceMask) == kTagSourceMask ? tag_source(tag) : -1;
+        start(c, peer);
+        if (aborted_ || (peer >= 0 && peer < size_ && failed_[peer])) {
+            finish(c, aborted_ ? abort_status_ : HVD_ERR_PEER_FAILED);
+            return;
+        }
+        // No immediate completion: the callback, run from progress(), is the one place that
+        // records the received length and sender.
+        ucp_request_param_t p{};
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                         UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        p.cb.recv = &UcxTransport::on_recv_done;
+        p.user_data = c;
+        ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buf, len, tag, mask, &p);
+        track(c, r, peer, /*is_send=*/false);
+    }
+
+    bool try_recv_any(uint64_t tag, uint64_t mask, std::string *payload, Completion *c) override {
+        if (aborted_) return false;
+        ucp_tag_recv_info_t info{};
+        ucp_tag_message_h msg = ucp_tag_probe_nb(worker_, tag, mask, /*remove=*/1, &info);
+        if (msg == nullptr) return false;
+        payload->resize(info.length);
+        start(c, tag_source(info.sender_tag));
+        ucp_request_param_t p{};
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+        p.cb.recv = &UcxTransport::on_recv_done;
+        p.user_data = c;
+        ucs_status_ptr_t r = ucp_tag_msg_recv_nbx(worker_, payload->data(), info.length, msg, &p);
+        c->length = info.length;
+        c->sender_tag = info.sender_tag;
+        track(c, r, -1, /*is_send=*/false);
+        // The message has arrived already (at least its header); finish receiving it here so
+        // callers get whole messages. Bounded: a peer that dies mid-message fails the request.
+        Deadline limit = Deadline::after_ms(30000);
+        while (!c->done && !limit.expired()) progress();
+        if (!c->done) {
+            abort_all(HVD_ERR_TIMED_OUT);
+            finish(c, HVD_ERR_TIMED_OUT);
+        }
+        return true;
+    }
+
+    bool progress() override {
+        bool any = false;
+        while (ucp_worker_progress(worker_) != 0) any = true;
+        // Endpoint errors are only recorded inside callbacks (UCX forbids re-entering
+        // progress there); act on them now.
+        while (!ep_errors_.empty()) {
+            int32_t peer = ep_errors_.back();
+            ep_errors_.pop_back();
+            mark_peer_failed(peer);
+            any = true;
+        }
+        return any;
+    }
+
+    int event_fd() const override { return efd_; }
+
+    bool arm() override {
+        ucs_status_t s = ucp_worker_arm(worker_);
+        return s == UCS_OK;  // UCS_ERR_BUSY: events pending, progress instead of sleeping
+    }
+
+    void mark_peer_failed(int32_t peer) override {
+        if (peer < 0 || peer >= size_ || failed_[peer]) return;
+        failed_[peer] = true;
+        newly_failed_.push_back(peer);
+        // Receives waiting for this peer would never match: cancel them. Sends to it are
+        // failed by UCX when the endpoint is closed.
+        std::vector<void *> to_cancel;
+        for (auto &kv : in_flight_)
+            if (kv.second.peer == peer) {
+                kv.first->status = HVD_ERR_PEER_FAILED;
+                override_status_[kv.first] = HVD_ERR_PEER_FAILED;
+                if (!kv.second.is_send) to_cancel.push_back(kv.second.request);
+            }
+        for (void *req : to_cancel) ucp_request_cancel(worker_, req);
+        if (!eps_.empty() && eps_[peer] != nullptr) {
+            close_endpoint(peer, /*force=*/true);
+        }
+    }
+
+    std::vector<int32_t> take_failed_peers() override {
+        std::vector<int32_t> out;
+        out.swap(newly_failed_);
+        return out;
+    }
+
+    void abort_all(hvd_status_t status) override {
+        if (!aborted_) {
+            aborted_ = true;
+            abort_status_ = status;
+        }
+        if (in_flight_.empty()) return;
+        for (auto &kv : in_flight_) override_status_[kv.first] = status;
+        std::vector<void *> recvs;
+        for (auto &kv : in_flight_)
+            if (!kv.second.is_send) recvs.push_back(kv.second.request);
+        for (void *req : recvs) ucp_request_cancel(worker_, req);
+        // Sends end only when their endpoint goes: force-close every endpoint.
+        close_endpoints(/*force=*/true);
+        Deadline limit = Deadline::after_ms(5000);
+        while (!in_flight_.empty() && !limit.expired()) progress();
+        if (!in_flight_.empty())
+            HVD_LOG(kError, rank_, "%zu UCX operations did not end after abort",
+                    in_flight_.size());
+
+    }
+
+private:
+    struct ErrArg {
+        UcxTransport *self;
+        int32_t peer;
+    };
+
+    // c->internal points back at the transport while the operation is in flight, so the
+    // UCX callbacks (which only get user_data = c) can reach it.
+    void start(Completion *c, int32_t peer) {
+        c->done = false;
+        c->status = HVD_OK;
+        c->length = 0;
+        c->sender_tag = 0;
+        c->peer = peer;
+        c->internal = this;
+    }
+
+    static void finish(Completion *c, hvd_status_t status) {
+        c->status = status;
+        c->done = true;
+        c->internal = nullptr;
+    }
+
+    void track(Completion *c, ucs_status_ptr_t r, int32_t peer, bool is_send) {
+        if (r == nullptr) {
+            finish(c, HVD_OK);
+        } else if (UCS_PTR_IS_ERR(r)) {
+            finish(c, status_from_ucs(UCS_PTR_STATUS(r)));
+        } else if (!c->done) {
+            // (A callback that already ran inside the call has completed c and freed r.)
+            in_flight_[c] = InFlight{r, peer, is_send};
+        }
+    }
+
+    void complete(void *request, ucs_status_t status, Completion *c) {
+        hvd_status_t st = status_from_ucs(status);
+        auto ov = override_status_.find(c);
+        if (ov != override_status_.end()) {
+            if (status != UCS_OK) st = ov->second;
+            override_status_.erase(ov);
+        }
+        if (status == UCS_ERR_MESSAGE_TRUNCATED) st = HVD_ERR_TRANSPORT;
+        in_flight_.erase(c);
+        finish(c, st);
+        ucp_request_free(request);
+    }
+
+    static void on_send_done(void *request, ucs_status_t status, void *user_data) {
+        auto *c = static_cast<Completion *>(user_data);
+        static_cast<UcxTransport *>(c->internal)->complete(request, status, c);
+    }
+
+    static void on_recv_done(void *request, ucs_status_t status, const ucp_tag_recv_info_t *info,
+                             void *user_data) {
+        auto *c = static_cast<Completion *>(user_data);
+        if (status == UCS_OK && info != nullptr) {
+            c->length = info->length;
+            c->sender_tag = info->sender_tag;
+            c->peer = tag_source(info->sender_tag);
+        }
+        static_cast<UcxTransport *>(c->internal)->complete(request, status, c);
+    }
+
+    static void on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status) {
+        auto *ea = static_cast<ErrArg *>(arg);
+        HVD_LOG(kWarning, ea->self->rank_, "UCX reports rank %d unreachable: %s", ea->peer,
+                ucs_status_string(status));
+        ea->self->ep_errors_.push_back(ea->peer);
+    }
+
+    void close_endpoint(int32_t peer, bool force) {
+        ucp_ep_h ep = eps_[peer];
+        eps_[peer] = nullptr;
+        ucp_request_param_t p{};
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+        ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &p);
+        if (r == nullptr || UCS_PTR_IS_ERR(r)) return;
+        // A flush close waits for the peer's acknowledgements; bound it so a dead peer
+        // cannot hold us, then force the rest.
+        Deadline limit = Deadline::after_ms(force ? 5000 : 2000);
+        while (ucp_request_check_status(r) == UCS_INPROGRESS && !limit.expired()) progress();
+        if (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_request_cancel(worker_, r);
+        while (ucp_request_check_status(r) == UCS_INPROGRESS) progress();
+        ucp_request_free(r);
+    }
+
+    void close_endpoints(bool force) {
+        for (int32_t peer = 0; peer < static_cast<int32_t>(eps_.size()); ++peer)
+            if (eps_[peer] != nullptr) close_endpoint(peer, force);
+    }
+
+    int32_t rank_;
+    int32_t size_;
+    ucp_context_h context_ = nullptr;
+    ucp_worker_h worker_ = nullptr;
+    int efd_ = -1;
+    std::string address_;
+    std::vector<ucp_ep_h> eps_;
+    std::vector<ErrArg> err_args_;
+    std::vector<bool> failed_;
+    std::vector<int32_t> newly_failed_;
+    std::vector<int32_t> ep_errors_;  // peers reported by UCX error callbacks, not yet handled
+    std::unordered_map<Completion *, InFlight> in_flight_;
+    std::unordered_map<Completion *, hvd_status_t> override_status_;
+    bool aborted_ = false;
+    hvd_status_t abort_status_ = HVD_ERR_ABORTED;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size) {
+    return std::make_unique<UcxTransport>(rank, size);
+}
+
+void connect_local_transports(const std::vector<Transport *> &transports) {
+    std::vector<std::string> addresses;
+    for (Transport *t : transports) addresses.push_back(t->local_address());
+    for (Transport *t : transports) t->connect(addresses);
+}
+
+}  // namespace hvd::transport

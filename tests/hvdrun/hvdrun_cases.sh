@@ -1,0 +1,302 @@
+#!/bin/sh
+# End-to-end checks of the hvdrun launcher: hvdrun_cases.sh <path-to-hvdrun> <case>.
+# Each case runs hvdrun on real processes and compares its exit code and output with values
+# written out here by hand.
+set -u
+HVDRUN=$1
+CASE=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/hvdrun_test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+unset HVD_RUN_GRACE_SECONDS
+
+fail() {
+    echo "FAIL [$CASE]: $*"
+    echo "--- stdout:"; cat "$T/out" 2>/dev/null
+    echo "--- stderr:"; cat "$T/err" 2>/dev/null
+    exit 1
+}
+
+# run ARGS...: runs hvdrun, keeping stdout, stderr, exit code ($rc), seconds taken ($secs).
+run() {
+    start=$(date +%s)
+    "$HVDRUN" "$@" >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    secs=$(($(date +%s) - start))
+}
+
+expect_rc() { [ "$rc" -eq "$1" ] || fail "exit code $rc, expected $1"; }
+
+# expect_once FILE LINE: LINE occurs exactly once, as a whole line.
+expect_once() {
+    n=$(grep -cxF -- "$2" "$T/$1")
+    [ "$n" -eq 1 ] || fail "'$2' appears $n times in $1, expected once"
+}
+
+# expect_match FILE REGEX: some line of FILE matches the extended regex.
+expect_match() { grep -qE -- "$2" "$T/$1" || fail "no line of $1 matches '$2'"; }
+
+expect_lines() {
+    n=$(wc -l <"$T/$1")
+    [ "$n" -eq "$2" ] || fail "$1 has $n lines, expected $2"
+}
+
+# wait_for FILE...: waits up to 10 s until every FILE exists.
+wait_for() {
+    for _ in $(seq 100); do
+        missing=0
+        for f in "$@"; do [ -e "$f" ] || missing=1; done
+        [ $missing -eq 0 ] && return 0
+        sleep 0.1
+    done
+    fail "timed out waiting for $*"
+}
+
+# live_members PGID: processes of group PGID that are not zombies. (A killed rank's child is
+# reparented and stays a zombie until init reaps it, which some containers never do.)
+live_members() { ps -eo pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { print $3 }'; }
+
+# Every process group whose id is listed in FILE (one per line) must be gone within 3 s.
+expect_groups_gone() {
+    for _ in $(seq 30); do
+        alive=$(while read -r pgid; do live_members "$pgid"; done <"$1")
+        [ -z "$alive" ] && return 0
+        sleep 0.1
+    done
+    echo "$alive" | xargs kill -9
+    fail "processes $alive of the ranks were still alive after hvdrun returned"
+}
+
+case_env() {
+    run -np 3 sh -c 'echo "rank=$HVD_RANK size=$HVD_SIZE local=$HVD_LOCAL_RANK/$HVD_LOCAL_SIZE cross=$HVD_CROSS_RANK/$HVD_CROSS_SIZE host=$HVD_HOSTNAME addr=$HVD_RENDEZVOUS_ADDR"
+                     echo "job $HVD_RENDEZVOUS_PORT $HVD_SECRET $HVD_JOB_ID"'
+    expect_rc 0
+    for r in 0 1 2; do
+        expect_once out "[$r]<stdout>: rank=$r size=3 local=$r/3 cross=0/1 host=localhost addr=127.0.0.1"
+    done
+    expect_lines out 6
+    sed -n 's/^\[[0-9]\]<stdout>: job //p' "$T/out" | sort -u >"$T/job"
+    [ "$(wc -l <"$T/job")" -eq 1 ] || fail "ranks disagree on port/secret/job id: $(cat "$T/job")"
+    read -r port secret job <"$T/job"
+    [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || fail "bad HVD_RENDEZVOUS_PORT '$port'"
+    echo "$secret" | grep -qxE '[0-9a-f]{64}' || fail "HVD_SECRET '$secret' is not 64 hex digits"
+    echo "$job" | grep -qxE '[0-9a-f]{16}' || fail "HVD_JOB_ID '$job' is not 16 hex digits"
+    run -np 1 sh -c 'echo "$HVD_SECRET $HVD_JOB_ID"'
+    [ "$(sed 's/^\[0\]<stdout>: //' "$T/out")" != "$secret $job" ] || fail "secret reused"
+}
+
+case_output() {
+    run -np 2 sh -c 'echo "out-$HVD_RANK"; echo "err-$HVD_RANK" >&2; cat; printf "tail-$HVD_RANK"'
+    expect_rc 0
+    for r in 0 1; do
+        expect_once out "[$r]<stdout>: out-$r"
+        expect_once out "[$r]<stdout>: tail-$r"
+        expect_once err "[$r]<stderr>: err-$r"
+    done
+    expect_lines out 4  # and `cat` read nothing: stdin is /dev/null
+    expect_lines err 2
+}
+
+case_no_prefix() {
+    run -np 2 --no-prefix sh -c 'echo "out-$HVD_RANK"; echo "err-$HVD_RANK" >&2'
+    expect_rc 0
+    expect_once out "out-0"
+    expect_once out "out-1"
+    expect_once err "err-0"
+    expect_once err "err-1"
+}
+
+# Four ranks write 3000 long lines each at once; every relayed line must be whole.
+case_whole_lines() {
+    run -np 4 awk 'BEGIN { r = ENVIRON["HVD_RANK"]; pad = sprintf("%0300d", 0)
+                          for (i = 0; i < 3000; i++) print r "-" i "-" pad }'
+    expect_rc 0
+    expect_lines out 12000
+    bad=$(grep -cvE '^\[([0-3])\]<stdout>: \1-[0-9]+-0{300}$' "$T/out")
+    [ "$bad" -eq 0 ] || fail "$bad lines are broken or carry another rank's prefix"
+    for r in 0 1 2 3; do
+        expect_once out "[$r]<stdout>: $r-2999-$(printf '%0300d' 0)"
+    done
+}
+
+case_exit_code() {
+    run -np 3 sh -c '[ "$HVD_RANK" = 1 ] && exit 3; exit 0'
+    expect_rc 3
+    expect_match err '^hvdrun: rank 1 \(pid [0-9]+\) exited with code 3$'
+}
+
+# A rank killed by SIGKILL while the others sleep: the others get the default 5 s grace,
+# then SIGTERM to their whole process group (the shell and its sleep).
+case_signal() {
+    run -np 3 sh -c 'echo $$ >"$0/pgid.$HVD_RANK"; [ "$HVD_RANK" = 2 ] && kill -9 $$; sleep 60' "$T"
+    expect_rc 137
+    expect_match err '^hvdrun: rank 2 \(pid [0-9]+\) killed by signal 9 \(Killed\)$'
+    [ "$secs" -ge 4 ] && [ "$secs" -le 10 ] || fail "took $secs s, expected the 5 s grace"
+    cat "$T"/pgid.* >"$T/pgids"
+    expect_groups_gone "$T/pgids"
+}
+
+# A survivor that ignores SIGTERM is killed 3 s later; HVD_RUN_GRACE_SECONDS sets the grace.
+case_sigkill_escalation() {
+    HVD_RUN_GRACE_SECONDS=0.5 run -np 2 sh -c '
+        echo $$ >"$0/pgid.$HVD_RANK"
+        [ "$HVD_RANK" = 0 ] && exit 5
+        trap "" TERM; sleep 60' "$T"
+    expect_rc 5
+    expect_match err '^hvdrun: rank 1 \(pid [0-9]+\) still running, sending SIGKILL$'
+    [ "$secs" -ge 2 ] && [ "$secs" -le 6 ] || fail "took $secs s, expected 0.5 s + 3 s"
+    cat "$T"/pgid.* >"$T/pgids"
+    expect_groups_gone "$T/pgids"
+}
+
+# SIGTERM / SIGINT to hvdrun reach every rank as SIGTERM; hvdrun exits 128+signal.
+forward_signal() {
+    sig=$1
+    "$HVDRUN" -np 2 sh -c 'trap "echo got-term-$HVD_RANK; exit 7" TERM
+                           touch "$0/ready.$HVD_RANK"; sleep 60 & wait' "$T" \
+        >"$T/out" 2>"$T/err" </dev/null &
+    pid=$!
+    wait_for "$T/ready.0" "$T/ready.1"
+    kill -s "$sig" $pid
+    { wait $pid; } 2>/dev/null
+    rc=$?
+}
+
+case_forward_signals() {
+    forward_signal TERM
+    expect_rc 143
+    expect_once out "[0]<stdout>: got-term-0"
+    expect_once out "[1]<stdout>: got-term-1"
+    rm -f "$T"/ready.*
+    forward_signal INT
+    expect_rc 130
+    expect_once out "[0]<stdout>: got-term-0"
+    expect_once out "[1]<stdout>: got-term-1"
+}
+
+# hvdrun killed outright (no chance to clean up): each rank still gets SIGTERM, through the
+# parent-death signal set at spawn.
+case_hvdrun_killed() {
+    "$HVDRUN" -np 2 sh -c 'echo $$ >"$0/pgid.$HVD_RANK"; exec sleep 60' "$T" \
+        >"$T/out" 2>"$T/err" </dev/null &
+    pid=$!
+    wait_for "$T/pgid.0" "$T/pgid.1"
+    kill -9 $pid
+    { wait $pid; } 2>/dev/null
+    cat "$T"/pgid.* >"$T/pgids"
+    expect_groups_gone "$T/pgids"
+}
+
+case_usage_errors() {
+    run --bogus -np 1 true
+    expect_rc 2
+    expect_once err "hvdrun: unknown option '--bogus' (see hvdrun --help)"
+    for args in "true" "-np 0 true" "-np x true" "-np 1" "-np 2 -H localhost:1 true" \
+        "-np 1 -H a:0 true" "-np 1 --grace-seconds -1 true" "-np 1 -H a --hostfile f true" \
+        "-np 1 -x 1BAD=2 true" "-np 1 --ssh-port 70000 true" "-np 1 --verbose=1 true"; do
+        # shellcheck disable=SC2086 # word splitting of $args is intended
+        run $args
+        expect_rc 2
+        expect_match err '^hvdrun: '
+    done
+    HVD_RUN_GRACE_SECONDS=soon run -np 1 true
+    expect_rc 2
+    expect_once err "hvdrun: invalid HVD_RUN_GRACE_SECONDS value 'soon' (expected seconds >= 0)"
+}
+
+case_missing_program() {
+    run -np 2 /nonexistent/prog
+    expect_rc 127
+    expect_once err "hvdrun: cannot execute '/nonexistent/prog': No such file or directory"
+    run -np 1 hvdrun_no_such_program_in_path
+    expect_rc 127
+    expect_once err "hvdrun: cannot execute 'hvdrun_no_such_program_in_path': No such file or directory"
+}
+
+PLACEMENT_PROG='echo "local=$HVD_LOCAL_RANK/$HVD_LOCAL_SIZE cross=$HVD_CROSS_RANK/$HVD_CROSS_SIZE host=$HVD_HOSTNAME"'
+
+case_placement() {
+    run -np 4 -H localhost:2,127.0.0.1:2 sh -c "$PLACEMENT_PROG"
+    expect_rc 0
+    expect_once out "[0]<stdout>: local=0/2 cross=0/2 host=localhost"
+    expect_once out "[1]<stdout>: local=1/2 cross=0/2 host=localhost"
+    expect_once out "[2]<stdout>: local=0/2 cross=1/2 host=127.0.0.1"
+    expect_once out "[3]<stdout>: local=1/2 cross=1/2 host=127.0.0.1"
+}
+
+case_hostfile() {
+    printf '# two hosts\nlocalhost slots=1\n\n127.0.0.1:2  # comment\n' >"$T/hosts"
+    run -np 3 --hostfile "$T/hosts" sh -c "$PLACEMENT_PROG"
+    expect_rc 0
+    expect_once out "[0]<stdout>: local=0/1 cross=0/2 host=localhost"
+    expect_once out "[1]<stdout>: local=0/2 cross=1/2 host=127.0.0.1"
+    expect_once out "[2]<stdout>: local=1/2 cross=0/1 host=127.0.0.1"
+}
+
+case_aliases_and_info() {
+    for np in "-n 2" "--num-proc 2" "--num-proc=2"; do
+        # shellcheck disable=SC2086
+        run $np sh -c 'echo "size=$HVD_SIZE"'
+        expect_rc 0
+        expect_lines out 2
+        expect_once out "[1]<stdout>: size=2"
+    done
+    run --version
+    expect_rc 0
+    expect_match out '^hvdrun \(libhvd\) [0-9]+\.[0-9]+\.[0-9]+$'
+    run --help
+    expect_rc 0
+    expect_match out '^usage: hvdrun -np N'
+}
+
+case_exports() {
+    HVDRUN_TEST_B=from-env run -np 2 -x HVDRUN_TEST_A=given -x HVDRUN_TEST_B -x HVDRUN_TEST_UNSET \
+        sh -c 'echo "A=$HVDRUN_TEST_A B=$HVDRUN_TEST_B"'
+    expect_rc 0
+    expect_once out "[0]<stdout>: A=given B=from-env"
+    expect_once out "[1]<stdout>: A=given B=from-env"
+    expect_once err "hvdrun: warning: -x HVDRUN_TEST_UNSET: not set in this environment, skipped"
+}
+
+# Remote ranks through the ssh stand-in: ssh options, the cd, the environment (only HVD_* and
+# -x), and arguments with spaces, quotes and '$' arriving intact.
+case_remote() {
+    mkdir -p "$T/bin" "$T/work dir"
+    cp "$HERE/fake_ssh.sh" "$T/bin/ssh"
+    export HVDRUN_FAKE_SSH_LOG="$T/ssh.log" HVDRUN_LOCAL_ONLY=1
+    cd "$T/work dir" || fail "cd"
+    x_value="it's \$HOME \"q\""
+    PATH="$T/bin:$PATH" run -np 2 -H fakehost-a,fakehost-b -p 2222 --start-timeout 7 \
+        -x "HVDRUN_TEST_X=$x_value" --verbose \
+        sh -c 'printf "%s|" "$@"; echo; pwd
+               echo "$HVD_RANK/$HVD_SIZE $HVD_HOSTNAME $HVD_RENDEZVOUS_ADDR L=${HVDRUN_LOCAL_ONLY-unset}"
+               echo "X=$HVDRUN_TEST_X"; echo "secret $HVD_SECRET"; cat' \
+        argv0 'a b' "c'd" '$e' ''
+    expect_rc 0
+    for r in 0 1; do
+        expect_once out "[$r]<stdout>: a b|c'd|\$e||"
+        expect_once out "[$r]<stdout>: $T/work dir"
+        expect_once out "[$r]<stdout>: X=$x_value"
+    done
+    expect_once out "[0]<stdout>: 0/2 fakehost-a fakehost-a L=unset"
+    expect_once out "[1]<stdout>: 1/2 fakehost-b fakehost-a L=unset"
+    # Both got the job's secret through ssh's stdin, and `cat` found their stdin empty.
+    expect_lines out 10
+    sed -n 's/^\[[01]\]<stdout>: secret //p' "$T/out" | sort -u >"$T/secret"
+    grep -qxE '[0-9a-f]{64}' "$T/secret" && [ "$(wc -l <"$T/secret")" -eq 1 ] ||
+        fail "remote ranks got secrets '$(cat "$T/secret")', expected one 64-hex-digit value"
+    ! grep -q 'HVD_SECRET=' "$T/ssh.log" || fail "the secret is on the ssh command line"
+    expect_match err '^hvdrun: rank 1 on fakehost-b \(local 0/1, cross 1/2\): ssh -o BatchMode=yes'
+    for line in "opt BatchMode=yes" "opt ConnectTimeout=7" "opt 2222" "host fakehost-a" \
+        "host fakehost-b"; do
+        grep -qxF "$line" "$T/ssh.log" || fail "ssh was not given '$line': $(cat "$T/ssh.log")"
+    done
+    # Rank 0 here, rank 1 remote: remote ranks must be sent to this host's name.
+    PATH="$T/bin:$PATH" run -np 2 -H localhost,fakehost-b sh -c 'echo "addr=$HVD_RENDEZVOUS_ADDR"'
+    expect_rc 0
+    expect_once out "[0]<stdout>: addr=$(hostname)"
+    expect_once out "[1]<stdout>: addr=$(hostname)"
+}
+
+"case_$CASE" || fail "case failed"
+echo "PASS [$CASE]"

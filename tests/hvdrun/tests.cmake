@@ -1,0 +1,28 @@
+# Tests of the hvdrun launcher (label `hvdrun`). Included from tests/CMakeLists.txt, which
+# provides PkgConfig::CMOCKA and HVD_WARNINGS; paths are relative to this file.
+set(HVDRUN_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(HVDRUN_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/../../tools/hvdrun)
+
+# Unit tests of the pure parts, compiled from hvdrun's own sources.
+add_executable(test_hvdrun_units
+    ${HVDRUN_TEST_DIR}/test_hvdrun_units.cc
+    ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/hosts.cc
+    ${HVDRUN_SOURCE_DIR}/rank_env.cc
+    ${HVDRUN_SOURCE_DIR}/remote_command.cc
+    ${HVDRUN_SOURCE_DIR}/output_relay.cc)
+target_include_directories(test_hvdrun_units PRIVATE ${HVDRUN_SOURCE_DIR})
+target_link_libraries(test_hvdrun_units PRIVATE PkgConfig::CMOCKA)
+target_compile_options(test_hvdrun_units PRIVATE ${HVD_WARNINGS})
+add_test(NAME hvdrun.units COMMAND test_hvdrun_units)
+set_tests_properties(hvdrun.units PROPERTIES LABELS hvdrun TIMEOUT 30)
+
+# End-to-end cases: hvdrun starting real processes (see hvdrun_cases.sh for each case).
+set(HVDRUN_CASES env output no_prefix whole_lines exit_code signal sigkill_escalation
+    forward_signals hvdrun_killed usage_errors missing_program placement hostfile aliases_and_info exports
+    remote)
+foreach(case ${HVDRUN_CASES})
+  add_test(NAME hvdrun.${case}
+           COMMAND sh ${HVDRUN_TEST_DIR}/hvdrun_cases.sh $<TARGET_FILE:hvdrun> ${case})
+  set_tests_properties(hvdrun.${case} PROPERTIES LABELS hvdrun TIMEOUT 60)
+endforeach()

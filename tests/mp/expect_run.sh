@@ -1,0 +1,19 @@
+#!/bin/sh
+# expect_run.sh EXIT_CODE PATTERN COUNT -- command...
+# Runs the command; passes when it exits with EXIT_CODE and PATTERN occurs on exactly COUNT
+# lines of its output. The output is shown either way.
+want_code=$1 pattern=$2 want_count=$3
+shift 4
+out=$("$@" 2>&1)
+code=$?
+printf '%s\n' "$out"
+count=$(printf '%s\n' "$out" | grep -c -- "$pattern")
+if [ "$code" -ne "$want_code" ]; then
+  echo "expect_run: exit code $code, expected $want_code" >&2
+  exit 1
+fi
+if [ "$count" -ne "$want_count" ]; then
+  echo "expect_run: '$pattern' on $count lines, expected $want_count" >&2
+  exit 1
+fi
+echo "expect_run: ok (exit $code, $count x '$pattern')"

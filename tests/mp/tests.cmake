@@ -1,0 +1,25 @@
+# Multi-process tests, launched by hvdrun (and by the other launchers libhvd supports).
+hvd_mp_program(mp_collectives)
+hvd_mp_program(mp_peer_failure)
+
+# A failing assertion aborts the rank at once (the others then see a dead peer and stop),
+# and no op waits longer than a minute.
+set(HVD_MP_ENV "CMOCKA_TEST_ABORT=1;HVD_OP_TIMEOUT=60;HVD_START_TIMEOUT=60")
+
+hvd_mp_test(mp_collectives NP 1 2 3 4 TIMEOUT 300)
+foreach(np 1 2 3 4)
+  set_tests_properties(mp.mp_collectives.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
+endforeach()
+
+# kill: hvdrun reports the killed rank's code (128 + SIGKILL); every survivor passes.
+foreach(np 2 3 4)
+  math(EXPR survivors "${np} - 1")
+  add_test(NAME mp.peer_killed.np${np}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 137 "survivor ok" ${survivors} --
+            $<TARGET_FILE:hvdrun> -np ${np} $<TARGET_FILE:mp_peer_failure> kill)
+  add_test(NAME mp.peer_aborted.np${np}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "survivor ok" ${np} --
+            $<TARGET_FILE:hvdrun> -np ${np} $<TARGET_FILE:mp_peer_failure> abort)
+  set_tests_properties(mp.peer_killed.np${np} mp.peer_aborted.np${np} PROPERTIES
+    LABELS mp TIMEOUT 120 ENVIRONMENT "${HVD_MP_ENV}")
+endforeach()

@@ -1,0 +1,141 @@
+// N ranks as N threads of one process, each with its own context (no global state), joined
+// through hvd_get_unique_id: allreduce, ragged allgather and broadcast checked against
+// references computed here, for N = 1, 2, 3 and 4.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "hvd/hvd.h"
+
+namespace {
+
+hvd_tensor_t tensor(void *data, int32_t dtype, int32_t ndim, const int64_t *shape) {
+    hvd_tensor_t t;
+    std::memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dtype;
+    t.ndim = ndim;
+    t.shape = shape;
+    t.device_type = HVD_DEVICE_CPU;
+    return t;
+}
+
+// Returns "" on success, else what went wrong (cmocka asserts are not thread-safe).
+std::string run_rank(const hvd_unique_id_t &id, int32_t rank, int32_t size) {
+    hvd_init_params_t ip;
+    std::memset(&ip, 0, sizeof ip);
+    ip.field_mask = HVD_INIT_FIELD_RANK | HVD_INIT_FIELD_UNIQUE_ID | HVD_INIT_FIELD_TIMEOUT;
+    ip.rank = rank;
+    ip.size = size;
+    ip.unique_id = id;
+    ip.timeout_ms = 30000;
+    hvd_context_h ctx;
+    if (hvd_init(&ip, &ctx) != HVD_OK) return "init failed";
+    std::string err;
+    int32_t r = -1, s = -1;
+    hvd_rank(ctx, nullptr, &r);
+    hvd_size(ctx, nullptr, &s);
+    if (r != rank || s != size) err = "rank/size wrong";
+
+    // allreduce: rank r holds r + i; sum = size*i + size(size-1)/2
+    std::vector<double> a(1000);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = rank + static_cast<double>(i);
+    int64_t shape[1] = {static_cast<int64_t>(a.size())};
+    hvd_tensor_t t = tensor(a.data(), HVD_DTYPE_FLOAT64, 1, shape);
+    hvd_request_h req;
+    if (hvd_allreduce_enqueue(ctx, &t, &t, nullptr, &req) != HVD_OK ||
+        hvd_request_wait(req, 30000) != HVD_OK)
+        err = "allreduce failed";
+    else
+        hvd_request_release(req);
+    for (size_t i = 0; i < a.size() && err.empty(); ++i)
+        if (a[i] != size * static_cast<double>(i) + size * (size - 1) / 2.0)
+            err = "allreduce result wrong at " + std::to_string(i);
+
+    // ragged allgather: rank r sends r rows of value r
+    std::vector<int64_t> rows(static_cast<size_t>(rank) + 1, rank);
+    int64_t gshape[1] = {rank};
+    hvd_tensor_t g = tensor(rows.data(), HVD_DTYPE_INT64, 1, gshape);
+    if (err.empty() && (hvd_allgather_enqueue(ctx, &g, nullptr, &req) != HVD_OK ||
+                        hvd_request_wait(req, 30000) != HVD_OK)) {
+        err = "allgather failed";
+    } else if (err.empty()) {
+        hvd_tensor_t out;
+        hvd_request_output(req, 0, &out);
+        const auto *v = static_cast<const int64_t *>(out.data);
+        int64_t pos = 0;
+        if (out.shape[0] != size * (size - 1) / 2) err = "allgather shape wrong";
+        for (int32_t q = 0; q < size && err.empty(); ++q)
+            for (int32_t k = 0; k < q; ++k)
+                if (v[pos++] != q) err = "allgather content wrong";
+        hvd_request_release(req);
+    }
+
+    // broadcast from the last rank
+    float b[3] = {-1, -1, -1};
+    if (rank == size - 1) b[0] = 1, b[1] = 2, b[2] = 3;
+    int64_t bshape[1] = {3};
+    hvd_tensor_t bt = tensor(b, HVD_DTYPE_FLOAT32, 1, bshape);
+    hvd_op_params_t p;
+    std::memset(&p, 0, sizeof p);
+    p.field_mask = HVD_OP_FIELD_ROOT;
+    p.root_rank = size - 1;
+    if (err.empty() && (hvd_broadcast_enqueue(ctx, &bt, &bt, &p, &req) != HVD_OK ||
+                        hvd_request_wait(req, 30000) != HVD_OK))
+        err = "broadcast failed";
+    else if (err.empty())
+        hvd_request_release(req);
+    if (err.empty() && (b[0] != 1 || b[1] != 2 || b[2] != 3)) err = "broadcast result wrong";
+
+    if (hvd_finalize(ctx) != HVD_OK && err.empty()) err = "finalize failed";
+    return err;
+}
+
+void run_job(int32_t size) {
+    hvd_unique_id_t id;
+    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
+    std::vector<std::string> errors(static_cast<size_t>(size));
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < size; ++r)
+        threads.emplace_back([&, r] { errors[r] = run_rank(id, r, size); });
+    for (auto &th : threads) th.join();
+    for (int32_t r = 0; r < size; ++r) {
+        if (!errors[r].empty()) fail_msg("size %d rank %d: %s", size, r, errors[r].c_str());
+    }
+}
+
+void test_one_rank(void **) { run_job(1); }
+void test_two_ranks(void **) { run_job(2); }
+void test_three_ranks(void **) { run_job(3); }
+void test_four_ranks(void **) { run_job(4); }
+
+void test_bad_unique_id_rejected(void **) {
+    hvd_init_params_t ip;
+    std::memset(&ip, 0, sizeof ip);
+    ip.field_mask = HVD_INIT_FIELD_RANK | HVD_INIT_FIELD_UNIQUE_ID;
+    ip.rank = 0;
+    ip.size = 2;
+    hvd_context_h ctx;
+    assert_int_equal(hvd_init(&ip, &ctx), HVD_ERR_INVALID_ARG);
+    ip.field_mask |= HVD_BIT(40);
+    assert_int_equal(hvd_init(&ip, &ctx), HVD_ERR_UNSUPPORTED);
+}
+
+}  // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_unique_id_rejected), cmocka_unit_test(test_one_rank),
+        cmocka_unit_test(test_two_ranks),  cmocka_unit_test(test_three_ranks),
+        cmocka_unit_test(test_four_ranks),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,305 @@
+// detect_launch for every launcher style, the precedence between them, and each error,
+// through a map-based environment.
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+extern "C" {
+#include <cmocka.h>
+}
+// clang-format on
+
+#include <map>
+#include <string>
+
+#include "bootstrap/launch_env.h"
+#include "bootstrap/sha256.h"
+
+using namespace hvd::bootstrap;
+
+namespace {
+
+using Vars = std::map<std::string, std::string>;
+
+EnvLookup lookup(const Vars &vars) {
+    return [&vars](const char *name) -> const char * {
+        auto it = vars.find(name);
+        return it == vars.end() ? nullptr : it->second.c_str();
+    };
+}
+
+LaunchInfo detect_ok(const Vars &vars) {
+    LaunchInfo info;
+    std::string err;
+    hvd_status_t st = detect_launch(lookup(vars), &info, &err);
+    if (st != HVD_OK) fail_msg("detect_launch failed: %s", err.c_str());
+    return info;
+}
+
+// Expects HVD_ERR_INVALID_ARG with a message containing `needle`; *out untouched.
+void detect_fails(const Vars &vars, const char *needle) {
+    LaunchInfo info;
+    info.launcher = "untouched";
+    std::string err;
+    assert_int_equal(detect_launch(lookup(vars), &info, &err), HVD_ERR_INVALID_ARG);
+    if (err.find(needle) == std::string::npos)
+        fail_msg("error '%s' does not mention '%s'", err.c_str(), needle);
+    assert_string_equal(info.launcher.c_str(), "untouched");
+}
+
+void test_hvdrun(void **) {
+    LaunchInfo info = detect_ok({{"HVD_RANK", "2"},
+                                 {"HVD_SIZE", "4"},
+                                 {"HVD_LOCAL_RANK", "0"},
+                                 {"HVD_LOCAL_SIZE", "2"},
+                                 {"HVD_RENDEZVOUS_ADDR", "node7"},
+                                 {"HVD_RENDEZVOUS_PORT", "29400"},
+                                 {"HVD_SECRET", "s3cr3t"}});
+    assert_string_equal(info.launcher.c_str(), "hvdrun");
+    assert_int_equal(info.rank, 2);
+    assert_int_equal(info.size, 4);
+    assert_int_equal(info.local_rank, 0);
+    assert_int_equal(info.local_size, 2);
+    assert_string_equal(info.rdv_addr.c_str(), "node7");
+    assert_int_equal(info.rdv_port, 29400);
+    assert_string_equal(info.secret.c_str(), "s3cr3t");
+    assert_false(info.secret_derived);
+    assert_string_equal(info.job_id.c_str(), "");
+}
+
+void test_horovod_aliases(void **) {
+    LaunchInfo info = detect_ok({{"HOROVOD_RANK", "1"},
+                                 {"HOROVOD_SIZE", "2"},
+                                 {"HOROVOD_RENDEZVOUS_ADDR", "10.0.0.1"},
+                                 {"HOROVOD_RENDEZVOUS_PORT", "1234"},
+                                 {"HOROVOD_SECRET", "abc"},
+                                 {"HVD_SECRET", "wins"}});
+    assert_string_equal(info.launcher.c_str(), "hvdrun");
+    assert_int_equal(info.rank, 1);
+    assert_string_equal(info.rdv_addr.c_str(), "10.0.0.1");
+    assert_int_equal(info.rdv_port, 1234);
+    assert_string_equal(info.secret.c_str(), "wins");
+}
+
+// Open MPI without an address: file rendezvous named by the job id, derived secret.
+void test_openmpi_file_rendezvous(void **) {
+    LaunchInfo info = detect_ok({{"OMPI_COMM_WORLD_RANK", "3"},
+                                 {"OMPI_COMM_WORLD_SIZE", "8"},
+                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                                 {"OMPI_MCA_ess_base_jobid", "3141592653"},
+                                 {"PMIX_NAMESPACE", "prterun-host-123@1"}});
+    assert_string_equal(info.launcher.c_str(), "openmpi");
+    assert_int_equal(info.rank, 3);
+    assert_int_equal(info.size, 8);
+    assert_int_equal(info.local_rank, 1);
+    assert_int_equal(info.local_size, 4);
+    assert_string_equal(info.rdv_addr.c_str(), "");
+    assert_int_equal(info.rdv_port, 0);
+    assert_string_equal(info.job_id.c_str(), "3141592653");
+    assert_true(info.secret_derived);
+    assert_string_equal(info.secret.c_str(),
+                        sha256_hex("hvd derived secret|3141592653|:0").c_str());
+}
+
+void test_openmpi_pmix_namespace(void **) {
+    LaunchInfo info = detect_ok({{"OMPI_COMM_WORLD_RANK", "0"},
+                                 {"OMPI_COMM_WORLD_SIZE", "1"},
+                                 {"PMIX_NAMESPACE", "prterun-host-123@1"}});
+    assert_string_equal(info.job_id.c_str(), "prterun-host-123@1");
+    assert_int_equal(info.local_rank, -1);
+    assert_int_equal(info.local_size, 0);
+}
+
+void test_pmi_hydra(void **) {
+    LaunchInfo info = detect_ok({{"PMI_RANK", "5"},
+                                 {"PMI_SIZE", "6"},
+                                 {"MPI_LOCALRANKID", "2"},
+                                 {"MPI_LOCALNRANKS", "3"},
+                                 {"PMI_KVSNAME", "kvs_4242_0"}});
+    assert_string_equal(info.launcher.c_str(), "pmi");
+    assert_int_equal(info.rank, 5);
+    assert_int_equal(info.size, 6);
+    assert_int_equal(info.local_rank, 2);
+    assert_int_equal(info.local_size, 3);
+    assert_string_equal(info.job_id.c_str(), "kvs_4242_0");
+}
+
+void test_slurm(void **) {
+    LaunchInfo info = detect_ok({{"SLURM_PROCID", "7"},
+                                 {"SLURM_NTASKS", "16"},
+                                 {"SLURM_LOCALID", "3"},
+                                 {"SLURM_JOB_ID", "123456"},
+                                 {"SLURM_STEP_ID", "2"}});
+    assert_string_equal(info.launcher.c_str(), "slurm");
+    assert_int_equal(info.rank, 7);
+    assert_int_equal(info.size, 16);
+    assert_int_equal(info.local_rank, 3);
+    assert_int_equal(info.local_size, 0);
+    assert_string_equal(info.job_id.c_str(), "123456.2");
+    // Without a step id the job id alone.
+    LaunchInfo batch =
+        detect_ok({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "99"}});
+    assert_string_equal(batch.job_id.c_str(), "99");
+}
+
+// torchrun: MASTER_PORT belongs to torch's TCPStore, the rendezvous takes the next port.
+void test_torchrun(void **) {
+    LaunchInfo info = detect_ok({{"RANK", "1"},
+                                 {"WORLD_SIZE", "2"},
+                                 {"LOCAL_RANK", "1"},
+                                 {"LOCAL_WORLD_SIZE", "2"},
+                                 {"MASTER_ADDR", "127.0.0.1"},
+                                 {"MASTER_PORT", "29500"},
+                                 {"TORCHELASTIC_RUN_ID", "run42"}});
+    assert_string_equal(info.launcher.c_str(), "torchrun");
+    assert_int_equal(info.rank, 1);
+    assert_int_equal(info.size, 2);
+    assert_int_equal(info.local_rank, 1);
+    assert_int_equal(info.local_size, 2);
+    assert_string_equal(info.rdv_addr.c_str(), "127.0.0.1");
+    assert_int_equal(info.rdv_port, 29501);
+    assert_string_equal(info.job_id.c_str(), "run42");
+    assert_string_equal(info.secret.c_str(),
+                        sha256_hex("hvd derived secret|run42|127.0.0.1:29501").c_str());
+    // The explicit HVD_ address wins over MASTER_*.
+    LaunchInfo over = detect_ok({{"RANK", "0"},
+                                 {"WORLD_SIZE", "2"},
+                                 {"MASTER_ADDR", "a"},
+                                 {"MASTER_PORT", "1000"},
+                                 {"HVD_RENDEZVOUS_ADDR", "b"},
+                                 {"HVD_RENDEZVOUS_PORT", "2000"}});
+    assert_string_equal(over.rdv_addr.c_str(), "b");
+    assert_int_equal(over.rdv_port, 2000);
+}
+
+// HVD_ beats Open MPI beats PMI beats Slurm beats torchrun.
+void test_precedence(void **) {
+    Vars all = {{"HVD_RANK", "0"},
+                {"HVD_SIZE", "5"},
+                {"OMPI_COMM_WORLD_RANK", "1"},
+                {"OMPI_COMM_WORLD_SIZE", "5"},
+                {"PMI_RANK", "2"},
+                {"PMI_SIZE", "5"},
+                {"SLURM_PROCID", "3"},
+                {"SLURM_NTASKS", "5"},
+                {"RANK", "4"},
+                {"WORLD_SIZE", "5"},
+                {"HVD_JOB_ID", "j"}};
+    const char *order[][3] = {{"HVD_RANK", "HVD_SIZE", "hvdrun"},
+                              {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "openmpi"},
+                              {"PMI_RANK", "PMI_SIZE", "pmi"},
+                              {"SLURM_PROCID", "SLURM_NTASKS", "slurm"},
+                              {"RANK", "WORLD_SIZE", "torchrun"}};
+    for (int i = 0; i < 5; ++i) {
+        LaunchInfo info = detect_ok(all);
+        assert_string_equal(info.launcher.c_str(), order[i][2]);
+        assert_int_equal(info.rank, i);
+        assert_string_equal(info.job_id.c_str(), "j");
+        all.erase(order[i][0]);
+        all.erase(order[i][1]);
+    }
+}
+
+void test_job_id_precedence(void **) {
+    Vars v = {{"SLURM_PROCID", "0"},       {"SLURM_NTASKS", "1"},    {"SLURM_JOB_ID", "77"},
+              {"SLURM_STEP_ID", "0"},      {"PMIX_NAMESPACE", "ns"}, {"HVD_JOB_ID", "mine"},
+              {"TORCHELASTIC_RUN_ID", "t"}};
+    assert_string_equal(detect_ok(v).job_id.c_str(), "mine");
+    v.erase("HVD_JOB_ID");
+    assert_string_equal(detect_ok(v).job_id.c_str(), "ns");
+    v.erase("PMIX_NAMESPACE");
+    assert_string_equal(detect_ok(v).job_id.c_str(), "77.0");
+    v.erase("SLURM_JOB_ID");
+    assert_string_equal(detect_ok(v).job_id.c_str(), "t");
+}
+
+void test_empty_counts_as_unset(void **) {
+    LaunchInfo info = detect_ok({{"HVD_RANK", ""},
+                                 {"HVD_SIZE", ""},
+                                 {"PMI_RANK", "0"},
+                                 {"PMI_SIZE", "1"},
+                                 {"HVD_JOB_ID", "x"},
+                                 {"HVD_SECRET", ""}});
+    assert_string_equal(info.launcher.c_str(), "pmi");
+    assert_true(info.secret_derived);
+}
+
+void test_error_no_launcher(void **) {
+    detect_fails({}, "no launcher found");
+    detect_fails({{"HVD_SECRET", "x"}}, "HVD_RANK");
+}
+
+void test_error_half_set(void **) {
+    detect_fails({{"OMPI_COMM_WORLD_RANK", "0"}, {"HVD_JOB_ID", "j"}},
+                 "OMPI_COMM_WORLD_SIZE is not");
+    detect_fails({{"WORLD_SIZE", "2"}, {"HVD_JOB_ID", "j"}}, "RANK is not");
+}
+
+void test_error_malformed_numbers(void **) {
+    detect_fails({{"HVD_RANK", "1x"}, {"HVD_SIZE", "2"}, {"HVD_JOB_ID", "j"}}, "HVD_RANK=1x");
+    detect_fails({{"HVD_RANK", "0"}, {"HVD_SIZE", " 2"}, {"HVD_JOB_ID", "j"}}, "HVD_SIZE");
+    detect_fails({{"PMI_RANK", "0"}, {"PMI_SIZE", "99999999999"}, {"HVD_JOB_ID", "j"}}, "PMI_SIZE");
+    detect_fails(
+        {{"HVD_RANK", "0"}, {"HVD_SIZE", "1"}, {"HVD_LOCAL_RANK", "one"}, {"HVD_JOB_ID", "j"}},
+        "HVD_LOCAL_RANK");
+}
+
+void test_error_rank_out_of_range(void **) {
+    detect_fails({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}, {"HVD_JOB_ID", "j"}},
+                 "SLURM_PROCID=4 is outside [0, 3]");
+    detect_fails({{"RANK", "-1"}, {"WORLD_SIZE", "4"}, {"HVD_JOB_ID", "j"}}, "RANK=-1");
+    detect_fails({{"HVD_RANK", "0"}, {"HVD_SIZE", "0"}, {"HVD_JOB_ID", "j"}}, "HVD_SIZE=0");
+    detect_fails({{"HVD_RANK", "0"},
+                  {"HVD_SIZE", "4"},
+                  {"HVD_LOCAL_RANK", "2"},
+                  {"HVD_LOCAL_SIZE", "2"},
+                  {"HVD_JOB_ID", "j"}},
+                 "HVD_LOCAL_RANK=2");
+}
+
+void test_error_bad_port(void **) {
+    Vars base = {{"HVD_RANK", "0"}, {"HVD_SIZE", "1"}, {"HVD_RENDEZVOUS_ADDR", "h"}};
+    for (const char *port : {"0", "65536", "http", "-5"}) {
+        Vars v = base;
+        v["HVD_RENDEZVOUS_PORT"] = port;
+        detect_fails(v, "HVD_RENDEZVOUS_PORT");
+    }
+    detect_fails(base, "HVD_RENDEZVOUS_PORT is not");
+    detect_fails({{"HVD_RANK", "0"}, {"HVD_SIZE", "1"}, {"HVD_RENDEZVOUS_PORT", "5"}},
+                 "HVD_RENDEZVOUS_ADDR is not");
+    detect_fails(
+        {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "65535"}},
+        "MASTER_PORT=65535");
+    detect_fails({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "h"}}, "MASTER_PORT");
+}
+
+void test_error_no_rendezvous(void **) {
+    detect_fails({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}}, "HVD_RENDEZVOUS_ADDR");
+    detect_fails({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}}, "hvdrun");
+}
+
+}  // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hvdrun),
+        cmocka_unit_test(test_horovod_aliases),
+        cmocka_unit_test(test_openmpi_file_rendezvous),
+        cmocka_unit_test(test_openmpi_pmix_namespace),
+        cmocka_unit_test(test_pmi_hydra),
+        cmocka_unit_test(test_slurm),
+        cmocka_unit_test(test_torchrun),
+        cmocka_unit_test(test_precedence),
+        cmocka_unit_test(test_job_id_precedence),
+        cmocka_unit_test(test_empty_counts_as_unset),
+        cmocka_unit_test(test_error_no_launcher),
+        cmocka_unit_test(test_error_half_set),
+        cmocka_unit_test(test_error_malformed_numbers),
+        cmocka_unit_test(test_error_rank_out_of_range),
+        cmocka_unit_test(test_error_bad_port),
+        cmocka_unit_test(test_error_no_rendezvous),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,39 @@
+// Turns the rank placement into the exact process each rank needs: the program itself for a
+// rank on this machine, or ssh for a rank on another host.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hosts.h"
+#include "rank_env.h"
+#include "remote_command.h"
+
+namespace hvdrun {
+
+struct RankLaunch {
+    int rank = 0;
+    std::string host;
+    bool remote = false;
+    std::vector<std::string> argv;  // what to exec locally: the program, or ssh
+    std::vector<std::string> envp;  // its complete environment
+    std::string stdin_data;         // for ssh: the job secret, kept off the command line
+};
+
+struct LaunchContext {
+    std::string this_host;  // gethostname()
+    std::string cwd;        // remote ranks cd here first
+    SshOptions ssh;
+    std::vector<EnvVar> exports;  // resolved -x variables
+    JobIdentity job;
+};
+
+// Local ranks inherit hvdrun's whole environment plus the rank variables and exports; remote
+// ranks get only the rank variables and exports, on the ssh command line, except HVD_SECRET,
+// which travels on ssh's stdin (ssh itself runs with hvdrun's environment, for its agent and
+// configuration).
+std::vector<RankLaunch> plan_launch(const std::vector<Placement> &ranks,
+                                    const std::vector<std::string> &command,
+                                    const LaunchContext &ctx);
+
+}  // namespace hvdrun

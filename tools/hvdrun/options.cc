@@ -1,0 +1,250 @@
+#include "options.h"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace hvdrun {
+namespace {
+
+bool parse_int(const std::string &text, int lo, int hi, int *out) {
+    if (text.empty() || text.size() > 9) return false;
+    for (char c : text) {
+        if (c < '0' || c > '9') return false;
+    }
+    int value = std::atoi(text.c_str());
+    if (value < lo || value > hi) return false;
+    *out = value;
+    return true;
+}
+
+bool is_env_name(const std::string &name) {
+    if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+    for (char c : name) {
+        bool ok =
+            (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+// Each setter validates one option's value; `flag` is the spelling the user typed, so the
+// message names what they wrote.
+using Setter = bool (*)(const std::string &flag, const std::string &value, Options *o,
+                        std::string *err);
+
+bool set_num_proc(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (parse_int(v, 1, 1000000, &o->num_proc)) return true;
+    *err = "invalid " + flag + " value '" + v + "' (expected an integer >= 1)";
+    return false;
+}
+
+bool set_hosts(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (v.empty()) {
+        *err = flag + " needs a host list such as host1:2,host2:2";
+        return false;
+    }
+    o->hosts = v;
+    return true;
+}
+
+bool set_hostfile(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (v.empty()) {
+        *err = flag + " needs a file name";
+        return false;
+    }
+    o->hostfile = v;
+    return true;
+}
+
+bool set_export(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (!is_env_name(v.substr(0, v.find('=')))) {
+        *err = "invalid " + flag + " value '" + v + "' (expected NAME or NAME=VALUE)";
+        return false;
+    }
+    o->exports.push_back(v);
+    return true;
+}
+
+bool set_rdv_addr(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (v.empty()) {
+        *err = flag + " needs a host name or address";
+        return false;
+    }
+    o->rendezvous_addr = v;
+    return true;
+}
+
+bool set_grace(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (!parse_seconds(v, &o->grace_seconds)) {
+        *err = "invalid " + flag + " value '" + v + "' (expected seconds >= 0)";
+        return false;
+    }
+    o->grace_given = true;
+    return true;
+}
+
+bool set_ssh_port(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (parse_int(v, 1, 65535, &o->ssh_port)) return true;
+    *err = "invalid " + flag + " value '" + v + "' (expected a port 1..65535)";
+    return false;
+}
+
+bool set_start_timeout(const std::string &flag, const std::string &v, Options *o,
+                       std::string *err) {
+    if (parse_int(v, 1, 86400, &o->start_timeout)) return true;
+    *err = "invalid " + flag + " value '" + v + "' (expected whole seconds 1..86400)";
+    return false;
+}
+
+bool set_no_prefix(const std::string &, const std::string &, Options *o, std::string *) {
+    o->no_prefix = true;
+    return true;
+}
+
+bool set_verbose(const std::string &, const std::string &, Options *o, std::string *) {
+    o->verbose = true;
+    return true;
+}
+
+struct OptionSpec {
+    const char *name;
+    bool takes_value;
+    Setter set;
+};
+
+// Every accepted spelling. -n/--num-proc and -p/--ssh-port are Horovod's (horovodrun) names.
+constexpr OptionSpec kOptions[] = {
+    {"-np", true, set_num_proc},
+    {"-n", true, set_num_proc},
+    {"--num-proc", true, set_num_proc},
+    {"-H", true, set_hosts},
+    {"--hosts", true, set_hosts},
+    {"--hostfile", true, set_hostfile},
+    {"-x", true, set_export},
+    {"--rendezvous-addr", true, set_rdv_addr},
+    {"--grace-seconds", true, set_grace},
+    {"-p", true, set_ssh_port},
+    {"--ssh-port", true, set_ssh_port},
+    {"--start-timeout", true, set_start_timeout},
+    {"--no-prefix", false, set_no_prefix},
+    {"--verbose", false, set_verbose},
+};
+
+const OptionSpec *find_option(const std::string &name) {
+    for (const OptionSpec &spec : kOptions) {
+        if (name == spec.name) return &spec;
+    }
+    return nullptr;
+}
+
+bool is_option(const std::string &arg) {
+    return arg.size() > 1 && arg[0] == '-';
+}
+
+// Handles args[*i] (an option); advances *i past a separate value argument.
+bool parse_one(const std::vector<std::string> &args, size_t *i, Options *out, std::string *err) {
+    std::string name = args[*i];
+    std::string value;
+    bool inline_value = false;
+    size_t eq = name.find('=');
+    if (name.compare(0, 2, "--") == 0 && eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        inline_value = true;
+    }
+    const OptionSpec *spec = find_option(name);
+    if (spec == nullptr) {
+        *err = "unknown option '" + name + "' (see hvdrun --help)";
+        return false;
+    }
+    if (spec->takes_value && !inline_value) {
+        if (*i + 1 >= args.size()) {
+            *err = "option " + name + " needs a value";
+            return false;
+        }
+        value = args[++*i];
+    } else if (!spec->takes_value && inline_value) {
+        *err = "option " + name + " takes no value";
+        return false;
+    }
+    return spec->set(name, value, out, err);
+}
+
+bool validate(const Options &opts, std::string *err) {
+    if (opts.num_proc == 0) {
+        *err = "missing -np N (the number of ranks to start)";
+    } else if (!opts.hosts.empty() && !opts.hostfile.empty()) {
+        *err = "-H and --hostfile cannot be used together";
+    } else if (opts.command.empty()) {
+        *err = "missing the program to run";
+    } else {
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+bool parse_seconds(const std::string &text, double *out) {
+    if (text.empty()) return false;
+    char *end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(value) || value < 0 || value > 1e6) return false;
+    *out = value;
+    return true;
+}
+
+ParseOutcome parse_options(const std::vector<std::string> &args, Options *out, std::string *err) {
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string &arg = args[i];
+        if (arg == "-h" || arg == "--help") return ParseOutcome::kHelp;
+        if (arg == "--version") return ParseOutcome::kVersion;
+        if (arg == "--" || !is_option(arg)) {
+            size_t first = arg == "--" ? i + 1 : i;
+            out->command.assign(args.begin() + static_cast<std::ptrdiff_t>(first), args.end());
+            break;
+        }
+        if (!parse_one(args, &i, out, err)) return ParseOutcome::kError;
+    }
+    return validate(*out, err) ? ParseOutcome::kRun : ParseOutcome::kError;
+}
+
+bool apply_grace_env(const char *grace_env, Options *opts, std::string *err) {
+    if (opts->grace_given || grace_env == nullptr || grace_env[0] == '\0') return true;
+    if (parse_seconds(grace_env, &opts->grace_seconds)) return true;
+    *err = std::string("invalid HVD_RUN_GRACE_SECONDS value '") + grace_env +
+           "' (expected seconds >= 0)";
+    return false;
+}
+
+const char *usage_text() {
+    return "usage: hvdrun -np N [options] [--] prog [args...]\n"
+           "\n"
+           "Starts N ranks of prog and sets HVD_RANK, HVD_SIZE, HVD_LOCAL_RANK, HVD_LOCAL_SIZE,\n"
+           "HVD_CROSS_RANK, HVD_CROSS_SIZE, HVD_HOSTNAME, HVD_RENDEZVOUS_ADDR/PORT, HVD_SECRET\n"
+           "and HVD_JOB_ID for each. Output lines are prefixed \"[rank]<stdout>: \".\n"
+           "\n"
+           "options:\n"
+           "  -np, -n, --num-proc N    number of ranks (required)\n"
+           "  -H, --hosts LIST         hosts and slots, e.g. host1:4,host2:4 (default: all\n"
+           "                           local); ranks fill the hosts in order\n"
+           "  --hostfile FILE          one host per line: \"host slots=N\" or \"host:N\"\n"
+           "  -x NAME[=VALUE]          export a variable to every rank (remote ranks get\n"
+           "                           only HVD_* and these); repeatable\n"
+           "  --rendezvous-addr ADDR   address ranks use to reach rank 0's rendezvous\n"
+           "                           (default: 127.0.0.1 if all local, else rank 0's host)\n"
+           "  --grace-seconds S        after the first rank fails, wait S seconds for the\n"
+           "                           others to exit before SIGTERM (default 5, or\n"
+           "                           HVD_RUN_GRACE_SECONDS)\n"
+           "  --no-prefix              pass rank output through without the rank prefix\n"
+           "  -p, --ssh-port PORT      ssh port for remote hosts\n"
+           "  --start-timeout S        ssh connect timeout for remote hosts\n"
+           "  --verbose                print the rank placement and remote commands\n"
+           "  -h, --help               print this help\n"
+           "  --version                print the version\n"
+           "\n"
+           "exit status: 0 when every rank exits 0; else the first failing rank's code\n"
+           "(128+signal when killed); 2 for a usage error; 127 when prog cannot be executed.\n";
+}
+
+}  // namespace hvdrun

@@ -1,0 +1,42 @@
+// Command-line options of hvdrun, parsed without touching the process state so that the
+// parser can be unit-tested.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hvdrun {
+
+struct Options {
+    int num_proc = 0;                  // -np / -n / --num-proc; required, >= 1
+    std::string hosts;                 // -H / --hosts "host:slots,..."; empty: all local
+    std::string hostfile;              // --hostfile; exclusive with -H
+    std::vector<std::string> exports;  // -x NAME or -x NAME=VALUE, in order given
+    std::string rendezvous_addr;       // --rendezvous-addr; empty: derived from placement
+    double grace_seconds = 5.0;        // --grace-seconds or HVD_RUN_GRACE_SECONDS
+    bool grace_given = false;          // true when --grace-seconds was on the command line
+    bool no_prefix = false;            // --no-prefix
+    int ssh_port = 0;                  // -p / --ssh-port; 0: ssh's default
+    int start_timeout = 0;             // --start-timeout seconds for ssh to connect; 0: default
+    bool verbose = false;              // --verbose: print placement and remote commands
+    std::vector<std::string> command;  // program and its arguments, untouched
+};
+
+enum class ParseOutcome { kRun, kHelp, kVersion, kError };
+
+// Parses argv[1..] (args excludes the program name). Options end at the first argument that
+// is not an option, or at "--"; everything after belongs to the launched program. Long
+// options accept both "--name value" and "--name=value". On kError *err says what is wrong.
+ParseOutcome parse_options(const std::vector<std::string> &args, Options *out, std::string *err);
+
+// Applies HVD_RUN_GRACE_SECONDS (value of the variable, nullptr when unset) unless the
+// command line already set the grace period. Returns false with *err on a malformed value.
+bool apply_grace_env(const char *grace_env, Options *opts, std::string *err);
+
+// Parses a non-negative decimal number of seconds ("5", "0.5"). Returns false if malformed.
+bool parse_seconds(const std::string &text, double *out);
+
+// The text printed by -h / --help.
+const char *usage_text();
+
+}  // namespace hvdrun

@@ -1,0 +1,33 @@
+// Starting one rank's process: its own process group, stdin from /dev/null, stdout and
+// stderr into pipes that hvdrun reads.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "rank_env.h"
+
+namespace hvdrun {
+
+struct SpawnedProcess {
+    pid_t pid = -1;      // also the process group id
+    int out_fd = -1;     // read end of the child's stdout (non-blocking, close-on-exec)
+    int err_fd = -1;     // read end of the child's stderr
+    int exec_errno = 0;  // nonzero: exec failed (the child then exits with 127)
+};
+
+// Starts argv[0] (searched in PATH when it has no '/') with exactly the environment `envp`
+// ("NAME=VALUE" strings), in its own process group. Its stdin is /dev/null, or, when
+// `stdin_data` is not empty, a pipe holding stdin_data and then EOF (stdin_data must fit a
+// pipe buffer, 64 KiB, and SIGPIPE must be ignored). Returns once the child has exec'ed or
+// failed to (waits at most 10 s for that). Throws std::runtime_error when a pipe or fork()
+// fails.
+SpawnedProcess spawn_process(const std::vector<std::string> &argv,
+                             const std::vector<std::string> &envp, const std::string &stdin_data);
+
+// This process's environment with `overrides` replacing or adding variables.
+std::vector<std::string> merged_environment(const std::vector<EnvVar> &overrides);
+
+}  // namespace hvdrun

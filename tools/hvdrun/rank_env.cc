@@ -1,0 +1,136 @@
+#include "rank_env.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace hvdrun {
+namespace {
+
+// Binds a TCP socket to `addr` (whose port is 0) and returns the port the kernel chose, or
+// -1 with errno set.
+int bound_port(const sockaddr *addr, socklen_t len) {
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    sockaddr_storage bound = {};
+    socklen_t bound_len = sizeof(bound);
+    int port = -1;
+    if (bind(fd, addr, len) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr *>(&bound), &bound_len) == 0) {
+        port = bound.ss_family == AF_INET6
+                   ? ntohs(reinterpret_cast<sockaddr_in6 *>(&bound)->sin6_port)
+                   : ntohs(reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
+    }
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return port;
+}
+
+int wildcard_port(int family) {
+    sockaddr_storage any = {};
+    any.ss_family = static_cast<sa_family_t>(family);  // address and port zero: wildcard, any port
+    socklen_t len = family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    return bound_port(reinterpret_cast<sockaddr *>(&any), len);
+}
+
+}  // namespace
+
+std::string random_hex(size_t nbytes) {
+    std::string bytes(nbytes, '\0');
+    size_t got = 0;
+    while (got < nbytes) {
+        ssize_t n = getrandom(&bytes[got], nbytes - got, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno));
+        got += static_cast<size_t>(n);
+    }
+    static const char kDigits[] = "0123456789abcdef";
+    std::string hex;
+    for (unsigned char b : bytes) {
+        hex += kDigits[b >> 4];
+        hex += kDigits[b & 15];
+    }
+    return hex;
+}
+
+std::string choose_rendezvous_addr(const std::string &explicit_addr,
+                                   const std::vector<Placement> &ranks,
+                                   const std::string &this_host) {
+    if (!explicit_addr.empty()) return explicit_addr;
+    bool all_local = true;
+    for (const Placement &p : ranks) {
+        all_local = all_local && is_local_host(p.host, this_host);
+    }
+    if (all_local) return "127.0.0.1";
+    // "localhost" would send the remote ranks to themselves.
+    if (is_local_host(ranks.at(0).host, this_host)) return this_host;
+    return ranks.at(0).host;
+}
+
+int pick_free_port(const std::string &addr) {
+    addrinfo hints = {};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *found = nullptr;
+    int port = -1;
+    int family = AF_INET;
+    // A name this machine cannot resolve may still be rank 0's name on the remote side; the
+    // wildcard fallback below covers it.
+    if (getaddrinfo(addr.c_str(), nullptr, &hints, &found) == 0) {
+        family = found->ai_family;
+        for (addrinfo *ai = found; ai != nullptr && port < 0; ai = ai->ai_next) {
+            port = bound_port(ai->ai_addr, ai->ai_addrlen);  // getaddrinfo left the port at 0
+        }
+        freeaddrinfo(found);
+    }
+    if (port < 0) port = wildcard_port(family);
+    if (port < 0) {
+        throw std::runtime_error("cannot find a free TCP port for the rendezvous on '" + addr +
+                                 "': " + std::strerror(errno));
+    }
+    return port;
+}
+
+std::vector<EnvVar> rank_variables(const Placement &p, int size, const JobIdentity &job) {
+    return {
+        {"HVD_RANK", std::to_string(p.rank)},
+        {"HVD_SIZE", std::to_string(size)},
+        {"HVD_LOCAL_RANK", std::to_string(p.local_rank)},
+        {"HVD_LOCAL_SIZE", std::to_string(p.local_size)},
+        {"HVD_CROSS_RANK", std::to_string(p.cross_rank)},
+        {"HVD_CROSS_SIZE", std::to_string(p.cross_size)},
+        {"HVD_HOSTNAME", p.host},
+        {"HVD_RENDEZVOUS_ADDR", job.rdv_addr},
+        {"HVD_RENDEZVOUS_PORT", std::to_string(job.rdv_port)},
+        {"HVD_SECRET", job.secret},
+        {"HVD_JOB_ID", job.job_id},
+    };
+}
+
+std::vector<EnvVar> resolve_exports(const std::vector<std::string> &exports,
+                                    const std::function<const char *(const char *)> &lookup,
+                                    std::vector<std::string> *unset) {
+    std::vector<EnvVar> vars;
+    for (const std::string &entry : exports) {
+        size_t eq = entry.find('=');
+        if (eq != std::string::npos) {
+            vars.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+            continue;
+        }
+        const char *value = lookup(entry.c_str());
+        if (value != nullptr) {
+            vars.emplace_back(entry, value);
+        } else {
+            unset->push_back(entry);
+        }
+    }
+    return vars;
+}
+
+}  // namespace hvdrun

@@ -1,0 +1,51 @@
+// The variables hvdrun gives each rank: who it is (HVD_RANK and friends), where the
+// rendezvous is, the job's secret, and the user's -x exports.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hosts.h"
+
+namespace hvdrun {
+
+using EnvVar = std::pair<std::string, std::string>;
+
+// What every rank of one job shares.
+struct JobIdentity {
+    std::string rdv_addr;
+    int rdv_port = 0;
+    std::string secret;  // 64 hex digits (32 random bytes), fresh per job
+    std::string job_id;  // 16 hex digits, fresh per job
+};
+
+// `nbytes` bytes from getrandom(), hex-encoded. Throws std::runtime_error if the kernel
+// cannot supply them.
+std::string random_hex(size_t nbytes);
+
+// Where ranks reach rank 0's rendezvous: `explicit_addr` if given; 127.0.0.1 when every rank
+// is local; this machine's name when rank 0 is local but others are remote; else rank 0's host.
+std::string choose_rendezvous_addr(const std::string &explicit_addr,
+                                   const std::vector<Placement> &ranks,
+                                   const std::string &this_host);
+
+// A TCP port that is free now: binds port 0 on `addr`, reads the port, closes the socket, so
+// that rank 0 of the library can bind it. When `addr` is not an address of this machine (rank
+// 0 is remote, or its name does not resolve here) the wildcard address is used instead: the
+// port is then only likely to be free on the remote host. Throws std::runtime_error when no
+// socket can be bound at all.
+int pick_free_port(const std::string &addr);
+
+// HVD_RANK, HVD_SIZE, HVD_LOCAL_*, HVD_CROSS_*, HVD_HOSTNAME, HVD_RENDEZVOUS_*, HVD_SECRET,
+// HVD_JOB_ID for one rank.
+std::vector<EnvVar> rank_variables(const Placement &p, int size, const JobIdentity &job);
+
+// Resolves -x entries: NAME=VALUE as given, NAME from `lookup` (getenv-like). A NAME that is
+// unset is skipped and reported in *unset so the caller can warn.
+std::vector<EnvVar> resolve_exports(const std::vector<std::string> &exports,
+                                    const std::function<const char *(const char *)> &lookup,
+                                    std::vector<std::string> *unset);
+
+}  // namespace hvdrun

@@ -1,0 +1,59 @@
+#include "remote_command.h"
+
+namespace hvdrun {
+namespace {
+
+bool is_plain(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == '/' || c == ',' || c == ':' || c == '=' || c == '+' ||
+           c == '@';
+}
+
+}  // namespace
+
+std::string shell_quote(const std::string &word) {
+    bool plain = !word.empty();
+    for (char c : word) {
+        plain = plain && is_plain(c);
+    }
+    if (plain) return word;
+    std::string quoted = "'";
+    for (char c : word) {
+        if (c == '\'') {
+            quoted += "'\\''";
+        } else {
+            quoted += c;
+        }
+    }
+    return quoted + "'";
+}
+
+std::string remote_shell_command(const std::string &cwd, const std::vector<EnvVar> &env,
+                                 const std::vector<std::string> &command) {
+    // `env` stops reading options at the first NAME=VALUE, so a program whose name starts
+    // with '-' is still run, not parsed as an option. HVD_RANK always comes first.
+    std::string line =
+        "read -r HVD_SECRET && export HVD_SECRET && cd " + shell_quote(cwd) + " && exec env";
+    for (const EnvVar &var : env) {
+        line += " " + shell_quote(var.first + "=" + var.second);
+    }
+    for (const std::string &word : command) {
+        line += " " + shell_quote(word);
+    }
+    return line + " </dev/null";
+}
+
+std::vector<std::string> ssh_argv(const std::string &host, const SshOptions &ssh,
+                                  const std::string &cwd, const std::vector<EnvVar> &env,
+                                  const std::vector<std::string> &command) {
+    std::vector<std::string> argv = {"ssh", "-o", "BatchMode=yes"};
+    if (ssh.connect_timeout > 0) {
+        argv.insert(argv.end(), {"-o", "ConnectTimeout=" + std::to_string(ssh.connect_timeout)});
+    }
+    if (ssh.port > 0) argv.insert(argv.end(), {"-p", std::to_string(ssh.port)});
+    argv.push_back(host);
+    argv.push_back(remote_shell_command(cwd, env, command));
+    return argv;
+}
+
+}  // namespace hvdrun

@@ -1,0 +1,34 @@
+// The ssh command line that starts one rank on a remote host.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rank_env.h"
+
+namespace hvdrun {
+
+struct SshOptions {
+    int port = 0;             // 0: ssh's default
+    int connect_timeout = 0;  // seconds; 0: ssh's default
+};
+
+// Quotes `word` for a POSIX shell: 'word', with each ' written as '\''. Words made only of
+// characters no shell treats specially are returned unquoted, to keep --verbose readable.
+std::string shell_quote(const std::string &word);
+
+// The remote shell command, every word quoted:
+//   read -r HVD_SECRET && export HVD_SECRET && cd <cwd> && exec env VAR=... prog args </dev/null
+// The job secret comes as the first line of ssh's stdin, not on the command line, where `ps`
+// on either host would show it; the rank's own stdin is /dev/null as for local ranks. `env`
+// must not contain HVD_SECRET. Assumes a POSIX login shell on the remote host.
+std::string remote_shell_command(const std::string &cwd, const std::vector<EnvVar> &env,
+                                 const std::vector<std::string> &command);
+
+// argv for the local ssh process: ssh -o BatchMode=yes [-o ConnectTimeout=S] [-p port] host
+// '<remote_shell_command>'. BatchMode makes a missing key fail at once instead of prompting.
+std::vector<std::string> ssh_argv(const std::string &host, const SshOptions &ssh,
+                                  const std::string &cwd, const std::vector<EnvVar> &env,
+                                  const std::vector<std::string> &command);
+
+}  // namespace hvdrun
