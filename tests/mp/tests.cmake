@@ -23,3 +23,14 @@ foreach(np 2 3 4)
   set_tests_properties(mp.peer_killed.np${np} mp.peer_aborted.np${np} PROPERTIES
     LABELS mp TIMEOUT 120 ENVIRONMENT "${HVD_MP_ENV}")
 endforeach()
+
+# The same program under the other launchers libhvd recognises (no hvdrun, no HVD_* env).
+foreach(style openmpi torchrun slurm pmi)
+  foreach(np 2 3)
+    add_test(NAME mp.launch_${style}.np${np}
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh ${style} ${np}
+              $<TARGET_FILE:mp_collectives>)
+    set_tests_properties(mp.launch_${style}.np${np} PROPERTIES
+      LABELS mp TIMEOUT 150 ENVIRONMENT "${HVD_MP_ENV}")
+  endforeach()
+endforeach()

@@ -1,0 +1,59 @@
+# Shared by demo.sh and test.sh: install what is missing, then configure and build.
+# Sourced, not run. Honours BUILD_DIR (default: build) and JOBS (default: nproc).
+
+HVD_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$HVD_ROOT/build}
+JOBS=${JOBS:-$(nproc)}
+
+# Debian packages the build and the tests need.
+HVD_APT_PACKAGES=(
+  build-essential cmake pkg-config git
+  libucx-dev libhwloc-dev libcmocka-dev
+  openmpi-bin libopenmpi-dev   # mpirun: a launcher the tests run libhvd under
+  clang-format
+)
+
+hvd_log() { printf '== %s\n' "$*"; }
+
+# Installs the packages of HVD_APT_PACKAGES that are not installed yet.
+hvd_install_missing() {
+  local missing=()
+  for p in "${HVD_APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    hvd_log "all required Debian packages are installed"
+    return 0
+  fi
+  hvd_log "installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# A cmake >= 3.25: the first on PATH if new enough, else Debian's.
+hvd_cmake() {
+  local c
+  for c in "$(command -v cmake)" /usr/bin/cmake; do
+    [ -x "$c" ] || continue
+    local v
+    v=$("$c" --version | head -1 | awk '{print $3}')
+    if [ "$(printf '%s\n3.25\n' "$v" | sort -V | head -1)" = "3.25" ]; then
+      echo "$c"
+      return 0
+    fi
+  done
+  echo "no cmake >= 3.25 found" >&2
+  return 1
+}
+
+# Configures and builds everything with warnings as errors.
+hvd_build() {
+  local cmake
+  cmake=$(hvd_cmake) || return 1
+  hvd_log "configuring in $BUILD_DIR"
+  "$cmake" -S "$HVD_ROOT" -B "$BUILD_DIR" -DHVD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || return 1
+  hvd_log "building with $JOBS jobs"
+  "$cmake" --build "$BUILD_DIR" -j "$JOBS"
+}

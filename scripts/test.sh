@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds everything with warnings as errors, runs every test suite.
+#   scripts/test.sh            all tests
+#   scripts/test.sh -L unit    extra arguments go to ctest
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+hvd_install_missing
+hvd_build
+ctest_bin="$(dirname "$(hvd_cmake)")/ctest"
+hvd_log "running the tests"
+cd "$BUILD_DIR"
+"$ctest_bin" --output-on-failure -j "$JOBS" "$@"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# launch_as.sh STYLE NP PROGRAM [ARGS...]
+# Starts NP copies of PROGRAM the way another launcher would, with only that launcher's
+# environment variables (no HVD_* ones), and passes when every copy exits 0 within 120 s.
+#   openmpi   : the real `mpirun` of Open MPI
+#   torchrun  : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+#   slurm     : SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_ID, SLURM_STEP_ID
+#   pmi       : PMI_RANK, PMI_SIZE (MPICH/Hydra) plus HVD_JOB_ID
+set -u
+style=$1 np=$2
+shift 2
+unset HVD_RANK HVD_SIZE HVD_RENDEZVOUS_ADDR HVD_RENDEZVOUS_PORT HVD_SECRET HVD_JOB_ID
+
+if [ "$style" = openmpi ]; then
+  command -v mpirun >/dev/null || { echo "launch_as: mpirun not installed" >&2; exit 1; }
+  exec timeout 120 mpirun --allow-run-as-root --oversubscribe -np "$np" "$@"
+fi
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+job="launch-as-$$-$RANDOM"
+port=$(free_port)
+pids=()
+for ((r = 0; r < np; r++)); do
+  case $style in
+    torchrun) env RANK=$r WORLD_SIZE=$np LOCAL_RANK=$r LOCAL_WORLD_SIZE=$np \
+                  MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$@" & ;;
+    slurm)    env SLURM_PROCID=$r SLURM_NTASKS=$np SLURM_LOCALID=$r SLURM_JOB_ID=$job \
+                  SLURM_STEP_ID=0 "$@" & ;;
+    pmi)      env PMI_RANK=$r PMI_SIZE=$np HVD_JOB_ID=$job "$@" & ;;
+    *) echo "launch_as: unknown style $style" >&2; exit 2 ;;
+  esac
+  pids+=($!)
+done
+status=0
+deadline=$((SECONDS + 120))
+for pid in "${pids[@]}"; do
+  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "launch_as: rank pid $pid still running after 120 s" >&2
+    kill -9 "${pids[@]}" 2>/dev/null
+    exit 1
+  fi
+  wait "$pid" || status=1
+done
+[ $status -eq 0 ] && echo "launch_as: $style np=$np ok"
+exit $status
