@@ -46,7 +46,8 @@ static double seconds(void) {
 static int demo_allreduce(void) {
     enum { N = 8 };
     float grad[N];
-    for (int i = 0; i < N; ++i) grad[i] = (float)((rank + 1) * i);
+    for (int i = 0; i < N; ++i)
+        grad[i] = (float)((rank + 1) * i);
     int64_t shape[1] = {N};
     hvd_tensor_t t = tensor(grad, HVD_DTYPE_FLOAT32, 1, shape);
     hvd_op_params_t p = {0};
@@ -72,7 +73,8 @@ static int demo_allreduce(void) {
 static int demo_allgather(void) {
     int64_t rows = rank + 1;
     int32_t mine[2 * 64];
-    for (int64_t i = 0; i < 2 * rows; ++i) mine[i] = rank;
+    for (int64_t i = 0; i < 2 * rows; ++i)
+        mine[i] = rank;
     int64_t shape[2] = {rows, 2};
     hvd_tensor_t t = tensor(mine, HVD_DTYPE_INT32, 2, shape);
     hvd_request_h req;
@@ -89,7 +91,8 @@ static int demo_allgather(void) {
     if (rank == 0) {
         printf("allgather (rank r sends r+1 rows of r): shape [%lld,%lld] rows:",
                (long long)out.shape[0], (long long)out.shape[1]);
-        for (int64_t i = 0; i < out.shape[0]; ++i) printf(" %d", v[2 * i]);
+        for (int64_t i = 0; i < out.shape[0]; ++i)
+            printf(" %d", v[2 * i]);
         printf("  %s\n", ok ? "correct" : "WRONG");
     }
     hvd_request_release(req);
@@ -101,7 +104,8 @@ static int demo_broadcast(void) {
     enum { N = 5 };
     double w[N];
     int32_t root = size - 1;
-    for (int i = 0; i < N; ++i) w[i] = rank == root ? 0.5 * i + root : -1.0;
+    for (int i = 0; i < N; ++i)
+        w[i] = rank == root ? 0.5 * i + root : -1.0;
     int64_t shape[1] = {N};
     hvd_tensor_t t = tensor(w, HVD_DTYPE_FLOAT64, 1, shape);
     hvd_op_params_t p = {0};
@@ -115,8 +119,8 @@ static int demo_broadcast(void) {
     for (int i = 0; i < N; ++i)
         if (w[i] != 0.5 * i + root) ok = 0;
     if (rank == 0)
-        printf("broadcast from rank %d: [%g %g %g %g %g]  %s\n", root, w[0], w[1], w[2], w[3],
-               w[4], ok ? "correct" : "WRONG");
+        printf("broadcast from rank %d: [%g %g %g %g %g]  %s\n", root, w[0], w[1], w[2], w[3], w[4],
+               ok ? "correct" : "WRONG");
     return ok;
 }
 
@@ -125,7 +129,8 @@ static void demo_bandwidth(void) {
     const size_t count = (64u << 20) / sizeof(float);
     float *buf = malloc(count * sizeof(float));
     if (!buf) return;
-    for (size_t i = 0; i < count; ++i) buf[i] = 1.0f;
+    for (size_t i = 0; i < count; ++i)
+        buf[i] = 1.0f;
     int64_t shape[1] = {(int64_t)count};
     hvd_tensor_t t = tensor(buf, HVD_DTYPE_FLOAT32, 1, shape);
     enum { ITERS = 5 };
@@ -147,9 +152,10 @@ static void demo_bandwidth(void) {
     double med = times[ITERS / 2];
     double algbw = count * sizeof(float) / med / 1e9;
     if (rank == 0)
-        printf("bandwidth: 64 MiB float32 allreduce on %d ranks: %.1f ms, algbw %.2f GB/s, "
-               "busbw %.2f GB/s\n",
-               size, med * 1e3, algbw, algbw * 2.0 * (size - 1) / size);
+        printf(
+            "bandwidth: 64 MiB float32 allreduce on %d ranks: %.1f ms, algbw %.2f GB/s, "
+            "busbw %.2f GB/s\n",
+            size, med * 1e3, algbw, algbw * 2.0 * (size - 1) / size);
     free(buf);
 }
 

@@ -46,20 +46,20 @@ extern "C" {
  * error. */
 typedef enum hvd_status {
     HVD_OK = 0,
-    HVD_INPROGRESS = 1,         /* not an error: the op, or a bounded wait, has not finished */
-    HVD_ERR_INVALID_ARG = -1,   /* caught on this rank alone, before anything was queued */
+    HVD_INPROGRESS = 1,       /* not an error: the op, or a bounded wait, has not finished */
+    HVD_ERR_INVALID_ARG = -1, /* caught on this rank alone, before anything was queued */
     HVD_ERR_NO_MEMORY = -2,
-    HVD_ERR_UNSUPPORTED = -3,   /* unknown field_mask bit, dtype, device or op */
-    HVD_ERR_VERSION = -4,       /* header / library ABI mismatch */
-    HVD_ERR_NOT_READY = -5,     /* context not initialised or finalising */
-    HVD_ERR_BUSY = -6,          /* e.g. release of a request another thread waits on */
-    HVD_ERR_MISMATCH = -7,      /* ranks disagree on shape / dtype / op / root ... */
-    HVD_ERR_TIMED_OUT = -8,     /* the operation itself exceeded its timeout */
-    HVD_ERR_ABORTED = -9,       /* context aborted (hvd_abort or an earlier fatal error) */
-    HVD_ERR_PEER_FAILED = -10,  /* a peer process died or became unreachable */
-    HVD_ERR_DEVICE = -11,       /* CUDA / NCCL error */
-    HVD_ERR_TRANSPORT = -12,    /* UCX / socket error */
-    HVD_ERR_INTERNAL = -13      /* a bug in libhvd, including a caught C++ exception */
+    HVD_ERR_UNSUPPORTED = -3,  /* unknown field_mask bit, dtype, device or op */
+    HVD_ERR_VERSION = -4,      /* header / library ABI mismatch */
+    HVD_ERR_NOT_READY = -5,    /* context not initialised or finalising */
+    HVD_ERR_BUSY = -6,         /* e.g. release of a request another thread waits on */
+    HVD_ERR_MISMATCH = -7,     /* ranks disagree on shape / dtype / op / root ... */
+    HVD_ERR_TIMED_OUT = -8,    /* the operation itself exceeded its timeout */
+    HVD_ERR_ABORTED = -9,      /* context aborted (hvd_abort or an earlier fatal error) */
+    HVD_ERR_PEER_FAILED = -10, /* a peer process died or became unreachable */
+    HVD_ERR_DEVICE = -11,      /* CUDA / NCCL error */
+    HVD_ERR_TRANSPORT = -12,   /* UCX / socket error */
+    HVD_ERR_INTERNAL = -13     /* a bug in libhvd, including a caught C++ exception */
 } hvd_status_t;
 
 /* A one-line English description of a status. Never NULL (unknown values get
@@ -134,7 +134,7 @@ typedef struct hvd_tensor {
     const int64_t *shape; /* ndim entries, each >= 0; copied during the call */
     int32_t device_type;  /* hvd_device_type_t; 0 is taken as HVD_DEVICE_CPU */
     int32_t device_id;
-    void *ready_event;    /* cudaEvent_t: the data is valid once it has completed */
+    void *ready_event; /* cudaEvent_t: the data is valid once it has completed */
 } hvd_tensor_t;
 #define HVD_MAX_NDIM 32
 
@@ -240,8 +240,10 @@ HVD_API hvd_status_t hvd_context_error(hvd_context_h ctx) HVD_NOEXCEPT;
 /* ---------------------------------------------------------------- topology */
 
 /* Rank and size in a process set (NULL: all ranks). Never block. */
-HVD_API hvd_status_t hvd_rank(hvd_context_h ctx, hvd_process_set_h ps, int32_t *rank_p) HVD_NOEXCEPT;
-HVD_API hvd_status_t hvd_size(hvd_context_h ctx, hvd_process_set_h ps, int32_t *size_p) HVD_NOEXCEPT;
+HVD_API hvd_status_t hvd_rank(hvd_context_h ctx, hvd_process_set_h ps,
+                              int32_t *rank_p) HVD_NOEXCEPT;
+HVD_API hvd_status_t hvd_size(hvd_context_h ctx, hvd_process_set_h ps,
+                              int32_t *size_p) HVD_NOEXCEPT;
 /* Index among the ranks on this host, and how many ranks this host runs. */
 HVD_API hvd_status_t hvd_local_rank(hvd_context_h ctx, int32_t *rank_p) HVD_NOEXCEPT;
 HVD_API hvd_status_t hvd_local_size(hvd_context_h ctx, int32_t *size_p) HVD_NOEXCEPT;

@@ -17,10 +17,9 @@ using hvd::engine::TensorRef;
 namespace {
 
 constexpr uint64_t kKnownTensorFields = HVD_TENSOR_FIELD_READY_EVENT;
-constexpr uint64_t kKnownOpFields = HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET |
-                                    HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_SCALE |
-                                    HVD_OP_FIELD_ROOT | HVD_OP_FIELD_SPLITS |
-                                    HVD_OP_FIELD_TIMEOUT | HVD_OP_FIELD_STREAM;
+constexpr uint64_t kKnownOpFields =
+    HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET | HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_SCALE |
+    HVD_OP_FIELD_ROOT | HVD_OP_FIELD_SPLITS | HVD_OP_FIELD_TIMEOUT | HVD_OP_FIELD_STREAM;
 
 [[noreturn]] void invalid(const char *fn, const std::string &what) {
     throw Error(HVD_ERR_INVALID_ARG, strprintf("%s: %s", fn, what.c_str()));
@@ -29,10 +28,10 @@ constexpr uint64_t kKnownOpFields = HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET
 TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) {
     if (t == nullptr) invalid(fn, strprintf("%s tensor is NULL", which));
     if (t->field_mask & ~kKnownTensorFields)
-        throw Error(HVD_ERR_UNSUPPORTED,
-                    strprintf("%s: unknown field_mask bits 0x%llx in the %s tensor", fn,
-                              static_cast<unsigned long long>(t->field_mask & ~kKnownTensorFields),
-                              which));
+        throw Error(
+            HVD_ERR_UNSUPPORTED,
+            strprintf("%s: unknown field_mask bits 0x%llx in the %s tensor", fn,
+                      static_cast<unsigned long long>(t->field_mask & ~kKnownTensorFields), which));
     TensorRef ref;
     ref.device_type = t->device_type == 0 ? HVD_DEVICE_CPU : t->device_type;
     if (ref.device_type == HVD_DEVICE_CUDA)
@@ -55,8 +54,7 @@ TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) 
         if (ref.shape[i] < 0)
             invalid(fn, strprintf("%s dimension %d is negative (%lld)", which, i,
                                   static_cast<long long>(ref.shape[i])));
-    if (ref.data == nullptr && ref.elements() > 0)
-        invalid(fn, strprintf("%s data is NULL", which));
+    if (ref.data == nullptr && ref.elements() > 0) invalid(fn, strprintf("%s data is NULL", which));
     return ref;
 }
 
@@ -81,7 +79,8 @@ OpParams read_params(const char *fn, const hvd_op_params_t *p, int64_t default_t
     if (p->field_mask & HVD_OP_FIELD_NAME) {
         if (p->name == nullptr || p->name[0] == '\0') invalid(fn, "name is NULL or empty");
         size_t len = strnlen(p->name, HVD_MAX_NAME + 1);
-        if (len > HVD_MAX_NAME) invalid(fn, strprintf("name is longer than %d bytes", HVD_MAX_NAME));
+        if (len > HVD_MAX_NAME)
+            invalid(fn, strprintf("name is longer than %d bytes", HVD_MAX_NAME));
         o.name.assign(p->name, len);
     }
     if ((p->field_mask & HVD_OP_FIELD_PROCESS_SET) && p->process_set != nullptr)

@@ -129,14 +129,16 @@ HVD_API hvd_status_t hvd_context_error(hvd_context_h ctx) noexcept {
 HVD_API hvd_status_t hvd_rank(hvd_context_h ctx, hvd_process_set_h ps, int32_t *rank_p) noexcept {
     return guarded("hvd_rank", [&] {
         if (ps != nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_rank: unknown process set");
-        return with_context(ctx, rank_p, "hvd_rank", [](hvd::engine::Context &c) { return c.rank(); });
+        return with_context(ctx, rank_p, "hvd_rank",
+                            [](hvd::engine::Context &c) { return c.rank(); });
     });
 }
 
 HVD_API hvd_status_t hvd_size(hvd_context_h ctx, hvd_process_set_h ps, int32_t *size_p) noexcept {
     return guarded("hvd_size", [&] {
         if (ps != nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_size: unknown process set");
-        return with_context(ctx, size_p, "hvd_size", [](hvd::engine::Context &c) { return c.size(); });
+        return with_context(ctx, size_p, "hvd_size",
+                            [](hvd::engine::Context &c) { return c.size(); });
     });
 }
 

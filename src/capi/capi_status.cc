@@ -17,10 +17,16 @@ HVD_API size_t hvd_last_error(char *buf, size_t len) noexcept {
     return hvd::capi::copy_out(hvd::last_error(), buf, len);
 }
 
-HVD_API uint32_t hvd_version(void) noexcept { return HVD_VERSION_CODE; }
+HVD_API uint32_t hvd_version(void) noexcept {
+    return HVD_VERSION_CODE;
+}
 
-HVD_API const char *hvd_version_string(void) noexcept { return HVD_VERSION_STRING; }
+HVD_API const char *hvd_version_string(void) noexcept {
+    return HVD_VERSION_STRING;
+}
 
-HVD_API uint64_t hvd_features(void) noexcept { return HVD_FEATURE_UCX; }
+HVD_API uint64_t hvd_features(void) noexcept {
+    return HVD_FEATURE_UCX;
+}
 
 }  // extern "C"

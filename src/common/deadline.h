@@ -7,7 +7,7 @@
 namespace hvd {
 
 class Deadline {
-public:
+  public:
     using Clock = std::chrono::steady_clock;
 
     // timeout_ms < 0: never expires.
@@ -37,7 +37,7 @@ public:
         return a.at_ <= b.at_ ? a : b;
     }
 
-private:
+  private:
     bool infinite_ = true;
     Clock::time_point at_{};
 };

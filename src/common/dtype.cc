@@ -25,9 +25,9 @@ size_t dtype_size(int32_t dtype) {
 }
 
 const char *dtype_name(int32_t dtype) {
-    static const char *const kNames[kNumDtypes] = {
-        "uint8", "int8",    "uint16",  "int16", "int32",   "int64",
-        "float16", "float32", "float64", "bool",  "bfloat16"};
+    static const char *const kNames[kNumDtypes] = {"uint8",   "int8",  "uint16",  "int16",
+                                                   "int32",   "int64", "float16", "float32",
+                                                   "float64", "bool",  "bfloat16"};
     return dtype_valid(dtype) ? kNames[dtype] : "invalid";
 }
 

@@ -10,7 +10,9 @@ namespace hvd {
 
 constexpr int32_t kNumDtypes = HVD_DTYPE_BFLOAT16 + 1;
 
-inline bool dtype_valid(int32_t dtype) { return dtype >= 0 && dtype < kNumDtypes; }
+inline bool dtype_valid(int32_t dtype) {
+    return dtype >= 0 && dtype < kNumDtypes;
+}
 
 // Bytes per element; 0 for an invalid dtype.
 size_t dtype_size(int32_t dtype);

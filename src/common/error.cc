@@ -24,9 +24,15 @@ std::string strprintf(const char *fmt, ...) {
     return out;
 }
 
-void set_last_error(const std::string &detail) { t_last_error = detail; }
-void clear_last_error() { t_last_error.clear(); }
-const std::string &last_error() { return t_last_error; }
+void set_last_error(const std::string &detail) {
+    t_last_error = detail;
+}
+void clear_last_error() {
+    t_last_error.clear();
+}
+const std::string &last_error() {
+    return t_last_error;
+}
 
 const char *status_name(hvd_status_t status) {
     switch (static_cast<int>(status)) {

@@ -11,12 +11,12 @@ namespace hvd {
 
 // Thrown by the core; caught once, at the C ABI boundary (src/capi/guard.h).
 class Error : public std::runtime_error {
-public:
+  public:
     Error(hvd_status_t status, const std::string &detail)
         : std::runtime_error(detail), status_(status) {}
     hvd_status_t status() const { return status_; }
 
-private:
+  private:
     hvd_status_t status_;
 };
 

@@ -33,7 +33,9 @@ LogLevel log_level() {
     return level;
 }
 
-bool log_enabled(LogLevel level) { return level >= log_level(); }
+bool log_enabled(LogLevel level) {
+    return level >= log_level();
+}
 
 void log_line(LogLevel level, int rank, const std::string &msg) {
     char prefix[64];

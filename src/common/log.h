@@ -18,8 +18,8 @@ void log_line(LogLevel level, int rank, const std::string &msg);
 
 }  // namespace hvd
 
-#define HVD_LOG(level, rank, ...)                                                  \
-    do {                                                                           \
-        if (::hvd::log_enabled(::hvd::LogLevel::level))                            \
+#define HVD_LOG(level, rank, ...)                                                           \
+    do {                                                                                    \
+        if (::hvd::log_enabled(::hvd::LogLevel::level))                                     \
             ::hvd::log_line(::hvd::LogLevel::level, (rank), ::hvd::strprintf(__VA_ARGS__)); \
     } while (0)

@@ -12,7 +12,7 @@
 namespace hvd::engine {
 
 class AbortState {
-public:
+  public:
     // Returns true if this call set the cause (it was the first).
     bool set(hvd_status_t status, const std::string &detail) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -31,7 +31,7 @@ public:
     }
     const std::atomic<int32_t> *flag() const { return &status_; }
 
-private:
+  private:
     mutable std::mutex mu_;
     std::atomic<int32_t> status_{0};
     std::string detail_;

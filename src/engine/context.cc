@@ -41,8 +41,7 @@ std::string hex_decode(const std::string &hex) {
 Context::Context(const InitConfig &config) : config_(config) {
     Deadline deadline = Deadline::after_ms(config_.bootstrap_timeout_ms);
     rendezvous(deadline);
-    std::vector<std::string> hosts =
-        kv_->all_gather("host", topology::this_host_name(), deadline);
+    std::vector<std::string> hosts = kv_->all_gather("host", topology::this_host_name(), deadline);
     placement_ = topology::place_rank(hosts, rank_);
     connect_transport(deadline);
     engine_ = std::make_unique<Engine>(rank_, size_, transport_.get(), &abort_);
@@ -96,8 +95,8 @@ void Context::rendezvous(const Deadline &deadline) {
         bootstrap::RendezvousEndpoint ep = bootstrap::lookup_rendezvous(li.job_id, deadline);
         Deadline attempt = Deadline::earlier(deadline, Deadline::after_ms(kFileAttemptMs));
         try {
-            kv_ = std::make_unique<bootstrap::KvClient>(ep.addr, ep.port, ep.secret, rank_,
-                                                        size_, attempt);
+            kv_ = std::make_unique<bootstrap::KvClient>(ep.addr, ep.port, ep.secret, rank_, size_,
+                                                        attempt);
             return;
         } catch (const Error &) {
             if (deadline.expired()) throw;
@@ -110,7 +109,8 @@ void Context::connect_transport(const Deadline &deadline) {
     std::string mine = transport_->local_address();
     std::vector<std::string> all =
         kv_->all_gather("ucx", bootstrap::to_hex(mine.data(), mine.size()), deadline);
-    for (auto &a : all) a = hex_decode(a);
+    for (auto &a : all)
+        a = hex_decode(a);
     transport_->connect(all);
 }
 

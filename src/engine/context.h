@@ -28,7 +28,7 @@ struct InitConfig {
 };
 
 class Context {
-public:
+  public:
     // Joins the job. Throws hvd::Error with a message naming this rank and what failed.
     explicit Context(const InitConfig &config);
     ~Context();  // calls finalize() if needed
@@ -47,7 +47,7 @@ public:
     AbortState &abort_state() { return abort_; }
     Engine &engine() { return *engine_; }
 
-private:
+  private:
     void rendezvous(const Deadline &deadline);
     void connect_transport(const Deadline &deadline);
 
@@ -56,9 +56,9 @@ private:
     int32_t size_ = 0;
     topology::HostPlacement placement_;
     AbortState abort_;
-    std::string rendezvous_file_job_;  // non-empty on rank 0 of a file rendezvous
+    std::string rendezvous_file_job_;              // non-empty on rank 0 of a file rendezvous
     std::shared_ptr<bootstrap::KvServer> server_;  // when this process hosts the rendezvous
-    std::unique_ptr<bootstrap::KvClient> kv_;       // during init; then owned by monitor_
+    std::unique_ptr<bootstrap::KvClient> kv_;      // during init; then owned by monitor_
     std::unique_ptr<transport::Transport> transport_;
     std::unique_ptr<Engine> engine_;
     std::unique_ptr<FailureMonitor> monitor_;

@@ -31,7 +31,8 @@ void Coordinator::add_ready(int32_t rank, const std::vector<OpMeta> &metas,
 Response Coordinator::complete(const std::string &name, Pending &p) {
     std::vector<OpMeta> metas;
     metas.reserve(p.by_rank.size());
-    for (auto &m : p.by_rank) metas.push_back(std::move(*m));
+    for (auto &m : p.by_rank)
+        metas.push_back(std::move(*m));
     Response resp;
     resp.name = name;
     resp.type = metas[0].type;
@@ -43,7 +44,8 @@ Response Coordinator::complete(const std::string &name, Pending &p) {
         return resp;
     }
     if (resp.type == OpType::kAllgather)
-        for (const OpMeta &m : metas) resp.first_dims.push_back(m.shape.empty() ? 0 : m.shape[0]);
+        for (const OpMeta &m : metas)
+            resp.first_dims.push_back(m.shape.empty() ? 0 : m.shape[0]);
     return resp;
 }
 

@@ -16,7 +16,7 @@
 namespace hvd::engine {
 
 class Coordinator {
-public:
+  public:
     explicit Coordinator(int32_t size) : size_(size) {}
 
     // Records that `rank` is ready for these ops; appends the responses that became complete.
@@ -30,7 +30,7 @@ public:
     };
     std::vector<Waiting> waiting() const;
 
-private:
+  private:
     struct Pending {
         std::vector<std::optional<OpMeta>> by_rank;
         int32_t count = 0;

@@ -34,8 +34,7 @@ constexpr int64_t kMaxSleepMs = 1000;
 Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort)
     : rank_(rank), size_(size), transport_(transport), abort_(abort) {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0)
-        throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: eventfd failed", rank));
+    if (wake_fd_ < 0) throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: eventfd failed", rank));
     if (rank_ == kCoordinator) coordinator_ = std::make_unique<Coordinator>(size_);
 }
 
@@ -44,7 +43,9 @@ Engine::~Engine() {
     if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-void Engine::start() { thread_ = std::thread([this] { loop(); }); }
+void Engine::start() {
+    thread_ = std::thread([this] { loop(); });
+}
 
 void Engine::stop() {
     {
@@ -151,8 +152,8 @@ bool Engine::receive_control() {
         uint64_t mask = transport::kTagFullMask & ~transport::kTagSourceMask;
         while (transport_->try_recv_any(control_tag(0, kReadyMessage), mask, &payload, &c)) {
             if (c.status != HVD_OK)
-                throw Error(c.status, strprintf("rank %d: receiving a control message failed",
-                                                rank_));
+                throw Error(c.status,
+                            strprintf("rank %d: receiving a control message failed", rank_));
             std::vector<Response> done;
             coordinator_->add_ready(transport::tag_source(c.sender_tag), decode_ready(payload),
                                     &done);
@@ -166,7 +167,8 @@ bool Engine::receive_control() {
                 throw Error(c.status, strprintf("rank %d: receiving the coordinator's answer "
                                                 "failed",
                                                 rank_));
-            for (Response &r : decode_responses(payload)) responses_.push_back(std::move(r));
+            for (Response &r : decode_responses(payload))
+                responses_.push_back(std::move(r));
             any = true;
         }
     }
@@ -178,7 +180,8 @@ void Engine::deliver_responses(const std::vector<Response> &responses) {
     std::string payload = encode_responses(responses);
     for (int32_t peer = 0; peer < size_; ++peer)
         if (peer != rank_) send_control(peer, kResponseMessage, payload);
-    for (const Response &r : responses) responses_.push_back(r);
+    for (const Response &r : responses)
+        responses_.push_back(r);
 }
 
 void Engine::send_control(int32_t peer, uint32_t kind, std::string payload) {
@@ -197,9 +200,8 @@ void Engine::reap_sends() {
         }
         if (it->completion.status != HVD_OK)
             throw Error(it->completion.status,
-                        strprintf("rank %d: sending a control message to rank %d failed: %s",
-                                  rank_, it->completion.peer,
-                                  status_message(it->completion.status)));
+                        strprintf("rank %d: sending a control message to rank %d failed: %s", rank_,
+                                  it->completion.peer, status_message(it->completion.status)));
         it = outgoing_.erase(it);
     }
 }
@@ -225,7 +227,8 @@ bool Engine::run_responses() {
         collectives::Comm comm;
         comm.transport = transport_;
         comm.members.resize(static_cast<size_t>(size_));
-        for (int32_t r = 0; r < size_; ++r) comm.members[r] = r;
+        for (int32_t r = 0; r < size_; ++r)
+            comm.members[r] = r;
         comm.my_index = rank_;
         comm.seq = resp.seq;
         comm.deadline = req->deadline;
@@ -237,8 +240,8 @@ bool Engine::run_responses() {
             // A collective that failed half way leaves the ranks out of step: the context
             // cannot go on.
             if (s == HVD_ERR_TIMED_OUT)
-                message = strprintf("rank %d: %s '%s' timed out", rank_,
-                                    op_type_name(resp.type), resp.name.c_str());
+                message = strprintf("rank %d: %s '%s' timed out", rank_, op_type_name(resp.type),
+                                    resp.name.c_str());
             abort_->set(s, message);
             transport_aborted_ = true;  // wait_all aborted the transport already
         }
@@ -251,13 +254,13 @@ void Engine::check_timeouts() {
     for (auto &kv : pending_) {
         if (!kv.second->deadline.expired()) continue;
         std::string detail = strprintf("rank %d: %s '%s' timed out waiting for the other ranks",
-                                       rank_, op_type_name(kv.second->meta.type),
-                                       kv.first.c_str());
+                                       rank_, op_type_name(kv.second->meta.type), kv.first.c_str());
         if (coordinator_) {
             for (const auto &w : coordinator_->waiting()) {
                 if (w.name != kv.first) continue;
                 detail += " (not yet enqueued on rank";
-                for (int32_t r : w.missing_ranks) detail += strprintf(" %d", r);
+                for (int32_t r : w.missing_ranks)
+                    detail += strprintf(" %d", r);
                 detail += ")";
             }
         }
@@ -285,8 +288,10 @@ void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
         std::lock_guard<std::mutex> lock(mu_);
         fresh.swap(queue_);
     }
-    for (const RequestPtr &req : fresh) finish(req, status, detail);
-    for (auto &kv : pending_) finish(kv.second, status, detail);
+    for (const RequestPtr &req : fresh)
+        finish(req, status, detail);
+    for (auto &kv : pending_)
+        finish(kv.second, status, detail);
     pending_.clear();
     responses_.clear();
 }
@@ -302,7 +307,8 @@ void Engine::sleep_until_work() {
     }
     if (!transport_aborted_ && !transport_->arm()) return;
     Deadline next = Deadline::after_ms(kMaxSleepMs);
-    for (auto &kv : pending_) next = Deadline::earlier(next, kv.second->deadline);
+    for (auto &kv : pending_)
+        next = Deadline::earlier(next, kv.second->deadline);
     struct pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {transport_->event_fd(), POLLIN, 0}};
     int nfds = transport_aborted_ ? 1 : 2;
     {

@@ -23,7 +23,7 @@
 namespace hvd::engine {
 
 class Engine {
-public:
+  public:
     Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort);
     ~Engine();  // stops the thread if still running
     Engine(const Engine &) = delete;
@@ -41,7 +41,7 @@ public:
     // Next auto-name for unnamed ops of one kind ("allreduce.noname.7"). Thread-safe.
     std::string auto_name(OpType type);
 
-private:
+  private:
     struct OutgoingMessage {
         std::string payload;
         transport::Completion completion;
@@ -75,9 +75,9 @@ private:
 
     // Engine-thread state.
     std::map<std::string, RequestPtr> pending_;  // reported to the coordinator, not yet run
-    std::list<Response> responses_;               // agreed order, not yet run
+    std::list<Response> responses_;              // agreed order, not yet run
     std::list<OutgoingMessage> outgoing_;
-    std::unique_ptr<Coordinator> coordinator_;    // rank 0 only
+    std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     collectives::ScratchBuffer scratch_;
     bool transport_aborted_ = false;
 };

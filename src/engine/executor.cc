@@ -34,7 +34,8 @@ hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
 hvd_status_t run_allgather(collectives::Comm &comm, const Response &resp, Request &req) {
     const TensorRef &in = req.input;
     size_t row_bytes = dtype_size(in.dtype);
-    for (size_t i = 1; i < in.shape.size(); ++i) row_bytes *= static_cast<size_t>(in.shape[i]);
+    for (size_t i = 1; i < in.shape.size(); ++i)
+        row_bytes *= static_cast<size_t>(in.shape[i]);
     std::vector<size_t> bytes;
     int64_t rows = 0;
     for (int64_t d : resp.first_dims) {

@@ -27,7 +27,9 @@ FailureMonitor::~FailureMonitor() {
     ::close(pipe_[1]);
 }
 
-void FailureMonitor::start() { thread_ = std::thread([this] { loop(); }); }
+void FailureMonitor::start() {
+    thread_ = std::thread([this] { loop(); });
+}
 
 void FailureMonitor::wake() {
     char c = 'w';
@@ -63,12 +65,13 @@ void FailureMonitor::loop() {
         for (int32_t failed : kv_->poll_failures()) {
             std::string detail =
                 failed == bootstrap::KvClient::kServerLost
-                    ? strprintf("rank %d: lost the connection to the rendezvous server (the "
-                                "process hosting it died)",
-                                rank_)
-                    : strprintf("rank %d: rank %d failed (process died or aborted)", rank_,
-                                failed);
-            if (abort_->set(HVD_ERR_PEER_FAILED, detail)) HVD_LOG(kError, rank_, "%s", detail.c_str());
+                    ? strprintf(
+                          "rank %d: lost the connection to the rendezvous server (the "
+                          "process hosting it died)",
+                          rank_)
+                    : strprintf("rank %d: rank %d failed (process died or aborted)", rank_, failed);
+            if (abort_->set(HVD_ERR_PEER_FAILED, detail))
+                HVD_LOG(kError, rank_, "%s", detail.c_str());
             engine_->wake();
         }
     }

@@ -17,7 +17,7 @@ namespace hvd::engine {
 class Engine;
 
 class FailureMonitor {
-public:
+  public:
     FailureMonitor(int32_t rank, std::unique_ptr<bootstrap::KvClient> kv, AbortState *abort,
                    Engine *engine);
     ~FailureMonitor();
@@ -30,7 +30,7 @@ public:
     // Stops the thread and hands the connection back (null if it was dropped by an abort).
     std::unique_ptr<bootstrap::KvClient> stop();
 
-private:
+  private:
     void loop();
 
     int32_t rank_;

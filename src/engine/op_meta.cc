@@ -29,14 +29,16 @@ namespace {
 
 void write_dims(WireWriter &w, const std::vector<int64_t> &dims) {
     w.u64(dims.size());
-    for (int64_t d : dims) w.i64(d);
+    for (int64_t d : dims)
+        w.i64(d);
 }
 
 std::vector<int64_t> read_dims(WireReader &r) {
     uint64_t n = r.u64();
     if (n > (UINT64_C(1) << 24)) throw Error(HVD_ERR_TRANSPORT, "malformed control message");
     std::vector<int64_t> dims(n);
-    for (auto &d : dims) d = r.i64();
+    for (auto &d : dims)
+        d = r.i64();
     return dims;
 }
 

@@ -28,9 +28,9 @@ struct OpMeta {
 struct Response {
     std::string name;
     OpType type = OpType::kAllreduce;
-    uint32_t seq = 0;              // tags of this collective's data messages
-    int32_t status = 0;            // HVD_OK, or HVD_ERR_MISMATCH etc. for every rank
-    std::string message;           // error detail
+    uint32_t seq = 0;                 // tags of this collective's data messages
+    int32_t status = 0;               // HVD_OK, or HVD_ERR_MISMATCH etc. for every rank
+    std::string message;              // error detail
     std::vector<int64_t> first_dims;  // allgather: each rank's first dimension
 };
 

@@ -6,11 +6,14 @@ namespace hvd::engine {
 
 size_t TensorRef::elements() const {
     size_t n = 1;
-    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    for (int64_t d : shape)
+        n *= static_cast<size_t>(d);
     return n;
 }
 
-size_t TensorRef::bytes() const { return elements() * dtype_size(dtype); }
+size_t TensorRef::bytes() const {
+    return elements() * dtype_size(dtype);
+}
 
 void Request::complete(hvd_status_t status, const std::string &message) {
     {

@@ -28,8 +28,8 @@ struct TensorRef {
 };
 
 class Request {
-public:
-    OpMeta meta;        // what the coordinator compares across ranks
+  public:
+    OpMeta meta;  // what the coordinator compares across ranks
     TensorRef input;
     TensorRef output;   // caller-owned output (allreduce/broadcast); unused for allgather
     Deadline deadline;  // op timeout
@@ -45,7 +45,7 @@ public:
     std::vector<char> owned_data;
     std::vector<int64_t> owned_shape;
 
-private:
+  private:
     mutable std::mutex mu_;
     std::condition_variable cv_;
     hvd_status_t status_ = HVD_INPROGRESS;

@@ -12,7 +12,7 @@
 namespace hvd::engine {
 
 class WireWriter {
-public:
+  public:
     void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
     void i32(int32_t v) { raw(&v, sizeof v); }
     void i64(int64_t v) { raw(&v, sizeof v); }
@@ -24,13 +24,13 @@ public:
     }
     std::string &bytes() { return out_; }
 
-private:
+  private:
     void raw(const void *p, size_t n) { out_.append(static_cast<const char *>(p), n); }
     std::string out_;
 };
 
 class WireReader {
-public:
+  public:
     explicit WireReader(const std::string &in) : in_(in) {}
     uint8_t u8() {
         need(1);
@@ -49,7 +49,7 @@ public:
     }
     bool at_end() const { return pos_ == in_.size(); }
 
-private:
+  private:
     template <typename T>
     T raw() {
         need(sizeof(T));

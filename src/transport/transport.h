@@ -25,21 +25,23 @@ inline uint64_t make_tag(Channel ch, uint16_t set_id, int32_t source, uint32_t s
     return (static_cast<uint64_t>(ch) << 56) | (static_cast<uint64_t>(set_id) << 40) |
            (static_cast<uint64_t>(source & 0xfffff) << 20) | (seq & kTagSeqMask);
 }
-inline int32_t tag_source(uint64_t tag) { return static_cast<int32_t>((tag >> 20) & 0xfffff); }
+inline int32_t tag_source(uint64_t tag) {
+    return static_cast<int32_t>((tag >> 20) & 0xfffff);
+}
 
 // Filled in by the transport when an operation ends. The caller owns it and must keep it
 // (and the buffer) alive until done is true.
 struct Completion {
     bool done = false;
     hvd_status_t status = HVD_OK;
-    size_t length = 0;        // bytes received (recv) or sent (send)
-    uint64_t sender_tag = 0;  // the matched message's tag (recv)
-    int32_t peer = -1;        // the peer of a send; the sender of a received message
-    void *internal = nullptr; // the transport's own handle while in flight
+    size_t length = 0;         // bytes received (recv) or sent (send)
+    uint64_t sender_tag = 0;   // the matched message's tag (recv)
+    int32_t peer = -1;         // the peer of a send; the sender of a received message
+    void *internal = nullptr;  // the transport's own handle while in flight
 };
 
 class Transport {
-public:
+  public:
     virtual ~Transport() = default;
 
     virtual int32_t rank() const = 0;
@@ -59,8 +61,7 @@ public:
     // Nonblocking: if a message matching tag/mask has arrived, receives it whole into *payload
     // and returns true (c->sender_tag, c->status set). Used for control messages of unknown
     // length.
-    virtual bool try_recv_any(uint64_t tag, uint64_t mask, std::string *payload,
-                              Completion *c) = 0;
+    virtual bool try_recv_any(uint64_t tag, uint64_t mask, std::string *payload, Completion *c) = 0;
 
     // Drives communication; returns true if anything completed or arrived.
     virtual bool progress() = 0;

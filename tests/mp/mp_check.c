@@ -69,34 +69,67 @@ static uint16_t float_to_bf16_bits(float f) {
 
 double mp_get(int32_t dtype, const void *data, size_t i) {
     switch (dtype) {
-        case HVD_DTYPE_UINT8: return ((const uint8_t *)data)[i];
-        case HVD_DTYPE_INT8: return ((const int8_t *)data)[i];
-        case HVD_DTYPE_UINT16: return ((const uint16_t *)data)[i];
-        case HVD_DTYPE_INT16: return ((const int16_t *)data)[i];
-        case HVD_DTYPE_INT32: return ((const int32_t *)data)[i];
-        case HVD_DTYPE_INT64: return (double)((const int64_t *)data)[i];
-        case HVD_DTYPE_FLOAT16: return (double)((const _Float16 *)data)[i];
-        case HVD_DTYPE_FLOAT32: return ((const float *)data)[i];
-        case HVD_DTYPE_FLOAT64: return ((const double *)data)[i];
-        case HVD_DTYPE_BOOL: return ((const uint8_t *)data)[i];
-        case HVD_DTYPE_BFLOAT16: return bf16_bits_to_float(((const uint16_t *)data)[i]);
+        case HVD_DTYPE_UINT8:
+            return ((const uint8_t *)data)[i];
+        case HVD_DTYPE_INT8:
+            return ((const int8_t *)data)[i];
+        case HVD_DTYPE_UINT16:
+            return ((const uint16_t *)data)[i];
+        case HVD_DTYPE_INT16:
+            return ((const int16_t *)data)[i];
+        case HVD_DTYPE_INT32:
+            return ((const int32_t *)data)[i];
+        case HVD_DTYPE_INT64:
+            return (double)((const int64_t *)data)[i];
+        case HVD_DTYPE_FLOAT16:
+            return (double)((const _Float16 *)data)[i];
+        case HVD_DTYPE_FLOAT32:
+            return ((const float *)data)[i];
+        case HVD_DTYPE_FLOAT64:
+            return ((const double *)data)[i];
+        case HVD_DTYPE_BOOL:
+            return ((const uint8_t *)data)[i];
+        case HVD_DTYPE_BFLOAT16:
+            return bf16_bits_to_float(((const uint16_t *)data)[i]);
     }
     mp_die("unknown dtype %d", dtype);
 }
 
 void mp_set(int32_t dtype, void *data, size_t i, double v) {
     switch (dtype) {
-        case HVD_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)v; return;
-        case HVD_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)v; return;
-        case HVD_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)v; return;
-        case HVD_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)v; return;
-        case HVD_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)v; return;
-        case HVD_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)v; return;
-        case HVD_DTYPE_FLOAT16: ((_Float16 *)data)[i] = (_Float16)v; return;
-        case HVD_DTYPE_FLOAT32: ((float *)data)[i] = (float)v; return;
-        case HVD_DTYPE_FLOAT64: ((double *)data)[i] = v; return;
-        case HVD_DTYPE_BOOL: ((uint8_t *)data)[i] = v != 0.0; return;
-        case HVD_DTYPE_BFLOAT16: ((uint16_t *)data)[i] = float_to_bf16_bits((float)v); return;
+        case HVD_DTYPE_UINT8:
+            ((uint8_t *)data)[i] = (uint8_t)v;
+            return;
+        case HVD_DTYPE_INT8:
+            ((int8_t *)data)[i] = (int8_t)v;
+            return;
+        case HVD_DTYPE_UINT16:
+            ((uint16_t *)data)[i] = (uint16_t)v;
+            return;
+        case HVD_DTYPE_INT16:
+            ((int16_t *)data)[i] = (int16_t)v;
+            return;
+        case HVD_DTYPE_INT32:
+            ((int32_t *)data)[i] = (int32_t)v;
+            return;
+        case HVD_DTYPE_INT64:
+            ((int64_t *)data)[i] = (int64_t)v;
+            return;
+        case HVD_DTYPE_FLOAT16:
+            ((_Float16 *)data)[i] = (_Float16)v;
+            return;
+        case HVD_DTYPE_FLOAT32:
+            ((float *)data)[i] = (float)v;
+            return;
+        case HVD_DTYPE_FLOAT64:
+            ((double *)data)[i] = v;
+            return;
+        case HVD_DTYPE_BOOL:
+            ((uint8_t *)data)[i] = v != 0.0;
+            return;
+        case HVD_DTYPE_BFLOAT16:
+            ((uint16_t *)data)[i] = float_to_bf16_bits((float)v);
+            return;
     }
     mp_die("unknown dtype %d", dtype);
 }
@@ -122,10 +155,15 @@ double mp_value(int32_t dtype, int32_t r, size_t i) {
 
 double mp_tolerance(int32_t dtype, double ref) {
     switch (dtype) {
-        case HVD_DTYPE_FLOAT16: return 1e-3 * fabs(ref) + 1e-3;
-        case HVD_DTYPE_BFLOAT16: return 8e-3 * fabs(ref) + 8e-3;
-        case HVD_DTYPE_FLOAT32: return 1e-6 * fabs(ref) + 1e-6;
-        case HVD_DTYPE_FLOAT64: return 1e-12 * fabs(ref) + 1e-12;
-        default: return 0.0;
+        case HVD_DTYPE_FLOAT16:
+            return 1e-3 * fabs(ref) + 1e-3;
+        case HVD_DTYPE_BFLOAT16:
+            return 8e-3 * fabs(ref) + 8e-3;
+        case HVD_DTYPE_FLOAT32:
+            return 1e-6 * fabs(ref) + 1e-6;
+        case HVD_DTYPE_FLOAT64:
+            return 1e-12 * fabs(ref) + 1e-12;
+        default:
+            return 0.0;
     }
 }

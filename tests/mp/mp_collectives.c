@@ -14,15 +14,15 @@
 
 #include "mp_check.h"
 
-static const int32_t kAllDtypes[] = {
-    HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_DTYPE_UINT16,  HVD_DTYPE_INT16,
-    HVD_DTYPE_INT32,   HVD_DTYPE_INT64,   HVD_DTYPE_FLOAT16, HVD_DTYPE_FLOAT32,
-    HVD_DTYPE_FLOAT64, HVD_DTYPE_BOOL,    HVD_DTYPE_BFLOAT16};
+static const int32_t kAllDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_DTYPE_UINT16,
+                                     HVD_DTYPE_INT16,   HVD_DTYPE_INT32,   HVD_DTYPE_INT64,
+                                     HVD_DTYPE_FLOAT16, HVD_DTYPE_FLOAT32, HVD_DTYPE_FLOAT64,
+                                     HVD_DTYPE_BOOL,    HVD_DTYPE_BFLOAT16};
 static const int kNumDtypes = sizeof kAllDtypes / sizeof kAllDtypes[0];
 
 static int is_float(int32_t dtype) {
-    return dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_FLOAT32 ||
-           dtype == HVD_DTYPE_FLOAT64 || dtype == HVD_DTYPE_BFLOAT16;
+    return dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT64 ||
+           dtype == HVD_DTYPE_BFLOAT16;
 }
 
 /* The reduction of every rank's mp_value at element i. */
@@ -33,10 +33,18 @@ static double reference(int32_t dtype, int32_t op, size_t i) {
         double v = mp_value(dtype, r, i);
         switch (op) {
             case HVD_OP_SUM:
-            case HVD_OP_AVERAGE: acc = boolean ? (double)(acc != 0 || v != 0) : acc + v; break;
-            case HVD_OP_MIN: acc = v < acc ? v : acc; break;
-            case HVD_OP_MAX: acc = v > acc ? v : acc; break;
-            case HVD_OP_PRODUCT: acc = boolean ? (double)(acc != 0 && v != 0) : acc * v; break;
+            case HVD_OP_AVERAGE:
+                acc = boolean ? (double)(acc != 0 || v != 0) : acc + v;
+                break;
+            case HVD_OP_MIN:
+                acc = v < acc ? v : acc;
+                break;
+            case HVD_OP_MAX:
+                acc = v > acc ? v : acc;
+                break;
+            case HVD_OP_PRODUCT:
+                acc = boolean ? (double)(acc != 0 && v != 0) : acc * v;
+                break;
         }
     }
     if (op == HVD_OP_AVERAGE) {
@@ -52,7 +60,8 @@ static void check_allreduce(int32_t dtype, int32_t op, size_t count, int in_plac
     unsigned char *out = in_place ? in : malloc(count * esz + 1);
     assert_non_null(in);
     assert_non_null(out);
-    for (size_t i = 0; i < count; ++i) mp_set(dtype, in, i, mp_value(dtype, mp_rank, i));
+    for (size_t i = 0; i < count; ++i)
+        mp_set(dtype, in, i, mp_value(dtype, mp_rank, i));
     int64_t shape[1] = {(int64_t)count};
     hvd_tensor_t tin = mp_tensor(in, dtype, 1, shape);
     hvd_tensor_t tout = mp_tensor(out, dtype, 1, shape);
@@ -62,19 +71,18 @@ static void check_allreduce(int32_t dtype, int32_t op, size_t count, int in_plac
     p.reduce_op = op;
     hvd_request_h req;
     hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &tin, &tout, &p, &req);
-    if (s != HVD_OK) mp_die("allreduce enqueue %s op %d: %s", mp_dtype_name(dtype), op,
-                            hvd_status_name(s));
+    if (s != HVD_OK)
+        mp_die("allreduce enqueue %s op %d: %s", mp_dtype_name(dtype), op, hvd_status_name(s));
     s = mp_wait(req);
-    if (s != HVD_OK) mp_die("allreduce %s op %d: %s", mp_dtype_name(dtype), op,
-                            hvd_status_name(s));
+    if (s != HVD_OK) mp_die("allreduce %s op %d: %s", mp_dtype_name(dtype), op, hvd_status_name(s));
     hvd_request_release(req);
     for (size_t i = 0; i < count; ++i) {
         double ref = reference(dtype, op, i);
         double got = mp_get(dtype, out, i);
         if (fabs(got - ref) > mp_tolerance(dtype, ref))
             mp_die("allreduce %s op %d count %zu %s: element %zu is %g, expected %g",
-                   mp_dtype_name(dtype), op, count, in_place ? "in place" : "out of place", i,
-                   got, ref);
+                   mp_dtype_name(dtype), op, count, in_place ? "in place" : "out of place", i, got,
+                   ref);
     }
     if (!in_place) /* the input must be untouched */
         for (size_t i = 0; i < count; ++i)
@@ -106,7 +114,8 @@ static void test_allreduce_scaling(void **state) {
     for (int d = 0; d < 5; ++d) {
         int32_t dtype = dtypes[d];
         double *buf = malloc(count * 8);
-        for (size_t i = 0; i < count; ++i) mp_set(dtype, buf, i, mp_value(dtype, mp_rank, i));
+        for (size_t i = 0; i < count; ++i)
+            mp_set(dtype, buf, i, mp_value(dtype, mp_rank, i));
         int64_t shape[1] = {(int64_t)count};
         hvd_tensor_t t = mp_tensor(buf, dtype, 1, shape);
         hvd_op_params_t p;
@@ -129,8 +138,8 @@ static void test_allreduce_scaling(void **state) {
             if (!is_float(dtype)) ref = trunc(ref);
             double got = mp_get(dtype, buf, i);
             if (fabs(got - ref) > mp_tolerance(dtype, ref))
-                mp_die("scaled allreduce %s element %zu: %g, expected %g", mp_dtype_name(dtype),
-                       i, got, ref);
+                mp_die("scaled allreduce %s element %zu: %g, expected %g", mp_dtype_name(dtype), i,
+                       got, ref);
         }
         free(buf);
     }
@@ -145,7 +154,8 @@ static void test_allgather_ragged(void **state) {
         int64_t rows = mp_rank % 3; /* rank 0 contributes nothing */
         int64_t shape[2] = {rows, 3};
         unsigned char buf[64];
-        for (int64_t i = 0; i < rows * 3; ++i) mp_set(dtype, buf, (size_t)i, mp_rank * 10 + i);
+        for (int64_t i = 0; i < rows * 3; ++i)
+            mp_set(dtype, buf, (size_t)i, mp_rank * 10 + i);
         hvd_tensor_t t = mp_tensor(buf, dtype, 2, shape);
         hvd_request_h req;
         assert_int_equal(hvd_allgather_enqueue(mp_ctx, &t, NULL, &req), HVD_OK);
@@ -153,7 +163,8 @@ static void test_allgather_ragged(void **state) {
         hvd_tensor_t out;
         assert_int_equal(hvd_request_output(req, 0, &out), HVD_OK);
         int64_t total = 0;
-        for (int32_t r = 0; r < mp_size; ++r) total += r % 3;
+        for (int32_t r = 0; r < mp_size; ++r)
+            total += r % 3;
         assert_int_equal(out.ndim, 2);
         assert_int_equal(out.shape[0], total);
         assert_int_equal(out.shape[1], 3);
@@ -214,7 +225,8 @@ static void test_different_enqueue_orders(void **state) {
     int64_t shape[1] = {kCount};
     for (int j = 0; j < kOps; ++j) {
         int k = (mp_rank % 2) ? kOps - 1 - j : j;
-        for (int i = 0; i < kCount; ++i) bufs[k][i] = k * (mp_rank + 1) + i;
+        for (int i = 0; i < kCount; ++i)
+            bufs[k][i] = k * (mp_rank + 1) + i;
         hvd_tensor_t t = mp_tensor(bufs[k], HVD_DTYPE_INT32, 1, shape);
         char name[32];
         snprintf(name, sizeof name, "order.%d", k);
@@ -255,8 +267,8 @@ static void test_mismatches_reported_everywhere(void **state) {
     if (mp_size < 2) skip();
     char msg[1024];
     /* shape: rank 1 differs */
-    hvd_status_t s = odd_allreduce("mm.shape", HVD_DTYPE_FLOAT32, mp_rank == 1 ? 5 : 4, msg,
-                                   sizeof msg);
+    hvd_status_t s =
+        odd_allreduce("mm.shape", HVD_DTYPE_FLOAT32, mp_rank == 1 ? 5 : 4, msg, sizeof msg);
     assert_int_equal(s, HVD_ERR_MISMATCH);
     assert_non_null(strstr(msg, "rank 1 has shape [5]"));
     assert_non_null(strstr(msg, "mm.shape"));

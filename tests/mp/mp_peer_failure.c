@@ -38,7 +38,8 @@ static hvd_status_t enqueue_sum(const char *name, float *buf, int64_t n, hvd_req
 static void test_failure_propagates(void **state) {
     (void)state;
     float buf[1024];
-    for (int i = 0; i < 1024; ++i) buf[i] = 1.0f;
+    for (int i = 0; i < 1024; ++i)
+        buf[i] = 1.0f;
     hvd_request_h req;
     assert_int_equal(enqueue_sum("before", buf, 1024, &req), HVD_OK);
     assert_int_equal(mp_wait(req), HVD_OK);
@@ -67,7 +68,8 @@ static void test_failure_propagates(void **state) {
     assert_int_equal(enqueue_sum("pending", buf, 1024, &req), HVD_OK);
     hvd_status_t s = hvd_request_wait(req, 15000);
     double elapsed = now_ms() - t0;
-    if (s != HVD_ERR_PEER_FAILED) mp_die("expected HVD_ERR_PEER_FAILED, got %s", hvd_status_name(s));
+    if (s != HVD_ERR_PEER_FAILED)
+        mp_die("expected HVD_ERR_PEER_FAILED, got %s", hvd_status_name(s));
     if (elapsed > 10000) mp_die("the failure took %.0f ms to be noticed", elapsed);
     char msg[512];
     hvd_request_message(req, msg, sizeof msg);

@@ -47,7 +47,8 @@ std::string run_rank(const hvd_unique_id_t &id, int32_t rank, int32_t size) {
 
     // allreduce: rank r holds r + i; sum = size*i + size(size-1)/2
     std::vector<double> a(1000);
-    for (size_t i = 0; i < a.size(); ++i) a[i] = rank + static_cast<double>(i);
+    for (size_t i = 0; i < a.size(); ++i)
+        a[i] = rank + static_cast<double>(i);
     int64_t shape[1] = {static_cast<int64_t>(a.size())};
     hvd_tensor_t t = tensor(a.data(), HVD_DTYPE_FLOAT64, 1, shape);
     hvd_request_h req;
@@ -106,16 +107,25 @@ void run_job(int32_t size) {
     std::vector<std::thread> threads;
     for (int32_t r = 0; r < size; ++r)
         threads.emplace_back([&, r] { errors[r] = run_rank(id, r, size); });
-    for (auto &th : threads) th.join();
+    for (auto &th : threads)
+        th.join();
     for (int32_t r = 0; r < size; ++r) {
         if (!errors[r].empty()) fail_msg("size %d rank %d: %s", size, r, errors[r].c_str());
     }
 }
 
-void test_one_rank(void **) { run_job(1); }
-void test_two_ranks(void **) { run_job(2); }
-void test_three_ranks(void **) { run_job(3); }
-void test_four_ranks(void **) { run_job(4); }
+void test_one_rank(void **) {
+    run_job(1);
+}
+void test_two_ranks(void **) {
+    run_job(2);
+}
+void test_three_ranks(void **) {
+    run_job(3);
+}
+void test_four_ranks(void **) {
+    run_job(4);
+}
 
 void test_bad_unique_id_rejected(void **) {
     hvd_init_params_t ip;
@@ -133,8 +143,10 @@ void test_bad_unique_id_rejected(void **) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_unique_id_rejected), cmocka_unit_test(test_one_rank),
-        cmocka_unit_test(test_two_ranks),  cmocka_unit_test(test_three_ranks),
+        cmocka_unit_test(test_bad_unique_id_rejected),
+        cmocka_unit_test(test_one_rank),
+        cmocka_unit_test(test_two_ranks),
+        cmocka_unit_test(test_three_ranks),
         cmocka_unit_test(test_four_ranks),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -101,9 +101,11 @@ void test_init_rejects_other_abi(void **) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_status_named),       cmocka_unit_test(test_unknown_status),
+        cmocka_unit_test(test_every_status_named),
+        cmocka_unit_test(test_unknown_status),
         cmocka_unit_test(test_last_error_is_snprintf_like),
-        cmocka_unit_test(test_last_error_is_per_thread), cmocka_unit_test(test_version),
+        cmocka_unit_test(test_last_error_is_per_thread),
+        cmocka_unit_test(test_version),
         cmocka_unit_test(test_init_rejects_other_abi),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -43,13 +43,13 @@ void check_ucs(ucs_status_t s, const char *what, int32_t rank) {
 // Every operation handed to UCX and not yet completed, so that a dead peer or an abort can
 // finish them all before their buffers go away.
 struct InFlight {
-    void *request;   // UCX request handle
-    int32_t peer;    // -1: receive from any source
+    void *request;  // UCX request handle
+    int32_t peer;   // -1: receive from any source
     bool is_send;
 };
 
 class UcxTransport final : public Transport {
-public:
+  public:
     UcxTransport(int32_t rank, int32_t size) : rank_(rank), size_(size) {
         ucp_config_t *config = nullptr;
         check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read", rank_);
@@ -117,8 +117,8 @@ public:
             ucs_status_t s = ucp_ep_create(worker_, &ep, &eps_[peer]);
             if (s != UCS_OK)
                 throw Error(HVD_ERR_TRANSPORT,
-                            strprintf("rank %d: cannot create a UCX endpoint to rank %d: %s",
-                                      rank_, peer, ucs_status_string(s)));
+                            strprintf("rank %d: cannot create a UCX endpoint to rank %d: %s", rank_,
+                                      peer, ucs_status_string(s)));
         }
     }
 
@@ -147,8 +147,8 @@ public:
         // No immediate completion: the callback, run from progress(), is the one place that
         // records the received length and sender.
         ucp_request_param_t p{};
-        p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                         UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+        p.op_attr_mask =
+            UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         p.cb.recv = &UcxTransport::on_recv_done;
         p.user_data = c;
         ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buf, len, tag, mask, &p);
@@ -173,7 +173,8 @@ public:
         // The message has arrived already (at least its header); finish receiving it here so
         // callers get whole messages. Bounded: a peer that dies mid-message fails the request.
         Deadline limit = Deadline::after_ms(30000);
-        while (!c->done && !limit.expired()) progress();
+        while (!c->done && !limit.expired())
+            progress();
         if (!c->done) {
             abort_all(HVD_ERR_TIMED_OUT);
             finish(c, HVD_ERR_TIMED_OUT);
@@ -183,7 +184,8 @@ public:
 
     bool progress() override {
         bool any = false;
-        while (ucp_worker_progress(worker_) != 0) any = true;
+        while (ucp_worker_progress(worker_) != 0)
+            any = true;
         // Endpoint errors are only recorded inside callbacks (UCX forbids re-entering
         // progress there); act on them now.
         while (!ep_errors_.empty()) {
@@ -215,7 +217,8 @@ public:
                 override_status_[kv.first] = HVD_ERR_PEER_FAILED;
                 if (!kv.second.is_send) to_cancel.push_back(kv.second.request);
             }
-        for (void *req : to_cancel) ucp_request_cancel(worker_, req);
+        for (void *req : to_cancel)
+            ucp_request_cancel(worker_, req);
         if (!eps_.empty() && eps_[peer] != nullptr) {
             close_endpoint(peer, /*force=*/true);
         }
@@ -233,22 +236,23 @@ public:
             abort_status_ = status;
         }
         if (in_flight_.empty()) return;
-        for (auto &kv : in_flight_) override_status_[kv.first] = status;
+        for (auto &kv : in_flight_)
+            override_status_[kv.first] = status;
         std::vector<void *> recvs;
         for (auto &kv : in_flight_)
             if (!kv.second.is_send) recvs.push_back(kv.second.request);
-        for (void *req : recvs) ucp_request_cancel(worker_, req);
+        for (void *req : recvs)
+            ucp_request_cancel(worker_, req);
         // Sends end only when their endpoint goes: force-close every endpoint.
         close_endpoints(/*force=*/true);
         Deadline limit = Deadline::after_ms(5000);
-        while (!in_flight_.empty() && !limit.expired()) progress();
+        while (!in_flight_.empty() && !limit.expired())
+            progress();
         if (!in_flight_.empty())
-            HVD_LOG(kError, rank_, "%zu UCX operations did not end after abort",
-                    in_flight_.size());
-
+            HVD_LOG(kError, rank_, "%zu UCX operations did not end after abort", in_flight_.size());
     }
 
-private:
+  private:
     struct ErrArg {
         UcxTransport *self;
         int32_t peer;
@@ -329,9 +333,11 @@ private:
         // A flush close waits for the peer's acknowledgements; bound it so a dead peer
         // cannot hold us, then force the rest.
         Deadline limit = Deadline::after_ms(force ? 5000 : 2000);
-        while (ucp_request_check_status(r) == UCS_INPROGRESS && !limit.expired()) progress();
+        while (ucp_request_check_status(r) == UCS_INPROGRESS && !limit.expired())
+            progress();
         if (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_request_cancel(worker_, r);
-        while (ucp_request_check_status(r) == UCS_INPROGRESS) progress();
+        while (ucp_request_check_status(r) == UCS_INPROGRESS)
+            progress();
         ucp_request_free(r);
     }
 
@@ -365,8 +371,10 @@ std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size) {
 
 void connect_local_transports(const std::vector<Transport *> &transports) {
     std::vector<std::string> addresses;
-    for (Transport *t : transports) addresses.push_back(t->local_address());
-    for (Transport *t : transports) t->connect(addresses);
+    for (Transport *t : transports)
+        addresses.push_back(t->local_address());
+    for (Transport *t : transports)
+        t->connect(addresses);
 }
 
 }  // namespace hvd::transport
