@@ -115,6 +115,19 @@ hvd::engine::Context &live_context(const char *fn, hvd_context_h ctx) {
     return c;
 }
 
+// The checks every enqueue starts with; out may be NULL for library-owned outputs.
+std::shared_ptr<Request> new_request(const char *fn, hvd_request_h *req_p, const hvd_tensor_t *in,
+                                     const hvd_tensor_t *out, bool has_output) {
+    if (req_p == nullptr) invalid(fn, "req_p is NULL");
+    auto req = std::make_shared<Request>();
+    req->input = read_tensor(fn, "input", in);
+    if (has_output) {
+        req->output = read_tensor(fn, "output", out);
+        check_same_layout(fn, req->input, req->output);
+    }
+    return req;
+}
+
 // Fills in the name and deadline, enqueues and hands out a handle.
 hvd_status_t submit(const char *fn, hvd::engine::Context &c, const OpParams &o,
                     std::shared_ptr<Request> req, hvd_request_h *req_p) {
@@ -142,11 +155,7 @@ HVD_API hvd_status_t hvd_allreduce_enqueue(hvd_context_h ctx, const hvd_tensor_t
     const char *fn = "hvd_allreduce_enqueue";
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
-        if (req_p == nullptr) invalid(fn, "req_p is NULL");
-        auto req = std::make_shared<Request>();
-        req->input = read_tensor(fn, "input", in);
-        req->output = read_tensor(fn, "output", out);
-        check_same_layout(fn, req->input, req->output);
+        auto req = new_request(fn, req_p, in, out, /*has_output=*/true);
         OpParams o = read_params(fn, params, c.op_timeout_ms());
         if (o.reduce_op == HVD_OP_ADASUM)
             throw Error(HVD_ERR_UNSUPPORTED, strprintf("%s: Adasum is not supported yet", fn));
@@ -166,9 +175,7 @@ HVD_API hvd_status_t hvd_allgather_enqueue(hvd_context_h ctx, const hvd_tensor_t
     const char *fn = "hvd_allgather_enqueue";
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
-        if (req_p == nullptr) invalid(fn, "req_p is NULL");
-        auto req = std::make_shared<Request>();
-        req->input = read_tensor(fn, "input", in);
+        auto req = new_request(fn, req_p, in, nullptr, /*has_output=*/false);
         if (req->input.shape.empty()) invalid(fn, "allgather needs a tensor of rank >= 1");
         OpParams o = read_params(fn, params, c.op_timeout_ms());
         req->meta.type = OpType::kAllgather;
@@ -182,11 +189,7 @@ HVD_API hvd_status_t hvd_broadcast_enqueue(hvd_context_h ctx, const hvd_tensor_t
     const char *fn = "hvd_broadcast_enqueue";
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
-        if (req_p == nullptr) invalid(fn, "req_p is NULL");
-        auto req = std::make_shared<Request>();
-        req->input = read_tensor(fn, "input", in);
-        req->output = read_tensor(fn, "output", out);
-        check_same_layout(fn, req->input, req->output);
+        auto req = new_request(fn, req_p, in, out, /*has_output=*/true);
         OpParams o = read_params(fn, params, c.op_timeout_ms());
         if (o.root < 0 || o.root >= c.size())
             invalid(fn, strprintf("root rank %d is outside [0, %d)", o.root, c.size()));

@@ -2,7 +2,6 @@
 #include "collectives/comm.h"
 
 #include "common/log.h"
-#include <cstdio>
 
 namespace hvd::collectives {
 
@@ -27,9 +26,9 @@ hvd_status_t Comm::wait(transport::Completion *c, const char *what, int32_t peer
     hvd_status_t st = transport::wait_all(*transport, cs, 1, deadline, abort_status);
     if (st != HVD_OK) {
         // wait_all has already aborted the transport's operations; only report.
-        HVD_LOG(kWarning, log_rank(*this), "%s: %s rank %d failed: %s (%s)",
-                identity(*this).c_str(), what, peer_index >= 0 ? members[peer_index] : -1,
-                status_name(st), status_message(st));
+        std::string peer = peer_index >= 0 ? strprintf("rank %d", members[peer_index]) : "peers";
+        HVD_LOG(kWarning, log_rank(*this), "%s: %s %s failed: %s (%s)", identity(*this).c_str(),
+                what, peer.c_str(), status_name(st), status_message(st));
     }
     return st;
 }
@@ -37,7 +36,6 @@ hvd_status_t Comm::wait(transport::Completion *c, const char *what, int32_t peer
 hvd_status_t Comm::wait_recv(transport::Completion *c, size_t bytes, const char *what,
                              int32_t peer_index) const {
     hvd_status_t st = wait(c, what, peer_index);
-    fprintf(stderr, "DBG rank %d wait_recv st %d len %zu want %zu tag %lx peer %d\n", global_rank(), st, c->length, bytes, (unsigned long)c->sender_tag, c->peer);
     if (st != HVD_OK || c->length == bytes) return st;
     return abort_with(
         HVD_ERR_INTERNAL,

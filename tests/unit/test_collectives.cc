@@ -33,7 +33,8 @@ namespace {
 using hvd::collectives::Comm;
 using hvd::collectives::ScratchBuffer;
 
-constexpr int32_t kMaxRanks = 5;
+constexpr int32_t kMaxRanks = 5;       // every case runs on 1..kMaxRanks ranks
+constexpr int32_t kMaxLargeGroup = 8;  // a selection also on kMaxRanks+1..kMaxLargeGroup
 constexpr int64_t kDeadlineMs = 30000;
 
 // ---------------------------------------------------------------- ranks as threads
@@ -48,13 +49,22 @@ struct World {
         }
         hvd::transport::connect_local_transports(raw);
     }
+    // Each rank closes its transport on its own thread, as separate processes would: a
+    // closing endpoint waits for its peer's acknowledgement, which needs the peer's progress.
+    ~World() {
+        std::vector<std::thread> closers;
+        for (auto &t : transports)
+            closers.emplace_back([&t] { t.reset(); });
+        for (auto &c : closers)
+            c.join();
+    }
     int32_t size() const { return static_cast<int32_t>(transports.size()); }
 
     std::vector<std::unique_ptr<hvd::transport::Transport>> transports;
     std::vector<std::unique_ptr<ScratchBuffer>> scratch;
 };
 
-std::unique_ptr<World> g_worlds[kMaxRanks + 1];  // index = size; built once for the group
+std::unique_ptr<World> g_worlds[kMaxLargeGroup + 1];  // index = size; built once for the group
 uint32_t g_next_seq = 1;
 
 Comm make_comm(World &w, int32_t rank, uint32_t seq, int64_t deadline_ms = kDeadlineMs) {
@@ -97,7 +107,7 @@ void assert_all_ok(const std::vector<hvd_status_t> &status) {
 }
 
 int group_setup(void **) {
-    for (int32_t n = 1; n <= kMaxRanks; ++n)
+    for (int32_t n = 1; n <= kMaxLargeGroup; ++n)
         g_worlds[n] = std::make_unique<World>(n);
     return 0;
 }
@@ -452,6 +462,29 @@ void test_broadcast_every_root(void **) {
     }
 }
 
+// ---------------------------------------------------------------- larger groups
+
+// 6 and 7 fold 2 and 3 extra members in recursive doubling; 8 is the next power of two.
+void test_larger_groups(void **) {
+    std::vector<ReduceCase> cases;
+    for (int32_t op : kOps)
+        for (size_t count : {1, 7, 1000})
+            cases.push_back({HVD_DTYPE_INT32, op, count});
+    cases.push_back({HVD_DTYPE_FLOAT32, HVD_OP_SUM, 100003});
+    for (int32_t n = kMaxRanks + 1; n <= kMaxLargeGroup; ++n) {
+        for (Algo algo : kAlgos)
+            check_allreduce_cases(n, algo, cases);
+        check_bitwise_identical(n, Algo::kRecursiveDoubling, HVD_DTYPE_FLOAT32, 1000);
+        check_bitwise_identical(n, Algo::kRing, HVD_DTYPE_FLOAT32, 1000);
+        std::vector<size_t> ragged(n);
+        for (int32_t r = 0; r < n; ++r)
+            ragged[r] = static_cast<size_t>(r % 3) * 101;
+        check_allgatherv(n, ragged, /*in_place=*/false);
+        check_broadcast(n, Bcast::kTree, 1000);
+        check_broadcast(n, Bcast::kChainTinyChunks, 10007);
+    }
+}
+
 // ---------------------------------------------------------------- failures
 
 // Only rank 0 of a fresh pair calls the collective: it must give up at its deadline, with
@@ -532,6 +565,7 @@ int main(void) {
         cmocka_unit_test(test_allreduce_bitwise_identical_on_every_rank),
         cmocka_unit_test(test_allgatherv_ragged),
         cmocka_unit_test(test_broadcast_every_root),
+        cmocka_unit_test(test_larger_groups),
         cmocka_unit_test(test_missing_peer_times_out),
         cmocka_unit_test(test_abort_flag_ends_wait),
     };
