@@ -43,7 +43,7 @@ Context::Context(const InitConfig &config) : config_(config) {
     rendezvous(deadline);
     std::vector<std::string> hosts = kv_->all_gather("host", topology::this_host_name(), deadline);
     placement_ = topology::place_rank(hosts, rank_);
-    connect_transport(deadline);
+    connect_transport(hosts, deadline);
     engine_ = std::make_unique<Engine>(rank_, size_, transport_.get(), &abort_);
     monitor_ = std::make_unique<FailureMonitor>(rank_, std::move(kv_), &abort_, engine_.get());
     engine_->start();
@@ -104,14 +104,17 @@ void Context::rendezvous(const Deadline &deadline) {
     }
 }
 
-void Context::connect_transport(const Deadline &deadline) {
+void Context::connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline) {
     transport_ = transport::make_ucx_transport(rank_, size_);
     std::string mine = transport_->local_address();
     std::vector<std::string> all =
         kv_->all_gather("ucx", bootstrap::to_hex(mine.data(), mine.size()), deadline);
     for (auto &a : all)
         a = hex_decode(a);
-    transport_->connect(all);
+    std::vector<bool> same_host(hosts.size());
+    for (size_t r = 0; r < hosts.size(); ++r)
+        same_host[r] = hosts[r] == hosts[rank_];
+    transport_->connect(all, same_host);
 }
 
 void Context::abort(hvd_status_t status, const std::string &detail) {

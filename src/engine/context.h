@@ -49,7 +49,7 @@ class Context {
 
   private:
     void rendezvous(const Deadline &deadline);
-    void connect_transport(const Deadline &deadline);
+    void connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline);
 
     InitConfig config_;
     int32_t rank_ = 0;

@@ -28,6 +28,8 @@ constexpr auto kSpinWindow = std::chrono::microseconds(50);
 // Longest sleep: bounds how late an op timeout is noticed. Idle wake-ups at this period
 // cost nothing measurable.
 constexpr int64_t kMaxSleepMs = 1000;
+// How long a transport error waits for the failure monitor to name a dead peer.
+constexpr int64_t kFailureReportWaitMs = 2000;
 
 }  // namespace
 
@@ -242,12 +244,24 @@ bool Engine::run_responses() {
             if (s == HVD_ERR_TIMED_OUT)
                 message = strprintf("rank %d: %s '%s' timed out", rank_, op_type_name(resp.type),
                                     resp.name.c_str());
+            if (s == HVD_ERR_TRANSPORT) await_failure_report();
             abort_->set(s, message);
             transport_aborted_ = true;  // wait_all aborted the transport already
+            s = abort_->status();       // a dead peer, when that is the cause
+            message = abort_->detail();
         }
         finish(req, s, message);
     }
     return any;
+}
+
+void Engine::await_failure_report() {
+    // A transport error is often the first sign of a dead peer on this host (its shared
+    // memory or process_vm_readv fails before the rendezvous server has reported it). Give
+    // the failure monitor a moment, so the request reports the cause: HVD_ERR_PEER_FAILED.
+    Deadline limit = Deadline::after_ms(kFailureReportWaitMs);
+    while (!abort_->aborted() && !limit.expired())
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 void Engine::check_timeouts() {

@@ -55,6 +55,7 @@ class Engine {
     void send_control(int32_t peer, uint32_t kind, std::string payload);
     void reap_sends();
     void check_timeouts();
+    void await_failure_report();
     void fail_everything(hvd_status_t status, const std::string &detail);
     void finish(const RequestPtr &req, hvd_status_t status, const std::string &message);
     void sleep_until_work();

@@ -49,9 +49,11 @@ class Transport {
 
     // This rank's address, to be exchanged through the bootstrap.
     virtual std::string local_address() const = 0;
-    // Creates endpoints to every rank from all ranks' addresses (index = rank).
-    // Throws hvd::Error(HVD_ERR_TRANSPORT) naming the rank it could not reach.
-    virtual void connect(const std::vector<std::string> &addresses) = 0;
+    // Creates endpoints to every rank from all ranks' addresses (index = rank);
+    // same_host[r] says whether rank r runs on this host. Throws hvd::Error(HVD_ERR_TRANSPORT)
+    // naming the rank it could not reach.
+    virtual void connect(const std::vector<std::string> &addresses,
+                         const std::vector<bool> &same_host) = 0;
 
     // Nonblocking send of len bytes to peer. buf stays untouched until c->done.
     virtual void isend(int32_t peer, uint64_t tag, const void *buf, size_t len, Completion *c) = 0;

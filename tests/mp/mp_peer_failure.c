@@ -1,14 +1,16 @@
-/* Failure semantics. Mode "kill": the last rank dies (SIGKILL) after a first allreduce; every
- * other rank must see its outstanding and its next request fail with HVD_ERR_PEER_FAILED
- * within 10 s, and finalize without waiting. Mode "abort": the last rank calls hvd_abort
- * with a request outstanding; its own request ends with the abort status, the others' with
- * HVD_ERR_PEER_FAILED. Every survivor prints "survivor ok". */
+/* Failure semantics. Mode "kill-midway": the last rank dies while a 32 MiB allreduce is in
+ * flight; the others' request fails with HVD_ERR_PEER_FAILED within 10 s. Mode "kill": the last
+ * rank dies (SIGKILL) after a first allreduce; every other rank must see its outstanding and its
+ * next request fail with HVD_ERR_PEER_FAILED within 10 s, and finalize without waiting. Mode
+ * "abort": the last rank calls hvd_abort with a request outstanding; its own request ends with the
+ * abort status, the others' with HVD_ERR_PEER_FAILED. Every survivor prints "survivor ok". */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +49,34 @@ static void test_failure_propagates(void **state) {
     assert_true(buf[0] == (float)mp_size);
 
     int victim = mp_size - 1;
+    if (strcmp(g_mode, "kill-midway") == 0) {
+        /* The victim dies while a large allreduce is moving data through shared memory. */
+        enum { kBig = 8 << 20 };
+        float *big = calloc(kBig, sizeof(float));
+        assert_non_null(big);
+        double t0 = now_ms();
+        assert_int_equal(enqueue_sum("big", big, kBig, &req), HVD_OK);
+        if (mp_rank == victim) {
+            usleep(3000);
+            raise(SIGKILL);
+        }
+        hvd_status_t s = hvd_request_wait(req, 15000);
+        double elapsed = now_ms() - t0;
+        /* A fast machine may finish before the victim dies; then the next op must fail. */
+        if (s == HVD_OK) {
+            hvd_request_release(req);
+            assert_int_equal(enqueue_sum("big.after", big, kBig, &req), HVD_OK);
+            s = hvd_request_wait(req, 15000);
+            elapsed = now_ms() - t0;
+        }
+        if (s != HVD_ERR_PEER_FAILED)
+            mp_die("expected HVD_ERR_PEER_FAILED mid-transfer, got %s", hvd_status_name(s));
+        if (elapsed > 10000) mp_die("the failure took %.0f ms to be noticed", elapsed);
+        hvd_request_release(req);
+        free(big);
+        printf("rank %d: peer death mid-transfer noticed after %.0f ms\n", mp_rank, elapsed);
+        return;
+    }
     if (mp_rank == victim) {
         if (strcmp(g_mode, "kill") == 0) {
             usleep(200 * 1000); /* let the others enqueue first */

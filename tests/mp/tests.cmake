@@ -20,7 +20,11 @@ foreach(np 2 3 4)
   add_test(NAME mp.peer_aborted.np${np}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "survivor ok" ${np} --
             $<TARGET_FILE:hvdrun> -np ${np} $<TARGET_FILE:mp_peer_failure> abort)
-  set_tests_properties(mp.peer_killed.np${np} mp.peer_aborted.np${np} PROPERTIES
+  add_test(NAME mp.peer_killed_midway.np${np}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 137 "survivor ok" ${survivors} --
+            $<TARGET_FILE:hvdrun> -np ${np} $<TARGET_FILE:mp_peer_failure> kill-midway)
+  set_tests_properties(mp.peer_killed.np${np} mp.peer_aborted.np${np}
+                       mp.peer_killed_midway.np${np} PROPERTIES
     LABELS mp TIMEOUT 120 ENVIRONMENT "${HVD_MP_ENV}")
 endforeach()
 
