@@ -158,13 +158,16 @@ typedef struct hvd_op_params {
                                       in the same order match. */
     hvd_process_set_h process_set; /* default: all ranks */
     int32_t reduce_op;             /* hvd_reduce_op_t; default HVD_OP_SUM */
-    int32_t root_rank;             /* broadcast root; default 0 */
+    int32_t root_rank;             /* broadcast root, a rank of the process set (as hvd_rank
+                                      reports it for that set); default 0 */
     double prescale, postscale;    /* default 1.0 each */
-    const int32_t *splits;         /* alltoall: one per rank of the set; copied */
+    const int32_t *splits;         /* alltoall: rows sent to each rank of the set, in set
+                                      order; copied. Default: an even split. */
     int64_t timeout_ms;            /* < 0 none; default: the context's op timeout. On expiry
                                       the request fails with HVD_ERR_TIMED_OUT and the context
                                       aborts (peers may be stuck inside the collective). */
     void *stream;                  /* cudaStream_t */
+    int32_t num_splits;            /* HVD_OP_FIELD_SPLITS: entries in splits (= set size) */
 } hvd_op_params_t;
 #define HVD_MAX_NAME 1024
 
@@ -239,7 +242,8 @@ HVD_API hvd_status_t hvd_context_error(hvd_context_h ctx) HVD_NOEXCEPT;
 
 /* ---------------------------------------------------------------- topology */
 
-/* Rank and size in a process set (NULL: all ranks). Never block. */
+/* Rank and size in a process set (NULL: all ranks); the rank is -1 on a rank outside the
+ * set. Never block. */
 HVD_API hvd_status_t hvd_rank(hvd_context_h ctx, hvd_process_set_h ps,
                               int32_t *rank_p) HVD_NOEXCEPT;
 HVD_API hvd_status_t hvd_size(hvd_context_h ctx, hvd_process_set_h ps,
@@ -250,6 +254,27 @@ HVD_API hvd_status_t hvd_local_size(hvd_context_h ctx, int32_t *size_p) HVD_NOEX
 /* Horovod's cross communicator: the ranks with the same local rank, one per host. */
 HVD_API hvd_status_t hvd_cross_rank(hvd_context_h ctx, int32_t *rank_p) HVD_NOEXCEPT;
 HVD_API hvd_status_t hvd_cross_size(hvd_context_h ctx, int32_t *size_p) HVD_NOEXCEPT;
+
+/* ---------------------------------------------------------------- process sets */
+
+/* Creates a process set of the given global ranks (n > 0, each in [0, size), no duplicates;
+ * any order, kept sorted). Collective over ALL ranks of the context: every rank calls it, in
+ * the same order relative to its other set creations and destructions, with the same ranks
+ * (else HVD_ERR_MISMATCH on every rank). Blocks until all ranks agreed (bounded by the op
+ * timeout). Ranks outside the set get a handle too (hvd_rank reports -1 for them). Ops of
+ * different sets run concurrently; names are per set. The handle stays valid until
+ * hvd_process_set_destroy or hvd_finalize. */
+HVD_API hvd_status_t hvd_process_set_create(hvd_context_h ctx, const int32_t *ranks, int32_t n,
+                                            hvd_process_set_h *ps_p) HVD_NOEXCEPT;
+
+/* Destroys a process set; collective over all ranks like hvd_process_set_create. Ops still
+ * queued on the set fail with HVD_ERR_INVALID_ARG. NULL (the global set) is
+ * HVD_ERR_INVALID_ARG. The handle is invalid afterwards. */
+HVD_API hvd_status_t hvd_process_set_destroy(hvd_context_h ctx, hvd_process_set_h ps) HVD_NOEXCEPT;
+
+/* *included_p = 1 if this rank is a member of ps (NULL: all ranks), else 0. Never blocks. */
+HVD_API hvd_status_t hvd_process_set_included(hvd_context_h ctx, hvd_process_set_h ps,
+                                              int32_t *included_p) HVD_NOEXCEPT;
 
 /* ---------------------------------------------------------------- collectives */
 
@@ -283,6 +308,40 @@ HVD_API hvd_status_t hvd_broadcast_enqueue(hvd_context_h ctx, const hvd_tensor_t
                                            const hvd_tensor_t *out, const hvd_op_params_t *params,
                                            hvd_request_h *req_p) HVD_NOEXCEPT;
 
+/* Each rank sends rows of its tensor to every rank of the set: splits[j] consecutive rows
+ * (first dimension) to rank j, in set order (params->splits with num_splits = set size;
+ * default: an even split, the first dimension must then divide by the set size). The output
+ * (library-owned, hvd_request_output) concatenates the rows received from each rank in set
+ * order; hvd_request_received_splits tells how many came from each. Rows beyond the sum of
+ * the splits are not sent. HVD_ERR_INVALID_ARG at enqueue: wrong number of splits, a
+ * negative split, a sum larger than the first dimension, ndim 0. */
+HVD_API hvd_status_t hvd_alltoall_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                          const hvd_op_params_t *params,
+                                          hvd_request_h *req_p) HVD_NOEXCEPT;
+
+/* Reduces the tensors of all ranks of the set (Sum or Average only, with prescale and
+ * postscale as for allreduce) and leaves rank r with its block of rows of the result: the
+ * first dimension d0 is split so that the first d0 % n ranks get d0 / n + 1 rows and the
+ * others d0 / n. Output library-owned (hvd_request_output). HVD_ERR_INVALID_ARG at enqueue:
+ * a scalar (ndim 0); HVD_ERR_UNSUPPORTED: an op other than Sum or Average. */
+HVD_API hvd_status_t hvd_reducescatter_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                               const hvd_op_params_t *params,
+                                               hvd_request_h *req_p) HVD_NOEXCEPT;
+
+/* Completes once every rank of the set has enqueued this barrier (matched by name like any
+ * op; other named ops may stay pending). Moves no data. */
+HVD_API hvd_status_t hvd_barrier_enqueue(hvd_context_h ctx, const hvd_op_params_t *params,
+                                         hvd_request_h *req_p) HVD_NOEXCEPT;
+
+/* Says this rank has no more data for this epoch (Horovod's join, for uneven numbers of
+ * steps per rank). Until every rank of the set has joined, a joined rank takes part in the
+ * other ranks' allreduces with zeros (Average still divides by the full set size), while
+ * allgather, broadcast, alltoall and reducescatter fail on the ranks that enqueued them with
+ * HVD_ERR_INVALID_ARG naming the joined rank. Completes when all ranks of the set joined;
+ * hvd_request_value then gives the rank (in the set) that joined last. */
+HVD_API hvd_status_t hvd_join_enqueue(hvd_context_h ctx, const hvd_op_params_t *params,
+                                      hvd_request_h *req_p) HVD_NOEXCEPT;
+
 /* ---------------------------------------------------------------- completion */
 
 /* HVD_INPROGRESS while running, else the final status. Never blocks. */
@@ -294,12 +353,23 @@ HVD_API hvd_status_t hvd_request_test(hvd_request_h req) HVD_NOEXCEPT;
 HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) HVD_NOEXCEPT;
 
 /* Output i (0 for a single-tensor op) of a request that completed with HVD_OK: data, dtype,
- * shape. For library-owned outputs (allgather) the data and shape stay valid until
- * hvd_request_release; for caller-owned outputs it describes the caller's tensor.
+ * shape. For library-owned outputs (allgather, alltoall, reducescatter) the data and shape stay
+ * valid until hvd_request_release; for caller-owned outputs it describes the caller's tensor.
  * Returns HVD_INPROGRESS while the request runs, the request's error status if it failed,
  * HVD_ERR_INVALID_ARG for a NULL pointer or an index out of range. */
 HVD_API hvd_status_t hvd_request_output(hvd_request_h req, int32_t i,
                                         hvd_tensor_t *out_p) HVD_NOEXCEPT;
+
+/* Alltoall: writes the rows received from each rank of the set into splits[0..n) (n = set
+ * size) once the request completed with HVD_OK. HVD_INPROGRESS while it runs; the request's
+ * error if it failed; HVD_ERR_INVALID_ARG for NULL, a wrong n or another kind of request. */
+HVD_API hvd_status_t hvd_request_received_splits(hvd_request_h req, int32_t *splits,
+                                                 int32_t n) HVD_NOEXCEPT;
+
+/* The integer result of a completed request: for a join, the rank (in its set) that joined
+ * last. HVD_INPROGRESS while it runs; the request's error if it failed;
+ * HVD_ERR_INVALID_ARG for NULL or a request kind without a value. */
+HVD_API hvd_status_t hvd_request_value(hvd_request_h req, int64_t *value_p) HVD_NOEXCEPT;
 
 /* The request's error detail (empty when it succeeded), snprintf-like. */
 HVD_API size_t hvd_request_message(hvd_request_h req, char *buf, size_t len) HVD_NOEXCEPT;

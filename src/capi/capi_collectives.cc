@@ -61,6 +61,9 @@ TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) 
 // Parameters after defaults; copied once.
 struct OpParams {
     std::string name;
+    hvd::engine::ProcessSetPtr set;
+    std::vector<int32_t> splits;
+    bool has_splits = false;
     int32_t reduce_op = HVD_OP_SUM;
     int32_t root = 0;
     double prescale = 1.0;
@@ -68,9 +71,11 @@ struct OpParams {
     int64_t timeout_ms = 0;
 };
 
-OpParams read_params(const char *fn, const hvd_op_params_t *p, int64_t default_timeout_ms) {
+OpParams read_params(const char *fn, hvd_context_h ctx, const hvd_op_params_t *p) {
     OpParams o;
-    o.timeout_ms = default_timeout_ms;
+    hvd::engine::Context &c = *ctx->ctx;
+    o.timeout_ms = c.op_timeout_ms();
+    o.set = ctx->process_set(nullptr, fn);
     if (p == nullptr) return o;
     if (p->field_mask & ~kKnownOpFields)
         throw Error(HVD_ERR_UNSUPPORTED,
@@ -83,8 +88,22 @@ OpParams read_params(const char *fn, const hvd_op_params_t *p, int64_t default_t
             invalid(fn, strprintf("name is longer than %d bytes", HVD_MAX_NAME));
         o.name.assign(p->name, len);
     }
-    if ((p->field_mask & HVD_OP_FIELD_PROCESS_SET) && p->process_set != nullptr)
-        invalid(fn, "unknown process set (only NULL, all ranks, exists in this version)");
+    if (p->field_mask & HVD_OP_FIELD_PROCESS_SET) {
+        o.set = ctx->process_set(p->process_set, fn);
+        if (o.set->my_index < 0)
+            invalid(fn,
+                    strprintf("rank %d is not a member of process set %u", c.rank(), o.set->id));
+    }
+    if (p->field_mask & HVD_OP_FIELD_SPLITS) {
+        if (p->num_splits != o.set->size())
+            invalid(fn, strprintf("%d splits for a process set of %d ranks", p->num_splits,
+                                  o.set->size()));
+        if (p->splits == nullptr) invalid(fn, "splits is NULL");
+        o.splits.assign(p->splits, p->splits + p->num_splits);
+        o.has_splits = true;
+        for (int32_t v : o.splits)
+            if (v < 0) invalid(fn, strprintf("split %d is negative", v));
+    }
     if (p->field_mask & HVD_OP_FIELD_REDUCE_OP) o.reduce_op = p->reduce_op;
     if (p->field_mask & HVD_OP_FIELD_ROOT) o.root = p->root_rank;
     if (p->field_mask & HVD_OP_FIELD_SCALE) {
@@ -131,7 +150,8 @@ std::shared_ptr<Request> new_request(const char *fn, hvd_request_h *req_p, const
 // Fills in the name and deadline, enqueues and hands out a handle.
 hvd_status_t submit(const char *fn, hvd::engine::Context &c, const OpParams &o,
                     std::shared_ptr<Request> req, hvd_request_h *req_p) {
-    req->meta.name = o.name.empty() ? c.engine().auto_name(req->meta.type) : o.name;
+    req->meta.set_id = o.set->id;
+    req->meta.name = o.name.empty() ? c.engine().auto_name(req->meta.type, o.set->id) : o.name;
     req->meta.dtype = req->input.dtype;
     req->meta.shape = req->input.shape;
     req->meta.device_type = req->input.device_type;
@@ -156,7 +176,7 @@ HVD_API hvd_status_t hvd_allreduce_enqueue(hvd_context_h ctx, const hvd_tensor_t
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
         auto req = new_request(fn, req_p, in, out, /*has_output=*/true);
-        OpParams o = read_params(fn, params, c.op_timeout_ms());
+        OpParams o = read_params(fn, ctx, params);
         if (o.reduce_op == HVD_OP_ADASUM)
             throw Error(HVD_ERR_UNSUPPORTED, strprintf("%s: Adasum is not supported yet", fn));
         if (o.reduce_op != HVD_OP_AVERAGE && !hvd::reduce::op_supported(o.reduce_op))
@@ -177,7 +197,7 @@ HVD_API hvd_status_t hvd_allgather_enqueue(hvd_context_h ctx, const hvd_tensor_t
         hvd::engine::Context &c = live_context(fn, ctx);
         auto req = new_request(fn, req_p, in, nullptr, /*has_output=*/false);
         if (req->input.shape.empty()) invalid(fn, "allgather needs a tensor of rank >= 1");
-        OpParams o = read_params(fn, params, c.op_timeout_ms());
+        OpParams o = read_params(fn, ctx, params);
         req->meta.type = OpType::kAllgather;
         return submit(fn, c, o, req, req_p);
     });
@@ -190,11 +210,88 @@ HVD_API hvd_status_t hvd_broadcast_enqueue(hvd_context_h ctx, const hvd_tensor_t
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
         auto req = new_request(fn, req_p, in, out, /*has_output=*/true);
-        OpParams o = read_params(fn, params, c.op_timeout_ms());
-        if (o.root < 0 || o.root >= c.size())
-            invalid(fn, strprintf("root rank %d is outside [0, %d)", o.root, c.size()));
+        OpParams o = read_params(fn, ctx, params);
+        if (o.root < 0 || o.root >= o.set->size())
+            invalid(fn, strprintf("root rank %d is outside [0, %d)", o.root, o.set->size()));
         req->meta.type = OpType::kBroadcast;
         req->meta.root = o.root;
+        return submit(fn, c, o, req, req_p);
+    });
+}
+
+HVD_API hvd_status_t hvd_alltoall_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                          const hvd_op_params_t *params,
+                                          hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_alltoall_enqueue";
+    return guarded(fn, [&] {
+        hvd::engine::Context &c = live_context(fn, ctx);
+        auto req = new_request(fn, req_p, in, nullptr, /*has_output=*/false);
+        if (req->input.shape.empty()) invalid(fn, "alltoall needs a tensor of rank >= 1");
+        OpParams o = read_params(fn, ctx, params);
+        int64_t d0 = req->input.shape[0];
+        int32_t n = o.set->size();
+        if (!o.has_splits) {
+            if (d0 % n != 0)
+                invalid(fn, strprintf("first dimension %lld does not divide evenly among %d "
+                                      "ranks; pass splits",
+                                      static_cast<long long>(d0), n));
+            o.splits.assign(static_cast<size_t>(n), static_cast<int32_t>(d0 / n));
+        }
+        int64_t sum = 0;
+        for (int32_t v : o.splits)
+            sum += v;
+        if (sum > d0)
+            invalid(fn, strprintf("the splits add up to %lld rows, the tensor has %lld",
+                                  static_cast<long long>(sum), static_cast<long long>(d0)));
+        req->meta.type = OpType::kAlltoall;
+        req->meta.splits = o.splits;
+        return submit(fn, c, o, req, req_p);
+    });
+}
+
+HVD_API hvd_status_t hvd_reducescatter_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                               const hvd_op_params_t *params,
+                                               hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_reducescatter_enqueue";
+    return guarded(fn, [&] {
+        hvd::engine::Context &c = live_context(fn, ctx);
+        auto req = new_request(fn, req_p, in, nullptr, /*has_output=*/false);
+        if (req->input.shape.empty()) invalid(fn, "reducescatter needs a tensor of rank >= 1");
+        OpParams o = read_params(fn, ctx, params);
+        if (o.reduce_op != HVD_OP_SUM && o.reduce_op != HVD_OP_AVERAGE)
+            throw Error(HVD_ERR_UNSUPPORTED,
+                        strprintf("%s: reducescatter supports Sum and Average, not %s", fn,
+                                  hvd::reduce_op_name(o.reduce_op)));
+        req->meta.type = OpType::kReducescatter;
+        req->meta.reduce_op = o.reduce_op;
+        req->meta.prescale = o.prescale;
+        req->meta.postscale = o.postscale;
+        return submit(fn, c, o, req, req_p);
+    });
+}
+
+HVD_API hvd_status_t hvd_barrier_enqueue(hvd_context_h ctx, const hvd_op_params_t *params,
+                                         hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_barrier_enqueue";
+    return guarded(fn, [&] {
+        hvd::engine::Context &c = live_context(fn, ctx);
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
+        OpParams o = read_params(fn, ctx, params);
+        auto req = std::make_shared<Request>();
+        req->meta.type = OpType::kBarrier;
+        return submit(fn, c, o, req, req_p);
+    });
+}
+
+HVD_API hvd_status_t hvd_join_enqueue(hvd_context_h ctx, const hvd_op_params_t *params,
+                                      hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_join_enqueue";
+    return guarded(fn, [&] {
+        hvd::engine::Context &c = live_context(fn, ctx);
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
+        OpParams o = read_params(fn, ctx, params);
+        auto req = std::make_shared<Request>();
+        req->meta.type = OpType::kJoin;
         return submit(fn, c, o, req, req_p);
     });
 }

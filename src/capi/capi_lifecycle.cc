@@ -128,17 +128,19 @@ HVD_API hvd_status_t hvd_context_error(hvd_context_h ctx) noexcept {
 
 HVD_API hvd_status_t hvd_rank(hvd_context_h ctx, hvd_process_set_h ps, int32_t *rank_p) noexcept {
     return guarded("hvd_rank", [&] {
-        if (ps != nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_rank: unknown process set");
-        return with_context(ctx, rank_p, "hvd_rank",
-                            [](hvd::engine::Context &c) { return c.rank(); });
+        if (ctx == nullptr || rank_p == nullptr)
+            return fail(HVD_ERR_INVALID_ARG, "hvd_rank: NULL argument");
+        *rank_p = ctx->process_set(ps, "hvd_rank")->my_index;
+        return HVD_OK;
     });
 }
 
 HVD_API hvd_status_t hvd_size(hvd_context_h ctx, hvd_process_set_h ps, int32_t *size_p) noexcept {
     return guarded("hvd_size", [&] {
-        if (ps != nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_size: unknown process set");
-        return with_context(ctx, size_p, "hvd_size",
-                            [](hvd::engine::Context &c) { return c.size(); });
+        if (ctx == nullptr || size_p == nullptr)
+            return fail(HVD_ERR_INVALID_ARG, "hvd_size: NULL argument");
+        *size_p = ctx->process_set(ps, "hvd_size")->size();
+        return HVD_OK;
     });
 }
 

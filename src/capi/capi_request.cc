@@ -56,7 +56,12 @@ HVD_API hvd_status_t hvd_request_output(hvd_request_h req, int32_t i,
                         strprintf("hvd_request_output: index %d, this request has 1 output", i));
         hvd_tensor_t t{};
         t.device_type = HVD_DEVICE_CPU;
-        if (r.meta.type == hvd::engine::OpType::kAllgather) {
+        if (r.meta.type == hvd::engine::OpType::kBarrier)
+            return fail(HVD_ERR_INVALID_ARG, "hvd_request_output: a barrier has no output");
+        bool library_owned = r.meta.type == hvd::engine::OpType::kAllgather ||
+                             r.meta.type == hvd::engine::OpType::kAlltoall ||
+                             r.meta.type == hvd::engine::OpType::kReducescatter;
+        if (library_owned) {
             t.data = r.owned_data.data();
             t.dtype = r.input.dtype;
             t.ndim = static_cast<int32_t>(r.owned_shape.size());
@@ -69,6 +74,41 @@ HVD_API hvd_status_t hvd_request_output(hvd_request_h req, int32_t i,
             t.device_id = r.output.device_id;
         }
         *out_p = t;
+        return HVD_OK;
+    });
+}
+
+HVD_API hvd_status_t hvd_request_received_splits(hvd_request_h req, int32_t *splits,
+                                                 int32_t n) noexcept {
+    return guarded("hvd_request_received_splits", [&] {
+        if (req == nullptr || splits == nullptr)
+            return fail(HVD_ERR_INVALID_ARG, "hvd_request_received_splits: NULL argument");
+        hvd::engine::Request &r = *req->req;
+        if (r.meta.type != hvd::engine::OpType::kAlltoall)
+            return fail(HVD_ERR_INVALID_ARG,
+                        "hvd_request_received_splits: the request is not an alltoall");
+        hvd_status_t s = finished_status(r, "hvd_request_received_splits");
+        if (s != HVD_OK) return s;
+        if (n != static_cast<int32_t>(r.received_splits.size()))
+            return fail(HVD_ERR_INVALID_ARG,
+                        strprintf("hvd_request_received_splits: n is %d, the set has %zu ranks", n,
+                                  r.received_splits.size()));
+        for (int32_t i = 0; i < n; ++i)
+            splits[i] = r.received_splits[i];
+        return HVD_OK;
+    });
+}
+
+HVD_API hvd_status_t hvd_request_value(hvd_request_h req, int64_t *value_p) noexcept {
+    return guarded("hvd_request_value", [&] {
+        if (req == nullptr || value_p == nullptr)
+            return fail(HVD_ERR_INVALID_ARG, "hvd_request_value: NULL argument");
+        hvd::engine::Request &r = *req->req;
+        if (r.meta.type != hvd::engine::OpType::kJoin)
+            return fail(HVD_ERR_INVALID_ARG, "hvd_request_value: only a join has a value");
+        hvd_status_t s = finished_status(r, "hvd_request_value");
+        if (s != HVD_OK) return s;
+        *value_p = r.value;
         return HVD_OK;
     });
 }

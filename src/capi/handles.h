@@ -2,13 +2,28 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "engine/context.h"
+#include "engine/process_set_table.h"
 #include "engine/request.h"
+
+struct hvd_process_set {
+    hvd::engine::ProcessSetPtr info;  // members and this rank's index
+};
 
 struct hvd_context {
     std::unique_ptr<hvd::engine::Context> ctx;
+
+    // Handles made by hvd_process_set_create, freed by destroy or finalize.
+    std::mutex process_sets_mu;
+    std::map<hvd_process_set *, std::unique_ptr<hvd_process_set>> process_sets;
+
+    // The set behind a handle (NULL: all ranks); throws HVD_ERR_INVALID_ARG for a handle
+    // this context did not make or already destroyed.
+    hvd::engine::ProcessSetPtr process_set(hvd_process_set_h ps, const char *fn);
 };
 
 struct hvd_request {

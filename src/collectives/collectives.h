@@ -84,3 +84,52 @@ hvd_status_t check_broadcast_args(const Comm &comm, const void *buf, size_t byte
                                   int32_t root_index, const char *algorithm);
 
 }  // namespace hvd::collectives
+
+// ---- alltoallv, reduce-scatter and Adasum (what issue 3's collectives call). Same contract
+// as above: blocking, one thread per Comm, every member calls with the same seq and
+// compatible arguments, and on failure the outputs are unspecified and the transport aborted.
+namespace hvd::collectives {
+
+// Each member sends send_bytes[j] bytes (consecutive blocks of `in`, in member order) to
+// member j and receives recv_bytes[j] bytes from member j into consecutive blocks of `out`.
+// send_bytes[j] on member i must equal recv_bytes[i] on member j (a receive of another size
+// fails with HVD_ERR_INTERNAL); zero-byte blocks cost no message. in and out must not
+// overlap. Pairwise exchange (at step k send to me+k, receive from me-k), at most 16 steps in
+// flight; the own block is copied. Errors: HVD_ERR_INVALID_ARG (sizes not one per member,
+// own send and receive sizes differ, null buffer with bytes to move, malformed Comm), and the
+// transport's failures.
+hvd_status_t alltoallv(Comm &comm, const void *in, const std::vector<size_t> &send_bytes,
+                       void *out, const std::vector<size_t> &recv_bytes);
+
+// Reduce-scatter: `in` holds count elements on every member; member r receives into `out`
+// the reduction (op: SUM, MIN, MAX, PRODUCT) of elements [offset_r, offset_r + counts[r]),
+// where offset_r = sum of counts before r. counts has one entry per member (any may be 0);
+// their sum is count. out may be exactly in + offset_r elements (then the own block is
+// reduced in place); otherwise in and out must not overlap. A ring over the uneven blocks,
+// pipelined in chunks of ring_chunk_bytes() (HVD_ALLREDUCE_RING_CHUNK_BYTES); each block is
+// reduced along one fixed path of members, so the result does not depend on timing.
+// Scratch: a few chunks plus the elements of the blocks this member forwards (count minus
+// its own and its left neighbour's block). Errors: HVD_ERR_UNSUPPORTED (dtype or op),
+// HVD_ERR_INVALID_ARG (counts not one per member, null buffer, malformed Comm), and the
+// transport's failures.
+hvd_status_t reducescatter(Comm &comm, const void *in, void *out,
+                           const std::vector<size_t> &counts, int32_t dtype, int32_t op);
+// The ring with an explicit chunk size (bytes, rounded down to whole elements, at least one).
+hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
+                                const std::vector<size_t> &counts, int32_t dtype, int32_t op,
+                                size_t chunk_bytes);
+
+// Adasum (Maleki et al., "Scaling Distributed Training with Adaptive Summation"), in place
+// on buf (count elements of float16, bfloat16, float32 or float64). Members are combined
+// recursively in pairs, lower indices on the left: a and b become
+// (1 - dot(a,b)/(2|a|^2)) a + (1 - dot(a,b)/(2|b|^2)) b, where a squared norm below 1e-8
+// (Horovod's threshold) gives its vector the coefficient 1. Dot products and norms are
+// accumulated in float64; the combination is computed in float64 and rounded to the dtype at
+// every level. Horovod's structure: vector halving with distance doubling, the partial
+// dot/norm sums allreduced within each subgroup, then the halves gathered back. Every member
+// ends bitwise identical. Scratch: (count + 1) / 2 elements.
+// Errors: HVD_ERR_UNSUPPORTED (another dtype, or a group size that is not a power of two),
+// HVD_ERR_INVALID_ARG (null buf with count > 0, malformed Comm), and the transport's failures.
+hvd_status_t adasum(Comm &comm, void *buf, size_t count, int32_t dtype);
+
+}  // namespace hvd::collectives

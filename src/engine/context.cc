@@ -44,7 +44,7 @@ Context::Context(const InitConfig &config) : config_(config) {
     std::vector<std::string> hosts = kv_->all_gather("host", topology::this_host_name(), deadline);
     placement_ = topology::place_rank(hosts, rank_);
     connect_transport(hosts, deadline);
-    engine_ = std::make_unique<Engine>(rank_, size_, transport_.get(), &abort_);
+    engine_ = std::make_unique<Engine>(rank_, size_, transport_.get(), &abort_, &sets_);
     monitor_ = std::make_unique<FailureMonitor>(rank_, std::move(kv_), &abort_, engine_.get());
     engine_->start();
     monitor_->start();

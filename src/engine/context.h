@@ -11,6 +11,7 @@
 #include "engine/abort_state.h"
 #include "engine/engine.h"
 #include "engine/failure_monitor.h"
+#include "engine/process_set_table.h"
 #include "topology/host_topology.h"
 #include "transport/transport.h"
 
@@ -46,6 +47,7 @@ class Context {
     int64_t op_timeout_ms() const { return config_.op_timeout_ms; }
     AbortState &abort_state() { return abort_; }
     Engine &engine() { return *engine_; }
+    ProcessSetTable &process_sets() { return sets_; }
 
   private:
     void rendezvous(const Deadline &deadline);
@@ -56,6 +58,7 @@ class Context {
     int32_t size_ = 0;
     topology::HostPlacement placement_;
     AbortState abort_;
+    ProcessSetTable sets_;
     std::string rendezvous_file_job_;              // non-empty on rank 0 of a file rendezvous
     std::shared_ptr<bootstrap::KvServer> server_;  // when this process hosts the rendezvous
     std::unique_ptr<bootstrap::KvClient> kv_;      // during init; then owned by monitor_

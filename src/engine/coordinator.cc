@@ -1,62 +1,209 @@
 #include "engine/coordinator.h"
 
+#include <algorithm>
+
+#include "common/error.h"
 #include "hvd/hvd.h"
 
 namespace hvd::engine {
 
+Coordinator::Coordinator(int32_t size) {
+    std::vector<int32_t> all(static_cast<size_t>(size));
+    for (int32_t r = 0; r < size; ++r)
+        all[r] = r;
+    sets_[0] = std::move(all);
+}
+
+const std::vector<int32_t> &Coordinator::members(uint16_t set_id) const {
+    static const std::vector<int32_t> kNone;
+    auto it = sets_.find(set_id);
+    return it == sets_.end() ? kNone : it->second;
+}
+
+int32_t Coordinator::member_index(uint16_t set_id, int32_t rank) const {
+    const std::vector<int32_t> &m = members(set_id);
+    auto it = std::lower_bound(m.begin(), m.end(), rank);
+    return it != m.end() && *it == rank ? static_cast<int32_t>(it - m.begin()) : -1;
+}
+
 void Coordinator::add_ready(int32_t rank, const std::vector<OpMeta> &metas,
                             std::vector<Response> *out) {
     for (const OpMeta &m : metas) {
-        auto it = pending_.find(m.name);
+        int32_t index = member_index(m.set_id, rank);
+        if (index < 0) {
+            // The enqueue checks membership against the rank's own view; this only happens
+            // if that view and the coordinator's disagree (a set destroyed meanwhile).
+            Response resp;
+            resp.name = m.name;
+            resp.set_id = m.set_id;
+            resp.type = m.type;
+            resp.seq = next_seq_++;
+            resp.status = HVD_ERR_INVALID_ARG;
+            resp.message = strprintf("%s '%s': rank %d is not a member of process set %u",
+                                     op_type_name(m.type), m.name.c_str(), rank, m.set_id);
+            resp.addressee = rank;
+            out->push_back(std::move(resp));
+            continue;
+        }
+        Key key{m.set_id, m.name};
+        auto it = pending_.find(key);
         if (it == pending_.end()) {
             Pending p;
-            p.by_rank.resize(static_cast<size_t>(size_));
+            p.by_member.resize(members(m.set_id).size());
             p.since = std::chrono::steady_clock::now();
-            it = pending_.emplace(m.name, std::move(p)).first;
+            it = pending_.emplace(key, std::move(p)).first;
         }
         Pending &p = it->second;
         // A rank cannot report a name twice: its enqueue rejects names still in flight, and
-        // a name leaves pending_ only once every rank reported it.
-        if (!p.by_rank[rank]) {
-            p.by_rank[rank] = m;
+        // a name leaves pending_ only once every member reported it.
+        if (!p.by_member[index]) {
+            p.by_member[index] = m;
             ++p.count;
         }
-        if (p.count == size_) {
-            out->push_back(complete(m.name, p));
-            pending_.erase(it);
+        if (m.type == OpType::kJoin) {
+            auto &joined = joined_[m.set_id];
+            joined.resize(p.by_member.size(), false);
+            joined[index] = true;
+            last_joined_[m.set_id] = index;
         }
+        complete_ready(m.set_id, out);
     }
 }
 
-Response Coordinator::complete(const std::string &name, Pending &p) {
+void Coordinator::complete_ready(uint16_t set_id, std::vector<Response> *out) {
+    const std::vector<bool> *joined = nullptr;
+    auto j = joined_.find(set_id);
+    if (j != joined_.end()) joined = &j->second;
+    bool join_done = false;
+    for (auto it = pending_.lower_bound({set_id, std::string()});
+         it != pending_.end() && it->first.first == set_id;) {
+        Pending &p = it->second;
+        int32_t covered = p.count;
+        if (joined)
+            for (size_t i = 0; i < p.by_member.size(); ++i)
+                if (!p.by_member[i] && (*joined)[i]) ++covered;
+        if (covered < static_cast<int32_t>(p.by_member.size())) {
+            ++it;
+            continue;
+        }
+        Response resp = complete(it->first, p);
+        join_done |= resp.type == OpType::kJoin;
+        out->push_back(std::move(resp));
+        it = pending_.erase(it);
+    }
+    if (join_done) {  // everyone joined: the next epoch starts with nobody joined
+        joined_.erase(set_id);
+        last_joined_.erase(set_id);
+    }
+}
+
+Response Coordinator::complete(const Key &key, Pending &p) {
+    // Members that joined without reporting this op take part with zeros (allreduce only).
     std::vector<OpMeta> metas;
-    metas.reserve(p.by_rank.size());
-    for (auto &m : p.by_rank)
-        metas.push_back(std::move(*m));
+    std::vector<int32_t> ranks;
+    const std::vector<int32_t> &all = members(key.first);
+    for (size_t i = 0; i < p.by_member.size(); ++i) {
+        if (!p.by_member[i]) continue;
+        metas.push_back(std::move(*p.by_member[i]));
+        ranks.push_back(all[i]);
+    }
+    if (metas.size() < p.by_member.size()) return complete_with_joined(key, metas, ranks, p);
     Response resp;
-    resp.name = name;
+    resp.name = key.second;
+    resp.set_id = key.first;
     resp.type = metas[0].type;
     resp.seq = next_seq_++;
-    std::string err = validate_op(metas);
+    std::string err = validate_op(metas, ranks);
     if (!err.empty()) {
         resp.status = HVD_ERR_MISMATCH;
         resp.message = err;
         return resp;
     }
-    if (resp.type == OpType::kAllgather)
-        for (const OpMeta &m : metas)
-            resp.first_dims.push_back(m.shape.empty() ? 0 : m.shape[0]);
+    switch (resp.type) {
+        case OpType::kAllgather:
+            for (const OpMeta &m : metas)
+                resp.first_dims.push_back(m.shape.empty() ? 0 : m.shape[0]);
+            break;
+        case OpType::kAlltoall:
+            for (const OpMeta &m : metas)
+                for (int32_t rows : m.splits)
+                    resp.first_dims.push_back(rows);
+            break;
+        case OpType::kProcessSetCreate:
+        case OpType::kProcessSetDestroy:
+            apply_membership(resp, metas[0]);
+            break;
+        case OpType::kJoin:
+            resp.first_dims = {last_joined_[key.first]};
+            break;
+        default:
+            break;
+    }
     return resp;
+}
+
+Response Coordinator::complete_with_joined(const Key &key, std::vector<OpMeta> &metas,
+                                           const std::vector<int32_t> &ranks, const Pending &p) {
+    Response resp;
+    resp.name = key.second;
+    resp.set_id = key.first;
+    resp.type = metas[0].type;
+    resp.seq = next_seq_++;
+    if (resp.type != OpType::kAllreduce) {
+        int32_t joined_rank = -1;
+        for (size_t i = 0; i < p.by_member.size() && joined_rank < 0; ++i)
+            if (!p.by_member[i]) joined_rank = members(key.first)[i];
+        resp.status = HVD_ERR_INVALID_ARG;
+        resp.message = strprintf(
+            "%s '%s': rank %d has joined; only allreduce can run while a "
+            "rank is joined",
+            op_type_name(resp.type), resp.name.c_str(), joined_rank);
+        return resp;
+    }
+    std::string err = validate_op(metas, ranks);
+    if (!err.empty()) {
+        resp.status = HVD_ERR_MISMATCH;
+        resp.message = err;
+        return resp;
+    }
+    const OpMeta &m = metas[0];
+    resp.dtype = m.dtype;
+    resp.shape = m.shape;
+    resp.reduce_op = m.reduce_op;
+    resp.prescale = m.prescale;
+    resp.postscale = m.postscale;
+    return resp;
+}
+
+// Process sets change here, when their op is emitted, not when rank 0's engine later runs
+// it: other ranks may use a new set as soon as they have run its response.
+void Coordinator::apply_membership(Response &resp, const OpMeta &meta) {
+    if (resp.type == OpType::kProcessSetCreate) {
+        if (sets_.size() >= 0xffff) {
+            resp.status = HVD_ERR_NO_MEMORY;
+            resp.message = "too many process sets (65535)";
+            return;
+        }
+        while (sets_.count(next_set_id_) || next_set_id_ == 0)
+            ++next_set_id_;
+        uint16_t id = next_set_id_++;
+        sets_[id] = meta.splits;
+        resp.first_dims = {id};
+    } else {
+        sets_.erase(static_cast<uint16_t>(meta.root));
+    }
 }
 
 std::vector<Coordinator::Waiting> Coordinator::waiting() const {
     std::vector<Waiting> out;
     for (const auto &kv : pending_) {
         Waiting w;
-        w.name = kv.first;
+        w.set_id = kv.first.first;
+        w.name = kv.first.second;
         w.since = kv.second.since;
-        for (int32_t r = 0; r < size_; ++r)
-            if (!kv.second.by_rank[r]) w.missing_ranks.push_back(r);
+        const std::vector<int32_t> &m = members(w.set_id);
+        for (size_t i = 0; i < kv.second.by_member.size() && i < m.size(); ++i)
+            if (!kv.second.by_member[i]) w.missing_ranks.push_back(m[i]);
         out.push_back(std::move(w));
     }
     return out;

@@ -1,7 +1,8 @@
-// The coordinator of Horovod's negotiation (runs on rank 0's engine thread): it learns which
-// ranks are ready for which named op, and once a name is ready on every rank it checks that
-// they agree and emits one Response for it. Responses are numbered in emission order, which
-// every rank then follows, so ranks may enqueue in different orders without deadlock.
+// The coordinator of Horovod's negotiation (runs on rank 0's engine thread, for every
+// process set): it learns which ranks are ready for which named op, and once a name is ready
+// on every member of its set it checks that they agree and emits one Response. Responses of
+// all sets are numbered in one global order, which every rank follows for the sets it is in:
+// ranks may enqueue in different orders, and two sets sharing ranks cannot deadlock.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/op_meta.h"
@@ -17,13 +19,19 @@ namespace hvd::engine {
 
 class Coordinator {
   public:
-    explicit Coordinator(int32_t size) : size_(size) {}
+    explicit Coordinator(int32_t size);
 
-    // Records that `rank` is ready for these ops; appends the responses that became complete.
+    // Records that global rank `rank` is ready for these ops; appends the responses that
+    // became complete. A rank reporting for a set it is not in, or for an unknown set, gets an
+    // error response of its own.
     void add_ready(int32_t rank, const std::vector<OpMeta> &metas, std::vector<Response> *out);
 
-    // Names still waiting, with the ranks that have not reported them (stall inspection).
+    // Members (global ranks) of a set the coordinator knows; empty if unknown.
+    const std::vector<int32_t> &members(uint16_t set_id) const;
+
+    // Names still waiting, with the global ranks that have not reported them.
     struct Waiting {
+        uint16_t set_id;
         std::string name;
         std::vector<int32_t> missing_ranks;
         std::chrono::steady_clock::time_point since;
@@ -32,20 +40,33 @@ class Coordinator {
 
   private:
     struct Pending {
-        std::vector<std::optional<OpMeta>> by_rank;
+        std::vector<std::optional<OpMeta>> by_member;
         int32_t count = 0;
         std::chrono::steady_clock::time_point since;
     };
-    Response complete(const std::string &name, Pending &p);
+    using Key = std::pair<uint16_t, std::string>;
 
-    int32_t size_;
+    // Emits every pending op of the set that the members who have not joined all reported.
+    void complete_ready(uint16_t set_id, std::vector<Response> *out);
+    Response complete(const Key &key, Pending &p);
+    Response complete_with_joined(const Key &key, std::vector<OpMeta> &metas,
+                                  const std::vector<int32_t> &ranks, const Pending &p);
+    void apply_membership(Response &resp, const OpMeta &meta);
+    int32_t member_index(uint16_t set_id, int32_t rank) const;
+
     uint32_t next_seq_ = 1;
-    std::map<std::string, Pending> pending_;
+    uint16_t next_set_id_ = 1;
+    std::map<uint16_t, std::vector<int32_t>> sets_;  // set id -> members
+    std::map<Key, Pending> pending_;
+    // Join: members (indices) of each set that have joined, and the last one to join.
+    std::map<uint16_t, std::vector<bool>> joined_;
+    std::map<uint16_t, int32_t> last_joined_;
 };
 
-// Checks that every rank's description of one op agrees. Returns "" when it does, else a
+// Checks that every member's description of one op agrees. Returns "" when it does, else a
 // message naming the ranks and what differs, e.g.
-// "allreduce 'w': rank 1 has shape [4,3], rank 0 has shape [4,2]".
-std::string validate_op(const std::vector<OpMeta> &by_rank);
+// "allreduce 'w': rank 1 has shape [4,3], rank 0 has shape [4,2]". ranks[i] is the global
+// rank of by_member[i].
+std::string validate_op(const std::vector<OpMeta> &by_member, const std::vector<int32_t> &ranks);
 
 }  // namespace hvd::engine

@@ -33,11 +33,16 @@ constexpr int64_t kFailureReportWaitMs = 2000;
 
 }  // namespace
 
-Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort)
-    : rank_(rank), size_(size), transport_(transport), abort_(abort) {
+Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
+               ProcessSetTable *sets)
+    : rank_(rank), size_(size), transport_(transport), abort_(abort), sets_(sets) {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: eventfd failed", rank));
     if (rank_ == kCoordinator) coordinator_ = std::make_unique<Coordinator>(size_);
+    std::vector<int32_t> all(static_cast<size_t>(size));
+    for (int32_t r = 0; r < size; ++r)
+        all[r] = r;
+    sets_->add(0, std::move(all), rank);
 }
 
 Engine::~Engine() {
@@ -64,9 +69,9 @@ void Engine::wake() {
     (void)ignored;
 }
 
-std::string Engine::auto_name(OpType type) {
+std::string Engine::auto_name(OpType type, uint16_t set_id) {
     std::lock_guard<std::mutex> lock(mu_);
-    uint64_t n = auto_name_counter_[static_cast<int>(type)]++;
+    uint64_t n = auto_name_counters_[{set_id, static_cast<int>(type)}]++;
     return strprintf("%s.noname.%llu", op_type_name(type), static_cast<unsigned long long>(n));
 }
 
@@ -77,7 +82,7 @@ hvd_status_t Engine::enqueue(const RequestPtr &req, std::string *err) {
             *err = strprintf("rank %d: the context is finalizing", rank_);
             return HVD_ERR_NOT_READY;
         }
-        if (!in_flight_names_.insert(req->meta.name).second) {
+        if (!in_flight_names_.insert({req->meta.set_id, req->meta.name}).second) {
             *err = strprintf("rank %d: an op named '%s' is already in flight", rank_,
                              req->meta.name.c_str());
             return HVD_ERR_INVALID_ARG;
@@ -133,7 +138,7 @@ bool Engine::take_new_requests() {
     if (fresh.empty()) return false;
     std::vector<OpMeta> metas;
     for (const RequestPtr &req : fresh) {
-        pending_[req->meta.name] = req;
+        pending_[{req->meta.set_id, req->meta.name}] = req;
         metas.push_back(req->meta);
     }
     if (coordinator_) {
@@ -179,11 +184,30 @@ bool Engine::receive_control() {
 
 void Engine::deliver_responses(const std::vector<Response> &responses) {
     if (responses.empty()) return;
-    std::string payload = encode_responses(responses);
-    for (int32_t peer = 0; peer < size_; ++peer)
-        if (peer != rank_) send_control(peer, kResponseMessage, payload);
-    for (const Response &r : responses)
-        responses_.push_back(r);
+    // Each rank gets, in emission order, the responses of the sets it belongs to.
+    std::vector<std::vector<Response>> by_peer(static_cast<size_t>(size_));
+    for (const Response &r : responses) {
+        if (r.addressee >= 0) {
+            by_peer[r.addressee].push_back(r);
+            continue;
+        }
+        for (int32_t member : recipients(r))
+            by_peer[member].push_back(r);
+    }
+    for (int32_t peer = 0; peer < size_; ++peer) {
+        if (by_peer[peer].empty()) continue;
+        if (peer == rank_) {
+            for (Response &r : by_peer[peer])
+                responses_.push_back(std::move(r));
+        } else {
+            send_control(peer, kResponseMessage, encode_responses(by_peer[peer]));
+        }
+    }
+}
+
+std::vector<int32_t> Engine::recipients(const Response &r) const {
+    // Membership changes are ops of the global set (0), so they reach every rank.
+    return coordinator_->members(r.set_id);
 }
 
 void Engine::send_control(int32_t peer, uint32_t kind, std::string payload) {
@@ -213,46 +237,127 @@ bool Engine::run_responses() {
     while (!responses_.empty() && !abort_->aborted()) {
         Response resp = std::move(responses_.front());
         responses_.pop_front();
-        auto it = pending_.find(resp.name);
+        auto it = pending_.find({resp.set_id, resp.name});
+        if (it == pending_.end() && joined_request(resp.set_id)) {
+            // This rank joined: it takes part in the others' allreduces with zeros and
+            // ignores errors meant for the ranks that enqueued the op.
+            if (resp.status == HVD_OK && resp.type == OpType::kAllreduce)
+                run_one(resp, zeros_like(resp, *joined_request(resp.set_id)));
+            any = true;
+            continue;
+        }
         if (it == pending_.end())
             throw Error(HVD_ERR_INTERNAL,
-                        strprintf("rank %d: the coordinator scheduled '%s', which this rank never "
-                                  "enqueued",
-                                  rank_, resp.name.c_str()));
+                        strprintf("rank %d: the coordinator scheduled '%s' (process set %u), "
+                                  "which this rank never enqueued",
+                                  rank_, resp.name.c_str(), resp.set_id));
         RequestPtr req = it->second;
         pending_.erase(it);
         any = true;
-        if (resp.status != HVD_OK) {
-            finish(req, static_cast<hvd_status_t>(resp.status), resp.message);
-            continue;
-        }
-        collectives::Comm comm;
-        comm.transport = transport_;
-        comm.members.resize(static_cast<size_t>(size_));
-        for (int32_t r = 0; r < size_; ++r)
-            comm.members[r] = r;
-        comm.my_index = rank_;
-        comm.seq = resp.seq;
-        comm.deadline = req->deadline;
-        comm.abort_status = abort_->flag();
-        comm.scratch = &scratch_;
-        std::string message;
-        hvd_status_t s = execute_response(comm, resp, *req, &message);
-        if (s != HVD_OK && s != HVD_ERR_MISMATCH && s != HVD_ERR_INVALID_ARG) {
-            // A collective that failed half way leaves the ranks out of step: the context
-            // cannot go on.
-            if (s == HVD_ERR_TIMED_OUT)
-                message = strprintf("rank %d: %s '%s' timed out", rank_, op_type_name(resp.type),
-                                    resp.name.c_str());
-            if (s == HVD_ERR_TRANSPORT) await_failure_report();
-            abort_->set(s, message);
-            transport_aborted_ = true;  // wait_all aborted the transport already
-            s = abort_->status();       // a dead peer, when that is the cause
-            message = abort_->detail();
-        }
-        finish(req, s, message);
+        run_one(resp, req);
     }
     return any;
+}
+
+void Engine::run_one(const Response &resp, const RequestPtr &req) {
+    if (resp.status != HVD_OK) {
+        finish(req, static_cast<hvd_status_t>(resp.status), resp.message);
+        return;
+    }
+    switch (resp.type) {
+        case OpType::kBarrier:
+            finish(req, HVD_OK, "");
+            return;
+        case OpType::kJoin:
+            req->value = resp.first_dims.at(0);
+            finish(req, HVD_OK, "");
+            return;
+        case OpType::kProcessSetCreate:
+        case OpType::kProcessSetDestroy:
+            run_membership_change(resp, *req);
+            finish(req, HVD_OK, "");
+            return;
+        default:
+            break;
+    }
+    ProcessSetPtr set = sets_->find(resp.set_id);
+    if (!set || set->my_index < 0)
+        throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: '%s' runs in process set %u, which "
+                                                "this rank does not know",
+                                                rank_, resp.name.c_str(), resp.set_id));
+    collectives::Comm comm;
+    comm.transport = transport_;
+    comm.members = set->members;
+    comm.my_index = set->my_index;
+    comm.set_id = resp.set_id;
+    comm.seq = resp.seq;
+    comm.deadline = req->deadline;
+    comm.abort_status = abort_->flag();
+    comm.scratch = &scratch_;
+    std::string message;
+    hvd_status_t s = execute_response(comm, resp, *req, &message);
+    if (s != HVD_OK && s != HVD_ERR_MISMATCH && s != HVD_ERR_INVALID_ARG &&
+        s != HVD_ERR_UNSUPPORTED) {
+        // A collective that failed half way leaves the ranks out of step: the context
+        // cannot go on.
+        if (s == HVD_ERR_TIMED_OUT)
+            message = strprintf("rank %d: %s '%s' timed out", rank_, op_type_name(resp.type),
+                                resp.name.c_str());
+        if (s == HVD_ERR_TRANSPORT) await_failure_report();
+        abort_->set(s, message);
+        transport_aborted_ = true;  // wait_all aborted the transport already
+        s = abort_->status();       // a dead peer, when that is the cause
+        message = abort_->detail();
+    }
+    finish(req, s, message);
+}
+
+const Request *Engine::joined_request(uint16_t set_id) const {
+    for (auto it = pending_.lower_bound({set_id, std::string()});
+         it != pending_.end() && it->first.first == set_id; ++it)
+        if (it->second->meta.type == OpType::kJoin) return it->second.get();
+    return nullptr;
+}
+
+RequestPtr Engine::zeros_like(const Response &resp, const Request &join) {
+    auto req = std::make_shared<Request>();
+    req->meta.name = resp.name;
+    req->meta.set_id = resp.set_id;
+    req->meta.type = OpType::kAllreduce;
+    req->meta.dtype = resp.dtype;
+    req->meta.shape = resp.shape;
+    req->meta.reduce_op = resp.reduce_op;
+    req->meta.prescale = resp.prescale;
+    req->meta.postscale = resp.postscale;
+    req->input.dtype = resp.dtype;
+    req->input.shape = resp.shape;
+    req->owned_data.assign(req->input.bytes(), 0);
+    req->input.data = req->owned_data.data();
+    req->output = req->input;
+    req->deadline = join.deadline;
+    return req;
+}
+
+void Engine::run_membership_change(const Response &resp, Request &req) {
+    if (resp.type == OpType::kProcessSetCreate) {
+        uint16_t id = static_cast<uint16_t>(resp.first_dims.at(0));
+        sets_->add(id, req.meta.splits, rank_);
+        req.value = id;
+        return;
+    }
+    uint16_t id = static_cast<uint16_t>(req.meta.root);
+    sets_->remove(id);
+    // Ops this rank queued on the set can never run now.
+    for (auto it = pending_.begin(); it != pending_.end();) {
+        if (it->first.first != id) {
+            ++it;
+            continue;
+        }
+        finish(it->second, HVD_ERR_INVALID_ARG,
+               strprintf("rank %d: process set %u was destroyed before '%s' ran", rank_, id,
+                         it->first.second.c_str()));
+        it = pending_.erase(it);
+    }
 }
 
 void Engine::await_failure_report() {
@@ -267,11 +372,12 @@ void Engine::await_failure_report() {
 void Engine::check_timeouts() {
     for (auto &kv : pending_) {
         if (!kv.second->deadline.expired()) continue;
-        std::string detail = strprintf("rank %d: %s '%s' timed out waiting for the other ranks",
-                                       rank_, op_type_name(kv.second->meta.type), kv.first.c_str());
+        std::string detail =
+            strprintf("rank %d: %s '%s' timed out waiting for the other ranks", rank_,
+                      op_type_name(kv.second->meta.type), kv.first.second.c_str());
         if (coordinator_) {
             for (const auto &w : coordinator_->waiting()) {
-                if (w.name != kv.first) continue;
+                if (w.set_id != kv.first.first || w.name != kv.first.second) continue;
                 detail += " (not yet enqueued on rank";
                 for (int32_t r : w.missing_ranks)
                     detail += strprintf(" %d", r);
@@ -286,7 +392,7 @@ void Engine::check_timeouts() {
 void Engine::finish(const RequestPtr &req, hvd_status_t status, const std::string &message) {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        in_flight_names_.erase(req->meta.name);
+        in_flight_names_.erase({req->meta.set_id, req->meta.name});
     }
     req->complete(status, message);
 }

@@ -17,6 +17,7 @@
 #include "collectives/comm.h"
 #include "engine/abort_state.h"
 #include "engine/coordinator.h"
+#include "engine/process_set_table.h"
 #include "engine/request.h"
 #include "transport/transport.h"
 
@@ -24,7 +25,8 @@ namespace hvd::engine {
 
 class Engine {
   public:
-    Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort);
+    Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
+           ProcessSetTable *sets);
     ~Engine();  // stops the thread if still running
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
@@ -38,8 +40,9 @@ class Engine {
     // Thread-safe. Makes the engine thread look at its queue and the abort state now.
     void wake();
 
-    // Next auto-name for unnamed ops of one kind ("allreduce.noname.7"). Thread-safe.
-    std::string auto_name(OpType type);
+    // Next auto-name for unnamed ops of one kind in one process set ("allreduce.noname.7").
+    // Thread-safe.
+    std::string auto_name(OpType type, uint16_t set_id);
 
   private:
     struct OutgoingMessage {
@@ -51,7 +54,16 @@ class Engine {
     bool take_new_requests();
     bool receive_control();
     bool run_responses();
+    using Key = std::pair<uint16_t, std::string>;  // (process set, name)
+
     void deliver_responses(const std::vector<Response> &responses);
+    std::vector<int32_t> recipients(const Response &r) const;
+    void run_one(const Response &resp, const RequestPtr &req);
+    void run_membership_change(const Response &resp, Request &req);
+    // This rank's outstanding join in a set, or null.
+    const Request *joined_request(uint16_t set_id) const;
+    // A zero tensor standing in for a joined rank's part of an allreduce.
+    static RequestPtr zeros_like(const Response &resp, const Request &join);
     void send_control(int32_t peer, uint32_t kind, std::string payload);
     void reap_sends();
     void check_timeouts();
@@ -71,12 +83,13 @@ class Engine {
     // Shared with callers (guarded by mu_).
     std::mutex mu_;
     std::vector<RequestPtr> queue_;
-    std::set<std::string> in_flight_names_;
-    uint64_t auto_name_counter_[3] = {0, 0, 0};
+    std::set<Key> in_flight_names_;
+    std::map<std::pair<uint16_t, int>, uint64_t> auto_name_counters_;
 
     // Engine-thread state.
-    std::map<std::string, RequestPtr> pending_;  // reported to the coordinator, not yet run
-    std::list<Response> responses_;              // agreed order, not yet run
+    ProcessSetTable *sets_;
+    std::map<Key, RequestPtr> pending_;  // reported to the coordinator, not yet run
+    std::list<Response> responses_;      // agreed order, not yet run
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     collectives::ScratchBuffer scratch_;

@@ -11,6 +11,14 @@ namespace hvd::engine {
 
 namespace {
 
+// Bytes of one row: everything but the first dimension.
+size_t row_bytes_of(const TensorRef &t) {
+    size_t row = dtype_size(t.dtype);
+    for (size_t i = 1; i < t.shape.size(); ++i)
+        row *= static_cast<size_t>(t.shape[i]);
+    return row;
+}
+
 hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
     const TensorRef &in = req.input;
     TensorRef &out = req.output;
@@ -33,9 +41,7 @@ hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
 
 hvd_status_t run_allgather(collectives::Comm &comm, const Response &resp, Request &req) {
     const TensorRef &in = req.input;
-    size_t row_bytes = dtype_size(in.dtype);
-    for (size_t i = 1; i < in.shape.size(); ++i)
-        row_bytes *= static_cast<size_t>(in.shape[i]);
+    size_t row_bytes = row_bytes_of(in);
     std::vector<size_t> bytes;
     int64_t rows = 0;
     for (int64_t d : resp.first_dims) {
@@ -46,6 +52,64 @@ hvd_status_t run_allgather(collectives::Comm &comm, const Response &resp, Reques
     req.owned_shape[0] = rows;
     req.owned_data.resize(static_cast<size_t>(rows) * row_bytes);
     return collectives::allgatherv(comm, in.data, req.owned_data.data(), bytes);
+}
+
+// resp.first_dims is the n x n matrix of rows, [sender][receiver].
+hvd_status_t run_alltoall(collectives::Comm &comm, const Response &resp, Request &req) {
+    const TensorRef &in = req.input;
+    const size_t n = static_cast<size_t>(comm.size());
+    const size_t me = static_cast<size_t>(comm.my_index);
+    size_t row_bytes = row_bytes_of(in);
+    std::vector<size_t> send_bytes(n), recv_bytes(n);
+    req.received_splits.assign(n, 0);
+    int64_t rows = 0;
+    for (size_t j = 0; j < n; ++j) {
+        send_bytes[j] = static_cast<size_t>(resp.first_dims[me * n + j]) * row_bytes;
+        int64_t from_j = resp.first_dims[j * n + me];
+        recv_bytes[j] = static_cast<size_t>(from_j) * row_bytes;
+        req.received_splits[j] = static_cast<int32_t>(from_j);
+        rows += from_j;
+    }
+    req.owned_shape = in.shape;
+    req.owned_shape[0] = rows;
+    req.owned_data.resize(static_cast<size_t>(rows) * row_bytes);
+    return collectives::alltoallv(comm, in.data, send_bytes, req.owned_data.data(), recv_bytes);
+}
+
+// Horovod's split of the first dimension: the first d0 % n members get one extra row.
+hvd_status_t run_reducescatter(collectives::Comm &comm, Request &req) {
+    const TensorRef &in = req.input;
+    const int64_t n = comm.size();
+    const int64_t d0 = in.shape[0];
+    size_t row_elems = in.elements() / (d0 > 0 ? static_cast<size_t>(d0) : 1);
+    if (d0 == 0) row_elems = 0;
+    std::vector<size_t> counts(static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r)
+        counts[r] = static_cast<size_t>(d0 / n + (r < d0 % n ? 1 : 0)) * row_elems;
+    int64_t my_rows = d0 / n + (comm.my_index < d0 % n ? 1 : 0);
+    req.owned_shape = in.shape;
+    req.owned_shape[0] = my_rows;
+    size_t esz = dtype_size(in.dtype);
+    req.owned_data.resize(counts[comm.my_index] * esz);
+    // Prescale a copy: the caller's input is never modified.
+    const void *src = in.data;
+    std::vector<char> scaled;
+    if (req.meta.prescale != 1.0) {
+        scaled.resize(in.bytes());
+        hvd_status_t s =
+            reduce::scale_into(scaled.data(), in.data, in.elements(), in.dtype, req.meta.prescale);
+        if (s != HVD_OK) return s;
+        src = scaled.data();
+    }
+    int32_t op = req.meta.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : req.meta.reduce_op;
+    hvd_status_t s =
+        collectives::reducescatter(comm, src, req.owned_data.data(), counts, in.dtype, op);
+    if (s != HVD_OK) return s;
+    double post = req.meta.postscale;
+    if (req.meta.reduce_op == HVD_OP_AVERAGE) post /= static_cast<double>(n);
+    if (post == 1.0) return HVD_OK;
+    return reduce::scale_into(req.owned_data.data(), req.owned_data.data(), counts[comm.my_index],
+                              in.dtype, post);
 }
 
 hvd_status_t run_broadcast(collectives::Comm &comm, Request &req) {
@@ -73,6 +137,16 @@ hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Req
             case OpType::kBroadcast:
                 s = run_broadcast(comm, req);
                 break;
+            case OpType::kAlltoall:
+                s = run_alltoall(comm, resp, req);
+                break;
+            case OpType::kReducescatter:
+                s = run_reducescatter(comm, req);
+                break;
+            default:
+                *message = strprintf("%s '%s' is not a data collective", op_type_name(resp.type),
+                                     resp.name.c_str());
+                return HVD_ERR_INTERNAL;
         }
     } catch (const Error &e) {
         *message = e.what();

@@ -12,6 +12,18 @@ const char *op_type_name(OpType t) {
             return "allgather";
         case OpType::kBroadcast:
             return "broadcast";
+        case OpType::kAlltoall:
+            return "alltoall";
+        case OpType::kReducescatter:
+            return "reducescatter";
+        case OpType::kBarrier:
+            return "barrier";
+        case OpType::kProcessSetCreate:
+            return "process_set_create";
+        case OpType::kProcessSetDestroy:
+            return "process_set_destroy";
+        case OpType::kJoin:
+            return "join";
     }
     return "unknown";
 }
@@ -44,8 +56,7 @@ std::vector<int64_t> read_dims(WireReader &r) {
 
 OpType read_op_type(WireReader &r) {
     uint8_t t = r.u8();
-    if (t > static_cast<uint8_t>(OpType::kBroadcast))
-        throw Error(HVD_ERR_TRANSPORT, "malformed control message (op type)");
+    if (t >= kNumOpTypes) throw Error(HVD_ERR_TRANSPORT, "malformed control message (op type)");
     return static_cast<OpType>(t);
 }
 
@@ -56,6 +67,7 @@ std::string encode_ready(const std::vector<OpMeta> &metas) {
     w.u64(metas.size());
     for (const OpMeta &m : metas) {
         w.str(m.name);
+        w.i32(m.set_id);
         w.u8(static_cast<uint8_t>(m.type));
         w.i32(m.dtype);
         write_dims(w, m.shape);
@@ -64,6 +76,9 @@ std::string encode_ready(const std::vector<OpMeta> &metas) {
         w.i32(m.root);
         w.f64(m.prescale);
         w.f64(m.postscale);
+        w.u64(m.splits.size());
+        for (int32_t v : m.splits)
+            w.i32(v);
     }
     return std::move(w.bytes());
 }
@@ -75,6 +90,7 @@ std::vector<OpMeta> decode_ready(const std::string &bytes) {
     for (uint64_t i = 0; i < n; ++i) {
         OpMeta m;
         m.name = r.str();
+        m.set_id = static_cast<uint16_t>(r.i32());
         m.type = read_op_type(r);
         m.dtype = r.i32();
         m.shape = read_dims(r);
@@ -83,6 +99,11 @@ std::vector<OpMeta> decode_ready(const std::string &bytes) {
         m.root = r.i32();
         m.prescale = r.f64();
         m.postscale = r.f64();
+        uint64_t ns = r.u64();
+        if (ns > (UINT64_C(1) << 24)) throw Error(HVD_ERR_TRANSPORT, "malformed control message");
+        m.splits.resize(ns);
+        for (auto &v : m.splits)
+            v = r.i32();
         metas.push_back(std::move(m));
     }
     return metas;
@@ -93,11 +114,17 @@ std::string encode_responses(const std::vector<Response> &responses) {
     w.u64(responses.size());
     for (const Response &resp : responses) {
         w.str(resp.name);
+        w.i32(resp.set_id);
         w.u8(static_cast<uint8_t>(resp.type));
         w.u64(resp.seq);
         w.i32(resp.status);
         w.str(resp.message);
         write_dims(w, resp.first_dims);
+        w.i32(resp.dtype);
+        write_dims(w, resp.shape);
+        w.i32(resp.reduce_op);
+        w.f64(resp.prescale);
+        w.f64(resp.postscale);
     }
     return std::move(w.bytes());
 }
@@ -109,11 +136,17 @@ std::vector<Response> decode_responses(const std::string &bytes) {
     for (uint64_t i = 0; i < n; ++i) {
         Response resp;
         resp.name = r.str();
+        resp.set_id = static_cast<uint16_t>(r.i32());
         resp.type = read_op_type(r);
         resp.seq = static_cast<uint32_t>(r.u64());
         resp.status = r.i32();
         resp.message = r.str();
         resp.first_dims = read_dims(r);
+        resp.dtype = r.i32();
+        resp.shape = read_dims(r);
+        resp.reduce_op = r.i32();
+        resp.prescale = r.f64();
+        resp.postscale = r.f64();
         out.push_back(std::move(resp));
     }
     return out;

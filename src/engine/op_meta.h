@@ -8,12 +8,24 @@
 
 namespace hvd::engine {
 
-enum class OpType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2 };
+enum class OpType : uint8_t {
+    kAllreduce = 0,
+    kAllgather = 1,
+    kBroadcast = 2,
+    kAlltoall = 3,
+    kReducescatter = 4,
+    kBarrier = 5,
+    kProcessSetCreate = 6,   // negotiated on the global set; splits = the new set's ranks
+    kProcessSetDestroy = 7,  // negotiated on the global set; root = the set's id
+    kJoin = 8,
+};
+constexpr int kNumOpTypes = 9;
 const char *op_type_name(OpType t);
 
 // One rank's description of a named op. Every field is compared across ranks.
 struct OpMeta {
     std::string name;
+    uint16_t set_id = 0;  // process set; 0 = all ranks
     OpType type = OpType::kAllreduce;
     int32_t dtype = 0;
     std::vector<int64_t> shape;
@@ -22,16 +34,29 @@ struct OpMeta {
     int32_t root = 0;
     double prescale = 1.0;
     double postscale = 1.0;
+    std::vector<int32_t> splits;  // alltoall: rows for each member; set create: the ranks
 };
 
 // The coordinator's verdict on one name, sent to every rank in the same order.
 struct Response {
     std::string name;
+    uint16_t set_id = 0;
     OpType type = OpType::kAllreduce;
-    uint32_t seq = 0;                 // tags of this collective's data messages
-    int32_t status = 0;               // HVD_OK, or HVD_ERR_MISMATCH etc. for every rank
-    std::string message;              // error detail
-    std::vector<int64_t> first_dims;  // allgather: each rank's first dimension
+    uint32_t seq = 0;     // tags of this collective's data messages
+    int32_t status = 0;   // HVD_OK, or HVD_ERR_MISMATCH etc. for every rank
+    std::string message;  // error detail
+    // allgather: each member's first dimension; alltoall: the n x n split matrix, row
+    // [sender][receiver]; process set create: the new set's id.
+    std::vector<int64_t> first_dims;
+    // Allreduce: the tensor's description, so that joined ranks (which never enqueued the
+    // op) can take part with zeros.
+    int32_t dtype = 0;
+    std::vector<int64_t> shape;
+    int32_t reduce_op = 0;
+    double prescale = 1.0;
+    double postscale = 1.0;
+    // Not sent: >= 0 when the coordinator answers one rank alone (an error of that rank's).
+    int32_t addressee = -1;
 };
 
 // Encoding of the two control messages.

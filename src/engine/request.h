@@ -44,6 +44,8 @@ class Request {
     // Library-owned output, filled by the engine before complete(HVD_OK).
     std::vector<char> owned_data;
     std::vector<int64_t> owned_shape;
+    std::vector<int32_t> received_splits;  // alltoall: rows from each member
+    int64_t value = 0;                     // process set create: the new set's id
 
   private:
     mutable std::mutex mu_;

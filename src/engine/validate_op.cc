@@ -9,68 +9,111 @@ namespace hvd::engine {
 
 namespace {
 
-// "<op> '<name>': rank <r> has <what> <theirs>, rank 0 has <what> <ours>"
-std::string disagreement(const OpMeta &ref, size_t r, const char *what, const std::string &theirs,
-                         const std::string &ours) {
-    return strprintf("%s '%s': rank %zu has %s %s, rank 0 has %s %s", op_type_name(ref.type),
-                     ref.name.c_str(), r, what, theirs.c_str(), what, ours.c_str());
-}
+// Compares one member's description with the first member's and words the difference as
+// "<op> '<name>': rank <r> has <what> <theirs>, rank <r0> has <what> <ours>".
+class Comparison {
+  public:
+    Comparison(const OpMeta &ref, int32_t ref_rank, const OpMeta &m, int32_t rank)
+        : ref_(ref), ref_rank_(ref_rank), m_(m), rank_(rank) {}
+
+    std::string run() const;
+
+  private:
+    std::string differ(const char *what, const std::string &theirs, const std::string &ours) const {
+        return strprintf("%s '%s': rank %d has %s %s, rank %d has %s %s", op_type_name(ref_.type),
+                         ref_.name.c_str(), rank_, what, theirs.c_str(), ref_rank_, what,
+                         ours.c_str());
+    }
+    std::string same_shape() const {
+        return m_.shape == ref_.shape
+                   ? ""
+                   : differ("shape", shape_string(m_.shape), shape_string(ref_.shape));
+    }
+    std::string same_trailing_dims() const;
+    std::string same_reduction() const;
+
+    const OpMeta &ref_;
+    int32_t ref_rank_;
+    const OpMeta &m_;
+    int32_t rank_;
+};
 
 std::string dims_from_second(const std::vector<int64_t> &shape) {
     if (shape.empty()) return "[]";
     return shape_string(std::vector<int64_t>(shape.begin() + 1, shape.end()));
 }
 
-std::string compare(const OpMeta &ref, const OpMeta &m, size_t r) {
-    if (m.type != ref.type)
-        return disagreement(ref, r, "operation", op_type_name(m.type), op_type_name(ref.type));
-    if (m.dtype != ref.dtype)
-        return disagreement(ref, r, "dtype", dtype_name(m.dtype), dtype_name(ref.dtype));
-    if (m.device_type != ref.device_type)
-        return disagreement(ref, r, "device type", std::to_string(m.device_type),
-                            std::to_string(ref.device_type));
-    switch (ref.type) {
+std::string ranks_string(const std::vector<int32_t> &ranks) {
+    std::vector<int64_t> wide(ranks.begin(), ranks.end());
+    return shape_string(wide);
+}
+
+std::string Comparison::same_trailing_dims() const {
+    if (m_.shape.size() != ref_.shape.size())
+        return differ("rank (ndim)", std::to_string(m_.shape.size()),
+                      std::to_string(ref_.shape.size()));
+    if (dims_from_second(m_.shape) != dims_from_second(ref_.shape))
+        return differ("trailing dimensions", dims_from_second(m_.shape),
+                      dims_from_second(ref_.shape));
+    return "";
+}
+
+std::string Comparison::same_reduction() const {
+    if (m_.reduce_op != ref_.reduce_op)
+        return differ("reduce op", reduce_op_name(m_.reduce_op), reduce_op_name(ref_.reduce_op));
+    if (m_.prescale != ref_.prescale)
+        return differ("prescale factor", strprintf("%g", m_.prescale),
+                      strprintf("%g", ref_.prescale));
+    if (m_.postscale != ref_.postscale)
+        return differ("postscale factor", strprintf("%g", m_.postscale),
+                      strprintf("%g", ref_.postscale));
+    return "";
+}
+
+std::string Comparison::run() const {
+    if (m_.type != ref_.type)
+        return differ("operation", op_type_name(m_.type), op_type_name(ref_.type));
+    bool has_tensor = ref_.type != OpType::kBarrier && ref_.type != OpType::kProcessSetCreate &&
+                      ref_.type != OpType::kProcessSetDestroy && ref_.type != OpType::kJoin;
+    if (has_tensor && m_.dtype != ref_.dtype)
+        return differ("dtype", dtype_name(m_.dtype), dtype_name(ref_.dtype));
+    if (has_tensor && m_.device_type != ref_.device_type)
+        return differ("device type", std::to_string(m_.device_type),
+                      std::to_string(ref_.device_type));
+    std::string d;
+    switch (ref_.type) {
         case OpType::kAllreduce:
-            if (m.shape != ref.shape)
-                return disagreement(ref, r, "shape", shape_string(m.shape),
-                                    shape_string(ref.shape));
-            if (m.reduce_op != ref.reduce_op)
-                return disagreement(ref, r, "reduce op", reduce_op_name(m.reduce_op),
-                                    reduce_op_name(ref.reduce_op));
-            if (m.prescale != ref.prescale)
-                return disagreement(ref, r, "prescale factor", strprintf("%g", m.prescale),
-                                    strprintf("%g", ref.prescale));
-            if (m.postscale != ref.postscale)
-                return disagreement(ref, r, "postscale factor", strprintf("%g", m.postscale),
-                                    strprintf("%g", ref.postscale));
-            break;
+        case OpType::kReducescatter:
+            d = same_shape();
+            return d.empty() ? same_reduction() : d;
         case OpType::kAllgather:
-            if (m.shape.size() != ref.shape.size())
-                return disagreement(ref, r, "rank (ndim)", std::to_string(m.shape.size()),
-                                    std::to_string(ref.shape.size()));
-            if (dims_from_second(m.shape) != dims_from_second(ref.shape))
-                return disagreement(ref, r, "trailing dimensions", dims_from_second(m.shape),
-                                    dims_from_second(ref.shape));
-            break;
+        case OpType::kAlltoall:
+            return same_trailing_dims();
         case OpType::kBroadcast:
-            if (m.root != ref.root)
-                return disagreement(ref, r, "root rank", std::to_string(m.root),
-                                    std::to_string(ref.root));
-            if (m.shape != ref.shape)
-                return disagreement(ref, r, "shape", shape_string(m.shape),
-                                    shape_string(ref.shape));
-            break;
+            if (m_.root != ref_.root)
+                return differ("root rank", std::to_string(m_.root), std::to_string(ref_.root));
+            return same_shape();
+        case OpType::kProcessSetCreate:
+            if (m_.splits != ref_.splits)
+                return differ("ranks", ranks_string(m_.splits), ranks_string(ref_.splits));
+            return "";
+        case OpType::kProcessSetDestroy:
+            if (m_.root != ref_.root)
+                return differ("process set", std::to_string(m_.root), std::to_string(ref_.root));
+            return "";
+        case OpType::kBarrier:
+        case OpType::kJoin:
+            return "";
     }
     return "";
 }
 
 }  // namespace
 
-std::string validate_op(const std::vector<OpMeta> &by_rank) {
-    const OpMeta &ref = by_rank[0];
+std::string validate_op(const std::vector<OpMeta> &by_member, const std::vector<int32_t> &ranks) {
     std::string all;
-    for (size_t r = 1; r < by_rank.size(); ++r) {
-        std::string d = compare(ref, by_rank[r], r);
+    for (size_t i = 1; i < by_member.size(); ++i) {
+        std::string d = Comparison(by_member[0], ranks[0], by_member[i], ranks[i]).run();
         if (d.empty()) continue;
         if (!all.empty()) all += "; ";
         all += d;

@@ -54,6 +54,9 @@ static void test_failure_propagates(void **state) {
         enum { kBig = 8 << 20 };
         float *big = calloc(kBig, sizeof(float));
         assert_non_null(big);
+        /* let every survivor finish "before" first: a death noticed while an op is still
+         * completing fails that op too */
+        if (mp_rank == victim) usleep(300 * 1000);
         double t0 = now_ms();
         assert_int_equal(enqueue_sum("big", big, kBig, &req), HVD_OK);
         if (mp_rank == victim) {

@@ -1,14 +1,17 @@
 # Multi-process tests, launched by hvdrun (and by the other launchers libhvd supports).
 hvd_mp_program(mp_collectives)
 hvd_mp_program(mp_peer_failure)
+hvd_mp_program(mp_more_collectives)
 
 # A failing assertion aborts the rank at once (the others then see a dead peer and stop),
 # and no op waits longer than a minute.
 set(HVD_MP_ENV "CMOCKA_TEST_ABORT=1;HVD_OP_TIMEOUT=60;HVD_START_TIMEOUT=60")
 
-hvd_mp_test(mp_collectives NP 1 2 3 4 TIMEOUT 300)
-foreach(np 1 2 3 4)
-  set_tests_properties(mp.mp_collectives.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
+foreach(prog mp_collectives mp_more_collectives)
+  hvd_mp_test(${prog} NP 1 2 3 4 TIMEOUT 300)
+  foreach(np 1 2 3 4)
+    set_tests_properties(mp.${prog}.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
+  endforeach()
 endforeach()
 
 # kill: hvdrun reports the killed rank's code (128 + SIGKILL); every survivor passes.

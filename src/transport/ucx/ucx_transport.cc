@@ -17,6 +17,8 @@ namespace {
 
 // How long abort_all lets cancelled and force-closed operations end before abandoning them.
 constexpr int64_t kAbortDrainMs = 200;
+// How long closing endpoints may wait for peers' acknowledgements.
+constexpr int64_t kCloseWaitMs = 2000;
 
 hvd_status_t status_from_ucs(ucs_status_t s) {
     switch (s) {
@@ -367,27 +369,42 @@ class UcxTransport final : public Transport {
     }
 
     void close_endpoint(int32_t peer, bool force) {
-        ucp_ep_h ep = eps_[peer];
-        eps_[peer] = nullptr;
-        ucp_request_param_t p{};
-        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-        ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &p);
-        if (r == nullptr || UCS_PTR_IS_ERR(r)) return;
-        // A flush close waits for the peer's acknowledgements; bound it so a dead peer
-        // cannot hold us, then force the rest.
-        Deadline limit = Deadline::after_ms(force ? 5000 : 2000);
-        while (ucp_request_check_status(r) == UCS_INPROGRESS && !limit.expired())
-            progress();
-        if (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_request_cancel(worker_, r);
-        while (ucp_request_check_status(r) == UCS_INPROGRESS)
-            progress();
-        ucp_request_free(r);
+        std::vector<int32_t> one{peer};
+        close_endpoints(one, force);
     }
 
     void close_endpoints(bool force) {
+        std::vector<int32_t> open;
         for (int32_t peer = 0; peer < static_cast<int32_t>(eps_.size()); ++peer)
-            if (eps_[peer] != nullptr) close_endpoint(peer, force);
+            if (eps_[peer] != nullptr) open.push_back(peer);
+        close_endpoints(open, force);
+    }
+
+    // Closes the endpoints together, so peers' acknowledgements overlap. A flush close waits
+    // for the peer, so it is bounded: what has not finished by then is released with the
+    // worker (ucp_request_free lets UCX drop a request whenever it ends).
+    void close_endpoints(const std::vector<int32_t> &peers, bool force) {
+        std::vector<void *> closing;
+        for (int32_t peer : peers) {
+            ucp_ep_h ep = eps_[peer];
+            eps_[peer] = nullptr;
+            if (ep == nullptr) continue;
+            ucp_request_param_t p{};
+            p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+            p.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+            ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &p);
+            if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
+        }
+        Deadline limit = Deadline::after_ms(kCloseWaitMs);
+        auto pending = [&] {
+            for (void *r : closing)
+                if (ucp_request_check_status(r) == UCS_INPROGRESS) return true;
+            return false;
+        };
+        while (pending() && !limit.expired())
+            progress();
+        for (void *r : closing)
+            ucp_request_free(r);
     }
 
     int32_t rank_;
