@@ -289,8 +289,9 @@ HVD_API hvd_status_t hvd_process_set_included(hvd_context_h ctx, hvd_process_set
 /* Elementwise reduction over all ranks of the set. in and out have the same dtype and shape;
  * out->data == in->data is in place. Result = postscale * op_r(prescale * in_r), Average
  * dividing by the set size. Integers are scaled in float64 and truncated toward zero;
- * float16/bfloat16 are reduced and scaled in float32. Adasum is not yet supported
- * (HVD_ERR_UNSUPPORTED). */
+ * float16/bfloat16 are reduced and scaled in float32. Adasum (Maleki et al.: pairwise
+ * combination (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b over log2(n) levels) needs a float dtype
+ * and a power-of-two set size, else HVD_ERR_UNSUPPORTED at enqueue. */
 HVD_API hvd_status_t hvd_allreduce_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
                                            const hvd_tensor_t *out, const hvd_op_params_t *params,
                                            hvd_request_h *req_p) HVD_NOEXCEPT;
@@ -341,6 +342,24 @@ HVD_API hvd_status_t hvd_barrier_enqueue(hvd_context_h ctx, const hvd_op_params_
  * hvd_request_value then gives the rank (in the set) that joined last. */
 HVD_API hvd_status_t hvd_join_enqueue(hvd_context_h ctx, const hvd_op_params_t *params,
                                       hvd_request_h *req_p) HVD_NOEXCEPT;
+
+/* Grouped variants: n tensors (arrays of pointers, never of structs) negotiated and completed
+ * as one unit under one name (params->name or an auto-name; member i is "<name>.<i>"). The
+ * parameters apply to every member. The request completes when all members have, with the
+ * first member's error if any; hvd_request_output(req, i, ...) is member i's output. */
+HVD_API hvd_status_t hvd_grouped_allreduce_enqueue(hvd_context_h ctx,
+                                                   const hvd_tensor_t *const *ins,
+                                                   const hvd_tensor_t *const *outs, int32_t n,
+                                                   const hvd_op_params_t *params,
+                                                   hvd_request_h *req_p) HVD_NOEXCEPT;
+HVD_API hvd_status_t hvd_grouped_allgather_enqueue(hvd_context_h ctx,
+                                                   const hvd_tensor_t *const *ins, int32_t n,
+                                                   const hvd_op_params_t *params,
+                                                   hvd_request_h *req_p) HVD_NOEXCEPT;
+HVD_API hvd_status_t hvd_grouped_reducescatter_enqueue(hvd_context_h ctx,
+                                                       const hvd_tensor_t *const *ins, int32_t n,
+                                                       const hvd_op_params_t *params,
+                                                       hvd_request_h *req_p) HVD_NOEXCEPT;
 
 /* ---------------------------------------------------------------- completion */
 

@@ -134,10 +134,23 @@ hvd::engine::Context &live_context(const char *fn, hvd_context_h ctx) {
     return c;
 }
 
+// Adasum combines float vectors pairwise in log2(n) levels: float dtypes, power-of-two sets.
+void check_adasum(const char *fn, int32_t dtype, int32_t set_size) {
+    bool float_type = dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_BFLOAT16 ||
+                      dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT64;
+    if (!float_type)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: Adasum needs float16, bfloat16, float32 or float64, not %s", fn,
+                              hvd::dtype_name(dtype)));
+    if ((set_size & (set_size - 1)) != 0)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: Adasum needs a power-of-two number of ranks, the set has %d", fn,
+                              set_size));
+}
+
 // The checks every enqueue starts with; out may be NULL for library-owned outputs.
-std::shared_ptr<Request> new_request(const char *fn, hvd_request_h *req_p, const hvd_tensor_t *in,
+std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
                                      const hvd_tensor_t *out, bool has_output) {
-    if (req_p == nullptr) invalid(fn, "req_p is NULL");
     auto req = std::make_shared<Request>();
     req->input = read_tensor(fn, "input", in);
     if (has_output) {
@@ -148,18 +161,91 @@ std::shared_ptr<Request> new_request(const char *fn, hvd_request_h *req_p, const
 }
 
 // Fills in the name and deadline, enqueues and hands out a handle.
+void fill_meta(Request &req, const OpParams &o, const std::string &name) {
+    req.meta.set_id = o.set->id;
+    req.meta.name = name;
+    req.meta.dtype = req.input.dtype;
+    req.meta.shape = req.input.shape;
+    req.meta.device_type = req.input.device_type;
+    req.deadline = hvd::Deadline::after_ms(o.timeout_ms);
+}
+
 hvd_status_t submit(const char *fn, hvd::engine::Context &c, const OpParams &o,
                     std::shared_ptr<Request> req, hvd_request_h *req_p) {
-    req->meta.set_id = o.set->id;
-    req->meta.name = o.name.empty() ? c.engine().auto_name(req->meta.type, o.set->id) : o.name;
-    req->meta.dtype = req->input.dtype;
-    req->meta.shape = req->input.shape;
-    req->meta.device_type = req->input.device_type;
-    req->deadline = hvd::Deadline::after_ms(o.timeout_ms);
+    fill_meta(*req, o, o.name.empty() ? c.engine().auto_name(req->meta.type, o.set->id) : o.name);
     auto handle = std::make_unique<hvd_request>();
     handle->req = req;
     std::string err;
     hvd_status_t s = c.engine().enqueue(req, &err);
+    if (s != HVD_OK) throw Error(s, strprintf("%s: %s", fn, err.c_str()));
+    *req_p = handle.release();
+    return HVD_OK;
+}
+
+// One tensor's request of each kind that can also be grouped (parameters already read).
+std::shared_ptr<Request> prepare_allreduce(const char *fn, const hvd_tensor_t *in,
+                                           const hvd_tensor_t *out, const OpParams &o) {
+    auto req = new_request(fn, in, out, /*has_output=*/true);
+    if (o.reduce_op == HVD_OP_ADASUM) check_adasum(fn, req->input.dtype, o.set->size());
+    if (o.reduce_op != HVD_OP_AVERAGE && o.reduce_op != HVD_OP_ADASUM &&
+        !hvd::reduce::op_supported(o.reduce_op))
+        invalid(fn, strprintf("unknown reduce op %d", o.reduce_op));
+    req->meta.type = OpType::kAllreduce;
+    req->meta.reduce_op = o.reduce_op;
+    req->meta.prescale = o.prescale;
+    req->meta.postscale = o.postscale;
+    return req;
+}
+
+std::shared_ptr<Request> prepare_allgather(const char *fn, const hvd_tensor_t *in) {
+    auto req = new_request(fn, in, nullptr, /*has_output=*/false);
+    if (req->input.shape.empty()) invalid(fn, "allgather needs a tensor of rank >= 1");
+    req->meta.type = OpType::kAllgather;
+    return req;
+}
+
+std::shared_ptr<Request> prepare_reducescatter(const char *fn, const hvd_tensor_t *in,
+                                               const OpParams &o) {
+    auto req = new_request(fn, in, nullptr, /*has_output=*/false);
+    if (req->input.shape.empty()) invalid(fn, "reducescatter needs a tensor of rank >= 1");
+    if (o.reduce_op != HVD_OP_SUM && o.reduce_op != HVD_OP_AVERAGE)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: reducescatter supports Sum and Average, not %s", fn,
+                              hvd::reduce_op_name(o.reduce_op)));
+    req->meta.type = OpType::kReducescatter;
+    req->meta.reduce_op = o.reduce_op;
+    req->meta.prescale = o.prescale;
+    req->meta.postscale = o.postscale;
+    return req;
+}
+
+// Grouped ops: members named "<group>.<i>", negotiated and completed as one unit; the handle
+// is the parent, whose output i is member i's.
+template <typename Prepare>
+hvd_status_t submit_group(const char *fn, hvd_context_h ctx, int32_t n,
+                          const hvd_op_params_t *params, hvd_request_h *req_p, OpType type,
+                          Prepare &&prepare) {
+    hvd::engine::Context &c = live_context(fn, ctx);
+    if (req_p == nullptr) invalid(fn, "req_p is NULL");
+    if (n <= 0) invalid(fn, strprintf("a group needs at least one tensor, got %d", n));
+    OpParams o = read_params(fn, ctx, params);
+    auto parent = std::make_shared<Request>();
+    parent->meta.type = type;
+    parent->meta.set_id = o.set->id;
+    parent->meta.name = o.name.empty() ? c.engine().auto_name(type, o.set->id) : o.name;
+    parent->deadline = hvd::Deadline::after_ms(o.timeout_ms);
+    for (int32_t i = 0; i < n; ++i) {
+        std::shared_ptr<Request> m = prepare(i, o);
+        fill_meta(*m, o, strprintf("%s.%d", parent->meta.name.c_str(), i));
+        m->meta.group = parent->meta.name;
+        m->meta.group_size = n;
+        m->parent = parent;
+        parent->members.push_back(std::move(m));
+    }
+    auto handle = std::make_unique<hvd_request>();
+    handle->req = parent;
+    std::string err;
+    hvd_status_t s = c.engine().enqueue_group(parent->members, &err);
     if (s != HVD_OK) throw Error(s, strprintf("%s: %s", fn, err.c_str()));
     *req_p = handle.release();
     return HVD_OK;
@@ -175,17 +261,9 @@ HVD_API hvd_status_t hvd_allreduce_enqueue(hvd_context_h ctx, const hvd_tensor_t
     const char *fn = "hvd_allreduce_enqueue";
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
-        auto req = new_request(fn, req_p, in, out, /*has_output=*/true);
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
         OpParams o = read_params(fn, ctx, params);
-        if (o.reduce_op == HVD_OP_ADASUM)
-            throw Error(HVD_ERR_UNSUPPORTED, strprintf("%s: Adasum is not supported yet", fn));
-        if (o.reduce_op != HVD_OP_AVERAGE && !hvd::reduce::op_supported(o.reduce_op))
-            invalid(fn, strprintf("unknown reduce op %d", o.reduce_op));
-        req->meta.type = OpType::kAllreduce;
-        req->meta.reduce_op = o.reduce_op;
-        req->meta.prescale = o.prescale;
-        req->meta.postscale = o.postscale;
-        return submit(fn, c, o, req, req_p);
+        return submit(fn, c, o, prepare_allreduce(fn, in, out, o), req_p);
     });
 }
 
@@ -195,11 +273,9 @@ HVD_API hvd_status_t hvd_allgather_enqueue(hvd_context_h ctx, const hvd_tensor_t
     const char *fn = "hvd_allgather_enqueue";
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
-        auto req = new_request(fn, req_p, in, nullptr, /*has_output=*/false);
-        if (req->input.shape.empty()) invalid(fn, "allgather needs a tensor of rank >= 1");
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
         OpParams o = read_params(fn, ctx, params);
-        req->meta.type = OpType::kAllgather;
-        return submit(fn, c, o, req, req_p);
+        return submit(fn, c, o, prepare_allgather(fn, in), req_p);
     });
 }
 
@@ -209,7 +285,8 @@ HVD_API hvd_status_t hvd_broadcast_enqueue(hvd_context_h ctx, const hvd_tensor_t
     const char *fn = "hvd_broadcast_enqueue";
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
-        auto req = new_request(fn, req_p, in, out, /*has_output=*/true);
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
+        auto req = new_request(fn, in, out, /*has_output=*/true);
         OpParams o = read_params(fn, ctx, params);
         if (o.root < 0 || o.root >= o.set->size())
             invalid(fn, strprintf("root rank %d is outside [0, %d)", o.root, o.set->size()));
@@ -225,7 +302,8 @@ HVD_API hvd_status_t hvd_alltoall_enqueue(hvd_context_h ctx, const hvd_tensor_t 
     const char *fn = "hvd_alltoall_enqueue";
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
-        auto req = new_request(fn, req_p, in, nullptr, /*has_output=*/false);
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
+        auto req = new_request(fn, in, nullptr, /*has_output=*/false);
         if (req->input.shape.empty()) invalid(fn, "alltoall needs a tensor of rank >= 1");
         OpParams o = read_params(fn, ctx, params);
         int64_t d0 = req->input.shape[0];
@@ -255,18 +333,50 @@ HVD_API hvd_status_t hvd_reducescatter_enqueue(hvd_context_h ctx, const hvd_tens
     const char *fn = "hvd_reducescatter_enqueue";
     return guarded(fn, [&] {
         hvd::engine::Context &c = live_context(fn, ctx);
-        auto req = new_request(fn, req_p, in, nullptr, /*has_output=*/false);
-        if (req->input.shape.empty()) invalid(fn, "reducescatter needs a tensor of rank >= 1");
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
         OpParams o = read_params(fn, ctx, params);
-        if (o.reduce_op != HVD_OP_SUM && o.reduce_op != HVD_OP_AVERAGE)
-            throw Error(HVD_ERR_UNSUPPORTED,
-                        strprintf("%s: reducescatter supports Sum and Average, not %s", fn,
-                                  hvd::reduce_op_name(o.reduce_op)));
-        req->meta.type = OpType::kReducescatter;
-        req->meta.reduce_op = o.reduce_op;
-        req->meta.prescale = o.prescale;
-        req->meta.postscale = o.postscale;
-        return submit(fn, c, o, req, req_p);
+        return submit(fn, c, o, prepare_reducescatter(fn, in, o), req_p);
+    });
+}
+
+HVD_API hvd_status_t hvd_grouped_allreduce_enqueue(hvd_context_h ctx,
+                                                   const hvd_tensor_t *const *ins,
+                                                   const hvd_tensor_t *const *outs, int32_t n,
+                                                   const hvd_op_params_t *params,
+                                                   hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_grouped_allreduce_enqueue";
+    return guarded(fn, [&] {
+        if (ins == nullptr || outs == nullptr) invalid(fn, "ins or outs is NULL");
+        return submit_group(fn, ctx, n, params, req_p, OpType::kAllreduce,
+                            [&](int32_t i, const OpParams &o) {
+                                return prepare_allreduce(fn, ins[i], outs[i], o);
+                            });
+    });
+}
+
+HVD_API hvd_status_t hvd_grouped_allgather_enqueue(hvd_context_h ctx,
+                                                   const hvd_tensor_t *const *ins, int32_t n,
+                                                   const hvd_op_params_t *params,
+                                                   hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_grouped_allgather_enqueue";
+    return guarded(fn, [&] {
+        if (ins == nullptr) invalid(fn, "ins is NULL");
+        return submit_group(
+            fn, ctx, n, params, req_p, OpType::kAllgather,
+            [&](int32_t i, const OpParams &) { return prepare_allgather(fn, ins[i]); });
+    });
+}
+
+HVD_API hvd_status_t hvd_grouped_reducescatter_enqueue(hvd_context_h ctx,
+                                                       const hvd_tensor_t *const *ins, int32_t n,
+                                                       const hvd_op_params_t *params,
+                                                       hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_grouped_reducescatter_enqueue";
+    return guarded(fn, [&] {
+        if (ins == nullptr) invalid(fn, "ins is NULL");
+        return submit_group(
+            fn, ctx, n, params, req_p, OpType::kReducescatter,
+            [&](int32_t i, const OpParams &o) { return prepare_reducescatter(fn, ins[i], o); });
     });
 }
 

@@ -18,6 +18,28 @@ hvd_status_t finished_status(const hvd::engine::Request &req, const char *fn) {
     return s;
 }
 
+// The tensor a completed single op produced: library-owned or the caller's.
+hvd_tensor_t output_of(const hvd::engine::Request &r) {
+    hvd_tensor_t t{};
+    t.device_type = HVD_DEVICE_CPU;
+    bool library_owned = r.meta.type == hvd::engine::OpType::kAllgather ||
+                         r.meta.type == hvd::engine::OpType::kAlltoall ||
+                         r.meta.type == hvd::engine::OpType::kReducescatter;
+    const hvd::engine::TensorRef &ref = library_owned ? r.input : r.output;
+    t.dtype = ref.dtype;
+    t.device_id = ref.device_id;
+    if (library_owned) {
+        t.data = const_cast<char *>(r.owned_data.data());
+        t.ndim = static_cast<int32_t>(r.owned_shape.size());
+        t.shape = r.owned_shape.data();
+    } else {
+        t.data = ref.data;
+        t.ndim = static_cast<int32_t>(ref.shape.size());
+        t.shape = ref.shape.data();
+    }
+    return t;
+}
+
 }  // namespace
 
 extern "C" {
@@ -51,29 +73,16 @@ HVD_API hvd_status_t hvd_request_output(hvd_request_h req, int32_t i,
         hvd::engine::Request &r = *req->req;
         hvd_status_t s = finished_status(r, "hvd_request_output");
         if (s != HVD_OK) return s;
-        if (i != 0)
+        size_t outputs = r.members.empty() ? 1 : r.members.size();
+        if (i < 0 || static_cast<size_t>(i) >= outputs)
             return fail(HVD_ERR_INVALID_ARG,
-                        strprintf("hvd_request_output: index %d, this request has 1 output", i));
-        hvd_tensor_t t{};
-        t.device_type = HVD_DEVICE_CPU;
-        if (r.meta.type == hvd::engine::OpType::kBarrier)
-            return fail(HVD_ERR_INVALID_ARG, "hvd_request_output: a barrier has no output");
-        bool library_owned = r.meta.type == hvd::engine::OpType::kAllgather ||
-                             r.meta.type == hvd::engine::OpType::kAlltoall ||
-                             r.meta.type == hvd::engine::OpType::kReducescatter;
-        if (library_owned) {
-            t.data = r.owned_data.data();
-            t.dtype = r.input.dtype;
-            t.ndim = static_cast<int32_t>(r.owned_shape.size());
-            t.shape = r.owned_shape.data();
-        } else {
-            t.data = r.output.data;
-            t.dtype = r.output.dtype;
-            t.ndim = static_cast<int32_t>(r.output.shape.size());
-            t.shape = r.output.shape.data();
-            t.device_id = r.output.device_id;
-        }
-        *out_p = t;
+                        strprintf("hvd_request_output: index %d, this request has %zu output(s)", i,
+                                  outputs));
+        const hvd::engine::Request &one = r.members.empty() ? r : *r.members[i];
+        if (one.meta.type == hvd::engine::OpType::kBarrier ||
+            one.meta.type == hvd::engine::OpType::kJoin)
+            return fail(HVD_ERR_INVALID_ARG, "hvd_request_output: this request has no output");
+        *out_p = output_of(one);
         return HVD_OK;
     });
 }

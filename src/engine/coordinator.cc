@@ -86,9 +86,17 @@ void Coordinator::complete_ready(uint16_t set_id, std::vector<Response> *out) {
             ++it;
             continue;
         }
+        std::string group;
+        int32_t group_size = 0;
+        for (const auto &m : p.by_member)
+            if (m) {
+                group = m->group;
+                group_size = m->group_size;
+                break;
+            }
         Response resp = complete(it->first, p);
         join_done |= resp.type == OpType::kJoin;
-        out->push_back(std::move(resp));
+        emit(std::move(resp), group, group_size, out);
         it = pending_.erase(it);
     }
     if (join_done) {  // everyone joined: the next epoch starts with nobody joined
@@ -192,6 +200,23 @@ void Coordinator::apply_membership(Response &resp, const OpMeta &meta) {
     } else {
         sets_.erase(static_cast<uint16_t>(meta.root));
     }
+}
+
+// A group is negotiated and completed as one unit: its responses leave together, in the
+// order their ops became ready, once the last one is ready.
+void Coordinator::emit(Response resp, const std::string &group, int32_t group_size,
+                       std::vector<Response> *out) {
+    if (group.empty()) {
+        out->push_back(std::move(resp));
+        return;
+    }
+    Key key{resp.set_id, group};
+    std::vector<Response> &held = held_[key];
+    held.push_back(std::move(resp));
+    if (static_cast<int32_t>(held.size()) < group_size) return;
+    for (Response &r : held)
+        out->push_back(std::move(r));
+    held_.erase(key);
 }
 
 std::vector<Coordinator::Waiting> Coordinator::waiting() const {

@@ -58,6 +58,10 @@ class Coordinator {
     uint16_t next_set_id_ = 1;
     std::map<uint16_t, std::vector<int32_t>> sets_;  // set id -> members
     std::map<Key, Pending> pending_;
+    // Grouped ops: responses held back until every op of their group is ready.
+    void emit(Response resp, const std::string &group, int32_t group_size,
+              std::vector<Response> *out);
+    std::map<Key, std::vector<Response>> held_;  // (set, group) -> ready members
     // Join: members (indices) of each set that have joined, and the last one to join.
     std::map<uint16_t, std::vector<bool>> joined_;
     std::map<uint16_t, int32_t> last_joined_;

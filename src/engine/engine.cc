@@ -76,18 +76,27 @@ std::string Engine::auto_name(OpType type, uint16_t set_id) {
 }
 
 hvd_status_t Engine::enqueue(const RequestPtr &req, std::string *err) {
+    return enqueue_group({req}, err);
+}
+
+hvd_status_t Engine::enqueue_group(const std::vector<RequestPtr> &reqs, std::string *err) {
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_requested_) {
             *err = strprintf("rank %d: the context is finalizing", rank_);
             return HVD_ERR_NOT_READY;
         }
-        if (!in_flight_names_.insert({req->meta.set_id, req->meta.name}).second) {
-            *err = strprintf("rank %d: an op named '%s' is already in flight", rank_,
-                             req->meta.name.c_str());
-            return HVD_ERR_INVALID_ARG;
+        std::set<Key> names;
+        for (const RequestPtr &req : reqs) {
+            Key key{req->meta.set_id, req->meta.name};
+            if (in_flight_names_.count(key) || !names.insert(key).second) {
+                *err = strprintf("rank %d: an op named '%s' is already in flight", rank_,
+                                 req->meta.name.c_str());
+                return HVD_ERR_INVALID_ARG;
+            }
         }
-        queue_.push_back(req);
+        in_flight_names_.insert(names.begin(), names.end());
+        queue_.insert(queue_.end(), reqs.begin(), reqs.end());
     }
     wake();
     return HVD_OK;
@@ -395,6 +404,7 @@ void Engine::finish(const RequestPtr &req, hvd_status_t status, const std::strin
         in_flight_names_.erase({req->meta.set_id, req->meta.name});
     }
     req->complete(status, message);
+    if (RequestPtr parent = req->parent.lock()) parent->member_done(status, message);
 }
 
 void Engine::fail_everything(hvd_status_t status, const std::string &detail) {

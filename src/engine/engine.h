@@ -37,6 +37,8 @@ class Engine {
 
     // Thread-safe. Queues req; HVD_ERR_INVALID_ARG (with *err) if its name is in flight.
     hvd_status_t enqueue(const RequestPtr &req, std::string *err);
+    // Thread-safe. Queues every member of a group, or none of them (a name in flight).
+    hvd_status_t enqueue_group(const std::vector<RequestPtr> &reqs, std::string *err);
     // Thread-safe. Makes the engine thread look at its queue and the abort state now.
     void wake();
 

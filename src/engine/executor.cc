@@ -30,7 +30,9 @@ hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
         if (s != HVD_OK) return s;
     }
     int32_t op = req.meta.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : req.meta.reduce_op;
-    hvd_status_t s = collectives::allreduce(comm, out.data, count, in.dtype, op);
+    hvd_status_t s = op == HVD_OP_ADASUM
+                         ? collectives::adasum(comm, out.data, count, in.dtype)
+                         : collectives::allreduce(comm, out.data, count, in.dtype, op);
     if (s != HVD_OK) return s;
     // Average divides by the set size as part of the postscale factor (one rounding step).
     double post = req.meta.postscale;

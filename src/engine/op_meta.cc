@@ -79,6 +79,8 @@ std::string encode_ready(const std::vector<OpMeta> &metas) {
         w.u64(m.splits.size());
         for (int32_t v : m.splits)
             w.i32(v);
+        w.str(m.group);
+        w.i32(m.group_size);
     }
     return std::move(w.bytes());
 }
@@ -104,6 +106,8 @@ std::vector<OpMeta> decode_ready(const std::string &bytes) {
         m.splits.resize(ns);
         for (auto &v : m.splits)
             v = r.i32();
+        m.group = r.str();
+        m.group_size = r.i32();
         metas.push_back(std::move(m));
     }
     return metas;

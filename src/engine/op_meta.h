@@ -35,6 +35,8 @@ struct OpMeta {
     double prescale = 1.0;
     double postscale = 1.0;
     std::vector<int32_t> splits;  // alltoall: rows for each member; set create: the ranks
+    std::string group;            // grouped ops: the group's name; "" for a lone op
+    int32_t group_size = 0;       // grouped ops: how many ops the group has
 };
 
 // The coordinator's verdict on one name, sent to every rank in the same order.

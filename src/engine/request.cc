@@ -25,6 +25,22 @@ void Request::complete(hvd_status_t status, const std::string &message) {
     cv_.notify_all();
 }
 
+void Request::member_done(hvd_status_t status, const std::string &message) {
+    hvd_status_t final_status;
+    std::string final_message;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (status != HVD_OK && first_member_error_ == HVD_OK) {
+            first_member_error_ = status;
+            first_member_message_ = message;
+        }
+        if (++members_done_ < members.size()) return;
+        final_status = first_member_error_;
+        final_message = first_member_message_;
+    }
+    complete(final_status, final_message);
+}
+
 hvd_status_t Request::status() const {
     std::lock_guard<std::mutex> lock(mu_);
     return status_;

@@ -45,13 +45,21 @@ class Request {
     std::vector<char> owned_data;
     std::vector<int64_t> owned_shape;
     std::vector<int32_t> received_splits;  // alltoall: rows from each member
-    int64_t value = 0;                     // process set create: the new set's id
+    // Grouped ops: the parent completes when all of its members have; a member tells its
+    // parent through member_done().
+    std::vector<std::shared_ptr<Request>> members;
+    std::weak_ptr<Request> parent;
+    void member_done(hvd_status_t status, const std::string &message);
+    int64_t value = 0;  // process set create: the new set's id
 
   private:
     mutable std::mutex mu_;
     std::condition_variable cv_;
     hvd_status_t status_ = HVD_INPROGRESS;
     std::string message_;
+    size_t members_done_ = 0;
+    hvd_status_t first_member_error_ = HVD_OK;
+    std::string first_member_message_;
 };
 
 using RequestPtr = std::shared_ptr<Request>;

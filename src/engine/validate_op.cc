@@ -73,6 +73,8 @@ std::string Comparison::same_reduction() const {
 std::string Comparison::run() const {
     if (m_.type != ref_.type)
         return differ("operation", op_type_name(m_.type), op_type_name(ref_.type));
+    if (m_.group_size != ref_.group_size)
+        return differ("group size", std::to_string(m_.group_size), std::to_string(ref_.group_size));
     bool has_tensor = ref_.type != OpType::kBarrier && ref_.type != OpType::kProcessSetCreate &&
                       ref_.type != OpType::kProcessSetDestroy && ref_.type != OpType::kJoin;
     if (has_tensor && m_.dtype != ref_.dtype)

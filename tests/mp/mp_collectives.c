@@ -363,8 +363,11 @@ static void test_invalid_arguments(void **state) {
     p.field_mask = HVD_OP_FIELD_REDUCE_OP;
     p.reduce_op = 77;
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &req), HVD_ERR_INVALID_ARG);
-    p.reduce_op = HVD_OP_ADASUM;
-    assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &req), HVD_ERR_UNSUPPORTED);
+    p.reduce_op = HVD_OP_ADASUM; /* integers cannot be Adasum-combined */
+    hvd_tensor_t ints = mp_tensor(a, HVD_DTYPE_INT32, 1, shape);
+    assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &ints, &ints, &p, &req), HVD_ERR_UNSUPPORTED);
+    if (mp_size == 3) /* nor can 3 ranks */
+        assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &req), HVD_ERR_UNSUPPORTED);
     memset(&p, 0, sizeof p);
     p.field_mask = HVD_OP_FIELD_ROOT;
     p.root_rank = mp_size;

@@ -381,6 +381,133 @@ static void test_join_blocks_other_collectives(void **state) {
     hvd_request_release(join);
 }
 
+/* Adasum on every power-of-two size, against the published pairwise formula evaluated here
+ * in float64 over the same tree: level 1 combines ranks (0,1), (2,3); level 2 the results. */
+static void adasum_pair(const double *a, const double *b, double *out, int n) {
+    double dot = 0, na = 0, nb = 0;
+    for (int i = 0; i < n; ++i)
+        dot += a[i] * b[i], na += a[i] * a[i], nb += b[i] * b[i];
+    double ca = na >= 1e-8 ? 1 - dot / (2 * na) : 1, cb = nb >= 1e-8 ? 1 - dot / (2 * nb) : 1;
+    for (int i = 0; i < n; ++i)
+        out[i] = ca * a[i] + cb * b[i];
+}
+
+static void test_adasum(void **state) {
+    (void)state;
+    if (mp_size == 3) skip();
+    enum { N = 6 };
+    double v[4][N];
+    for (int r = 0; r < mp_size; ++r)
+        for (int i = 0; i < N; ++i)
+            v[r][i] = (r + 1) * (i % 3 + 1) + (r == i ? 2.0 : 0.0);
+    double ref[N];
+    if (mp_size == 1) {
+        for (int i = 0; i < N; ++i)
+            ref[i] = v[0][i];
+    } else if (mp_size == 2) {
+        adasum_pair(v[0], v[1], ref, N);
+    } else {
+        double left[N], right[N];
+        adasum_pair(v[0], v[1], left, N);
+        adasum_pair(v[2], v[3], right, N);
+        adasum_pair(left, right, ref, N);
+    }
+    static const int32_t dtypes[] = {HVD_DTYPE_FLOAT64, HVD_DTYPE_FLOAT32, HVD_DTYPE_FLOAT16};
+    for (int d = 0; d < 3; ++d) {
+        unsigned char buf[N * 8];
+        for (int i = 0; i < N; ++i)
+            mp_set(dtypes[d], buf, (size_t)i, v[mp_rank][i]);
+        int64_t shape[1] = {N};
+        hvd_tensor_t t = mp_tensor(buf, dtypes[d], 1, shape);
+        hvd_op_params_t p = params_in(NULL);
+        p.field_mask = HVD_OP_FIELD_REDUCE_OP;
+        p.reduce_op = HVD_OP_ADASUM;
+        hvd_request_h req;
+        assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &req), HVD_OK);
+        assert_int_equal(mp_wait(req), HVD_OK);
+        hvd_request_release(req);
+        double tol = dtypes[d] == HVD_DTYPE_FLOAT16 ? 2e-2 : 1e-5;
+        for (int i = 0; i < N; ++i) {
+            double got = mp_get(dtypes[d], buf, (size_t)i);
+            if (fabs(got - ref[i]) > tol * (1 + fabs(ref[i])))
+                mp_die("adasum %s element %d: %g, expected %g", mp_dtype_name(dtypes[d]), i, got,
+                       ref[i]);
+        }
+    }
+}
+
+/* Grouped ops: three tensors of different dtypes and shapes in one unit, one handle. */
+static void test_grouped(void **state) {
+    (void)state;
+    float a[3];
+    int64_t b[2][2];
+    double c[5];
+    for (int i = 0; i < 3; ++i)
+        a[i] = (float)(mp_rank + i);
+    for (int i = 0; i < 4; ++i)
+        b[i / 2][i % 2] = mp_rank * 10 + i;
+    for (int i = 0; i < 5; ++i)
+        c[i] = mp_rank * 0.5 + i;
+    int64_t sa[1] = {3}, sb[2] = {2, 2}, sc[1] = {5};
+    hvd_tensor_t ta = mp_tensor(a, HVD_DTYPE_FLOAT32, 1, sa);
+    hvd_tensor_t tb = mp_tensor(b, HVD_DTYPE_INT64, 2, sb);
+    hvd_tensor_t tc = mp_tensor(c, HVD_DTYPE_FLOAT64, 1, sc);
+    const hvd_tensor_t *ins[3] = {&ta, &tb, &tc};
+    hvd_op_params_t p = params_in(NULL);
+    p.field_mask = HVD_OP_FIELD_NAME;
+    p.name = "grads";
+    hvd_request_h req;
+    assert_int_equal(hvd_grouped_allreduce_enqueue(mp_ctx, ins, ins, 3, &p, &req), HVD_OK);
+    assert_int_equal(mp_wait(req), HVD_OK);
+    int64_t rsum = (int64_t)mp_size * (mp_size - 1) / 2;
+    for (int i = 0; i < 3; ++i)
+        assert_true(a[i] == (float)(rsum + mp_size * i));
+    for (int i = 0; i < 4; ++i)
+        assert_int_equal(b[i / 2][i % 2], rsum * 10 + mp_size * i);
+    for (int i = 0; i < 5; ++i)
+        assert_true(fabs(c[i] - (rsum * 0.5 + mp_size * i)) < 1e-12);
+    hvd_tensor_t out;
+    assert_int_equal(hvd_request_output(req, 1, &out), HVD_OK);
+    assert_ptr_equal(out.data, b);
+    assert_int_equal(hvd_request_output(req, 3, &out), HVD_ERR_INVALID_ARG);
+    hvd_request_release(req);
+
+    /* grouped allgather: member 0 ragged, member 1 fixed */
+    int32_t rows = mp_rank % 2 + 1, g0[2] = {mp_rank, mp_rank}, g1[1] = {mp_rank};
+    int64_t s0[1] = {rows}, s1[1] = {1};
+    hvd_tensor_t t0 = mp_tensor(g0, HVD_DTYPE_INT32, 1, s0);
+    hvd_tensor_t t1 = mp_tensor(g1, HVD_DTYPE_INT32, 1, s1);
+    const hvd_tensor_t *gins[2] = {&t0, &t1};
+    assert_int_equal(hvd_grouped_allgather_enqueue(mp_ctx, gins, 2, NULL, &req), HVD_OK);
+    assert_int_equal(mp_wait(req), HVD_OK);
+    assert_int_equal(hvd_request_output(req, 0, &out), HVD_OK);
+    int64_t total = 0;
+    for (int32_t r = 0; r < mp_size; ++r)
+        total += r % 2 + 1;
+    assert_int_equal(out.shape[0], total);
+    assert_int_equal(hvd_request_output(req, 1, &out), HVD_OK);
+    assert_int_equal(out.shape[0], mp_size);
+    for (int32_t r = 0; r < mp_size; ++r)
+        assert_int_equal(((int32_t *)out.data)[r], r);
+    hvd_request_release(req);
+
+    /* grouped reducescatter of two tensors */
+    int32_t r0[4] = {1, 2, 3, 4}, r1[2] = {5, 6};
+    int64_t q0[1] = {4}, q1[1] = {2};
+    hvd_tensor_t u0 = mp_tensor(r0, HVD_DTYPE_INT32, 1, q0);
+    hvd_tensor_t u1 = mp_tensor(r1, HVD_DTYPE_INT32, 1, q1);
+    const hvd_tensor_t *rins[2] = {&u0, &u1};
+    assert_int_equal(hvd_grouped_reducescatter_enqueue(mp_ctx, rins, 2, NULL, &req), HVD_OK);
+    assert_int_equal(mp_wait(req), HVD_OK);
+    assert_int_equal(hvd_request_output(req, 0, &out), HVD_OK);
+    int64_t mine = 4 / mp_size + (mp_rank < 4 % mp_size ? 1 : 0);
+    int64_t first = mp_rank * (4 / mp_size) + (mp_rank < 4 % mp_size ? mp_rank : 4 % mp_size);
+    assert_int_equal(out.shape[0], mine);
+    for (int64_t k = 0; k < mine; ++k)
+        assert_int_equal(((int32_t *)out.data)[k], r0[first + k] * mp_size);
+    hvd_request_release(req);
+}
+
 int main(void) {
     mp_init();
     const struct CMUnitTest tests[] = {
@@ -394,6 +521,8 @@ int main(void) {
         cmocka_unit_test(test_process_set_mismatch),
         cmocka_unit_test(test_join_uneven_steps),
         cmocka_unit_test(test_join_blocks_other_collectives),
+        cmocka_unit_test(test_adasum),
+        cmocka_unit_test(test_grouped),
     };
     if (cmocka_run_group_tests(tests, NULL, NULL) != 0) return 1;
     mp_finalize();
