@@ -7,6 +7,15 @@
 
 namespace hvd::engine {
 
+// What joined ranks and the fusion planner need to know of an allreduce.
+void Coordinator::describe_tensor(Response &resp, const OpMeta &m) {
+    resp.dtype = m.dtype;
+    resp.shape = m.shape;
+    resp.reduce_op = m.reduce_op;
+    resp.prescale = m.prescale;
+    resp.postscale = m.postscale;
+}
+
 Coordinator::Coordinator(int32_t size) {
     std::vector<int32_t> all(static_cast<size_t>(size));
     for (int32_t r = 0; r < size; ++r)
@@ -144,6 +153,9 @@ Response Coordinator::complete(const Key &key, Pending &p) {
         case OpType::kJoin:
             resp.first_dims = {last_joined_[key.first]};
             break;
+        case OpType::kAllreduce:
+            describe_tensor(resp, metas[0]);
+            break;
         default:
             break;
     }
@@ -174,12 +186,7 @@ Response Coordinator::complete_with_joined(const Key &key, std::vector<OpMeta> &
         resp.message = err;
         return resp;
     }
-    const OpMeta &m = metas[0];
-    resp.dtype = m.dtype;
-    resp.shape = m.shape;
-    resp.reduce_op = m.reduce_op;
-    resp.prescale = m.prescale;
-    resp.postscale = m.postscale;
+    describe_tensor(resp, metas[0]);
     return resp;
 }
 

@@ -52,6 +52,7 @@ class Coordinator {
     Response complete_with_joined(const Key &key, std::vector<OpMeta> &metas,
                                   const std::vector<int32_t> &ranks, const Pending &p);
     void apply_membership(Response &resp, const OpMeta &meta);
+    static void describe_tensor(Response &resp, const OpMeta &m);
     int32_t member_index(uint16_t set_id, int32_t rank) const;
 
     uint32_t next_seq_ = 1;

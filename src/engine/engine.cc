@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "engine/executor.h"
+#include "engine/fusion_planner.h"
 
 namespace hvd::engine {
 
@@ -191,8 +192,9 @@ bool Engine::receive_control() {
     return any;
 }
 
-void Engine::deliver_responses(const std::vector<Response> &responses) {
+void Engine::deliver_responses(std::vector<Response> responses) {
     if (responses.empty()) return;
+    plan_fusion(responses, fusion_threshold_bytes());
     // Each rank gets, in emission order, the responses of the sets it belongs to.
     std::vector<std::vector<Response>> by_peer(static_cast<size_t>(size_));
     for (const Response &r : responses) {
@@ -263,9 +265,55 @@ bool Engine::run_responses() {
         RequestPtr req = it->second;
         pending_.erase(it);
         any = true;
+        if (resp.fuse_next && resp.status == HVD_OK) {
+            run_fused(std::move(resp), std::move(req));
+            continue;
+        }
         run_one(resp, req);
     }
     return any;
+}
+
+// A run of allreduces the coordinator chained with fuse_next: one collective for all. The
+// whole run arrived in one message, so it is all in responses_ now.
+void Engine::run_fused(Response first, RequestPtr first_req) {
+    std::vector<Response> resps;
+    std::vector<RequestPtr> reqs;
+    resps.push_back(std::move(first));
+    reqs.push_back(std::move(first_req));
+    while (resps.back().fuse_next) {
+        if (responses_.empty())
+            throw Error(HVD_ERR_INTERNAL,
+                        strprintf("rank %d: a fused run after '%s' arrived incomplete", rank_,
+                                  resps.back().name.c_str()));
+        Response next = std::move(responses_.front());
+        responses_.pop_front();
+        auto it = pending_.find({next.set_id, next.name});
+        RequestPtr req;
+        if (it != pending_.end()) {
+            req = it->second;
+            pending_.erase(it);
+        } else if (const Request *join = joined_request(next.set_id)) {
+            req = zeros_like(next, *join);
+        } else {
+            throw Error(HVD_ERR_INTERNAL,
+                        strprintf("rank %d: the coordinator scheduled '%s', which this rank "
+                                  "never enqueued",
+                                  rank_, next.name.c_str()));
+        }
+        resps.push_back(std::move(next));
+        reqs.push_back(std::move(req));
+    }
+    collectives::Comm comm = make_comm(resps.front(), *reqs.front());
+    for (const RequestPtr &r : reqs)
+        comm.deadline = Deadline::earlier(comm.deadline, r->deadline);
+    std::string message;
+    hvd_status_t s = execute_fused_allreduce(comm, reqs, &fusion_buffer_, &message);
+    fused_collectives_.fetch_add(1, std::memory_order_relaxed);
+    fused_tensors_.fetch_add(reqs.size(), std::memory_order_relaxed);
+    if (s != HVD_OK) s = settle_failure(resps.front(), s, &message);
+    for (const RequestPtr &r : reqs)
+        finish(r, s, message);
 }
 
 void Engine::run_one(const Response &resp, const RequestPtr &req) {
@@ -289,6 +337,14 @@ void Engine::run_one(const Response &resp, const RequestPtr &req) {
         default:
             break;
     }
+    collectives::Comm comm = make_comm(resp, *req);
+    std::string message;
+    hvd_status_t s = execute_response(comm, resp, *req, &message);
+    if (s != HVD_OK) s = settle_failure(resp, s, &message);
+    finish(req, s, message);
+}
+
+collectives::Comm Engine::make_comm(const Response &resp, const Request &req) {
     ProcessSetPtr set = sets_->find(resp.set_id);
     if (!set || set->my_index < 0)
         throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: '%s' runs in process set %u, which "
@@ -300,25 +356,24 @@ void Engine::run_one(const Response &resp, const RequestPtr &req) {
     comm.my_index = set->my_index;
     comm.set_id = resp.set_id;
     comm.seq = resp.seq;
-    comm.deadline = req->deadline;
+    comm.deadline = req.deadline;
     comm.abort_status = abort_->flag();
     comm.scratch = &scratch_;
-    std::string message;
-    hvd_status_t s = execute_response(comm, resp, *req, &message);
-    if (s != HVD_OK && s != HVD_ERR_MISMATCH && s != HVD_ERR_INVALID_ARG &&
-        s != HVD_ERR_UNSUPPORTED) {
-        // A collective that failed half way leaves the ranks out of step: the context
-        // cannot go on.
-        if (s == HVD_ERR_TIMED_OUT)
-            message = strprintf("rank %d: %s '%s' timed out", rank_, op_type_name(resp.type),
-                                resp.name.c_str());
-        if (s == HVD_ERR_TRANSPORT) await_failure_report();
-        abort_->set(s, message);
-        transport_aborted_ = true;  // wait_all aborted the transport already
-        s = abort_->status();       // a dead peer, when that is the cause
-        message = abort_->detail();
-    }
-    finish(req, s, message);
+    return comm;
+}
+
+hvd_status_t Engine::settle_failure(const Response &resp, hvd_status_t s, std::string *message) {
+    if (s == HVD_ERR_MISMATCH || s == HVD_ERR_INVALID_ARG || s == HVD_ERR_UNSUPPORTED) return s;
+    // A collective that failed half way leaves the ranks out of step: the context cannot go
+    // on.
+    if (s == HVD_ERR_TIMED_OUT)
+        *message = strprintf("rank %d: %s '%s' timed out", rank_, op_type_name(resp.type),
+                             resp.name.c_str());
+    if (s == HVD_ERR_TRANSPORT) await_failure_report();
+    abort_->set(s, *message);
+    transport_aborted_ = true;  // wait_all aborted the transport already
+    *message = abort_->detail();
+    return abort_->status();  // a dead peer, when that is the cause
 }
 
 const Request *Engine::joined_request(uint16_t set_id) const {

@@ -4,6 +4,7 @@
 // engine uses no CPU.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -46,6 +47,10 @@ class Engine {
     // Thread-safe.
     std::string auto_name(OpType type, uint16_t set_id);
 
+    // Tensor fusion statistics: collectives that ran several tensors, and those tensors.
+    uint64_t fused_collectives() const { return fused_collectives_.load(); }
+    uint64_t fused_tensors() const { return fused_tensors_.load(); }
+
   private:
     struct OutgoingMessage {
         std::string payload;
@@ -58,9 +63,14 @@ class Engine {
     bool run_responses();
     using Key = std::pair<uint16_t, std::string>;  // (process set, name)
 
-    void deliver_responses(const std::vector<Response> &responses);
+    void deliver_responses(std::vector<Response> responses);
     std::vector<int32_t> recipients(const Response &r) const;
     void run_one(const Response &resp, const RequestPtr &req);
+    void run_fused(Response first, RequestPtr first_req);
+    collectives::Comm make_comm(const Response &resp, const Request &req);
+    // The status a failed collective completes with; aborts the context unless the failure
+    // was this op's alone (mismatch, bad argument).
+    hvd_status_t settle_failure(const Response &resp, hvd_status_t s, std::string *message);
     void run_membership_change(const Response &resp, Request &req);
     // This rank's outstanding join in a set, or null.
     const Request *joined_request(uint16_t set_id) const;
@@ -95,6 +105,9 @@ class Engine {
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     collectives::ScratchBuffer scratch_;
+    collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step
+    std::atomic<uint64_t> fused_collectives_{0};
+    std::atomic<uint64_t> fused_tensors_{0};
     bool transport_aborted_ = false;
 };
 

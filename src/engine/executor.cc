@@ -11,6 +11,13 @@ namespace hvd::engine {
 
 namespace {
 
+// Average divides by the set size as part of the postscale factor (one rounding step).
+double postscale_of(const Request &req, int32_t set_size) {
+    double post = req.meta.postscale;
+    if (req.meta.reduce_op == HVD_OP_AVERAGE) post /= set_size;
+    return post;
+}
+
 // Bytes of one row: everything but the first dimension.
 size_t row_bytes_of(const TensorRef &t) {
     size_t row = dtype_size(t.dtype);
@@ -34,9 +41,7 @@ hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
                          ? collectives::adasum(comm, out.data, count, in.dtype)
                          : collectives::allreduce(comm, out.data, count, in.dtype, op);
     if (s != HVD_OK) return s;
-    // Average divides by the set size as part of the postscale factor (one rounding step).
-    double post = req.meta.postscale;
-    if (req.meta.reduce_op == HVD_OP_AVERAGE) post /= comm.size();
+    double post = postscale_of(req, comm.size());
     if (post != 1.0) return reduce::scale_into(out.data, out.data, count, in.dtype, post);
     return HVD_OK;
 }
@@ -124,6 +129,39 @@ hvd_status_t run_broadcast(collectives::Comm &comm, Request &req) {
 }
 
 }  // namespace
+
+hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<RequestPtr> &reqs,
+                                     collectives::ScratchBuffer *fusion, std::string *message) {
+    const Request &first = *reqs.front();
+    const int32_t dtype = first.input.dtype;
+    size_t total = 0;
+    for (const RequestPtr &r : reqs)
+        total += r->input.bytes();
+    char *buf = static_cast<char *>(fusion->get(total));
+    size_t offset = 0;
+    for (const RequestPtr &r : reqs) {
+        hvd_status_t s = reduce::scale_into(buf + offset, r->input.data, r->input.elements(), dtype,
+                                            r->meta.prescale);
+        if (s != HVD_OK) return s;
+        offset += r->input.bytes();
+    }
+    int32_t op = first.meta.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : first.meta.reduce_op;
+    hvd_status_t s = collectives::allreduce(comm, buf, total / dtype_size(dtype), dtype, op);
+    if (s != HVD_OK) {
+        *message =
+            strprintf("fused allreduce of %zu tensors from '%s' failed on rank %d: %s", reqs.size(),
+                      first.meta.name.c_str(), comm.members[comm.my_index], status_message(s));
+        return s;
+    }
+    offset = 0;
+    for (const RequestPtr &r : reqs) {
+        s = reduce::scale_into(r->output.data, buf + offset, r->output.elements(), dtype,
+                               postscale_of(*r, comm.size()));
+        if (s != HVD_OK) return s;
+        offset += r->input.bytes();
+    }
+    return HVD_OK;
+}
 
 hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Request &req,
                               std::string *message) {

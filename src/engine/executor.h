@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "collectives/comm.h"
 #include "engine/op_meta.h"
@@ -14,5 +15,10 @@ namespace hvd::engine {
 // the request completes with; *message gets a detail on failure.
 hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Request &req,
                               std::string *message);
+
+// Runs several allreduces (same set, dtype, op and scale factors) as one collective: packs
+// the (prescaled) inputs into `fusion`, reduces once, unpacks (postscaled) into the outputs.
+hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<RequestPtr> &reqs,
+                                     collectives::ScratchBuffer *fusion, std::string *message);
 
 }  // namespace hvd::engine

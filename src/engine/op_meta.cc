@@ -129,6 +129,7 @@ std::string encode_responses(const std::vector<Response> &responses) {
         w.i32(resp.reduce_op);
         w.f64(resp.prescale);
         w.f64(resp.postscale);
+        w.u8(resp.fuse_next ? 1 : 0);
     }
     return std::move(w.bytes());
 }
@@ -151,6 +152,7 @@ std::vector<Response> decode_responses(const std::string &bytes) {
         resp.reduce_op = r.i32();
         resp.prescale = r.f64();
         resp.postscale = r.f64();
+        resp.fuse_next = r.u8() != 0;
         out.push_back(std::move(resp));
     }
     return out;

@@ -57,6 +57,9 @@ struct Response {
     int32_t reduce_op = 0;
     double prescale = 1.0;
     double postscale = 1.0;
+    // Tensor fusion: this allreduce runs as one collective with the next response (decided
+    // by the coordinator, so every rank fuses the same way).
+    bool fuse_next = false;
     // Not sent: >= 0 when the coordinator answers one rank alone (an error of that rank's).
     int32_t addressee = -1;
 };

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "capi/handles.h"
 #include "hvd/hvd.h"
 
 namespace {
@@ -127,6 +128,68 @@ void test_four_ranks(void **) {
     run_job(4);
 }
 
+// 64 small allreduces enqueued back to back on each of 3 ranks: the coordinator sees them
+// ready together and fuses them; every result must still be exact.
+std::string run_fusion_rank(const hvd_unique_id_t &id, int32_t rank, int32_t size,
+                            uint64_t *fused) {
+    hvd_init_params_t ip;
+    std::memset(&ip, 0, sizeof ip);
+    ip.field_mask = HVD_INIT_FIELD_RANK | HVD_INIT_FIELD_UNIQUE_ID | HVD_INIT_FIELD_TIMEOUT;
+    ip.rank = rank;
+    ip.size = size;
+    ip.unique_id = id;
+    ip.timeout_ms = 30000;
+    hvd_context_h ctx;
+    if (hvd_init(&ip, &ctx) != HVD_OK) return "init failed";
+    enum { kTensors = 64, kLen = 33 };
+    std::vector<std::vector<int32_t>> data(kTensors, std::vector<int32_t>(kLen));
+    std::vector<hvd_request_h> reqs(kTensors);
+    int64_t shape[1] = {kLen};
+    std::string err;
+    // Everyone enqueues all tensors before any rank's engine can see them all: wait for the
+    // others with a barrier first.
+    hvd_request_h barrier;
+    hvd_barrier_enqueue(ctx, nullptr, &barrier);
+    hvd_request_wait(barrier, 30000);
+    hvd_request_release(barrier);
+    for (int t = 0; t < kTensors; ++t) {
+        for (int i = 0; i < kLen; ++i)
+            data[t][i] = rank * 1000 + t * 10 + i;
+        hvd_tensor_t tensor_t = tensor(data[t].data(), HVD_DTYPE_INT32, 1, shape);
+        if (hvd_allreduce_enqueue(ctx, &tensor_t, &tensor_t, nullptr, &reqs[t]) != HVD_OK)
+            err = "enqueue failed";
+    }
+    for (int t = 0; t < kTensors && err.empty(); ++t) {
+        if (hvd_request_wait(reqs[t], 30000) != HVD_OK) err = "allreduce failed";
+        hvd_request_release(reqs[t]);
+        for (int i = 0; i < kLen && err.empty(); ++i)
+            if (data[t][i] != 1000 * size * (size - 1) / 2 + size * (t * 10 + i))
+                err = "fused result wrong";
+    }
+    *fused = ctx->ctx->engine().fused_tensors();
+    if (hvd_finalize(ctx) != HVD_OK && err.empty()) err = "finalize failed";
+    return err;
+}
+
+void test_small_tensors_are_fused(void **) {
+    const int32_t size = 3;
+    hvd_unique_id_t id;
+    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
+    std::vector<std::string> errors(size);
+    std::vector<uint64_t> fused(size, 0);
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < size; ++r)
+        threads.emplace_back([&, r] { errors[r] = run_fusion_rank(id, r, size, &fused[r]); });
+    for (auto &th : threads)
+        th.join();
+    for (int32_t r = 0; r < size; ++r) {
+        if (!errors[r].empty()) fail_msg("rank %d: %s", r, errors[r].c_str());
+        // Every rank fuses the same runs, decided by the coordinator.
+        assert_int_equal(fused[r], fused[0]);
+    }
+    assert_true(fused[0] > 1);
+}
+
 void test_bad_unique_id_rejected(void **) {
     hvd_init_params_t ip;
     std::memset(&ip, 0, sizeof ip);
@@ -148,6 +211,7 @@ int main(void) {
         cmocka_unit_test(test_two_ranks),
         cmocka_unit_test(test_three_ranks),
         cmocka_unit_test(test_four_ranks),
+        cmocka_unit_test(test_small_tensors_are_fused),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,0 +1,54 @@
+#include "engine/fusion_planner.h"
+
+#include "common/dtype.h"
+#include "common/env.h"
+#include "hvd/hvd.h"
+
+namespace hvd::engine {
+
+namespace {
+
+constexpr int64_t kDefaultFusionThreshold = 128LL * 1024 * 1024;
+
+bool fusable(const Response &r) {
+    // Adasum combines each tensor as its own vector: fusing would change the result.
+    return r.status == HVD_OK && r.type == OpType::kAllreduce && r.addressee < 0 &&
+           r.reduce_op != HVD_OP_ADASUM;
+}
+
+bool compatible(const Response &a, const Response &b) {
+    return fusable(a) && fusable(b) && a.set_id == b.set_id && a.dtype == b.dtype &&
+           a.reduce_op == b.reduce_op && a.prescale == b.prescale && a.postscale == b.postscale;
+}
+
+}  // namespace
+
+size_t fusion_threshold_bytes() {
+    static const size_t threshold = [] {
+        int64_t v = env_setting_int("FUSION_THRESHOLD", kDefaultFusionThreshold);
+        return v < 0 ? size_t{0} : static_cast<size_t>(v);
+    }();
+    return threshold;
+}
+
+size_t response_bytes(const Response &r) {
+    size_t n = dtype_size(r.dtype);
+    for (int64_t d : r.shape)
+        n *= static_cast<size_t>(d);
+    return n;
+}
+
+void plan_fusion(std::vector<Response> &batch, size_t threshold_bytes) {
+    size_t run_bytes = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+        batch[i].fuse_next = false;
+        if (i == 0 || !batch[i - 1].fuse_next) run_bytes = response_bytes(batch[i]);
+        if (i + 1 == batch.size() || !compatible(batch[i], batch[i + 1])) continue;
+        size_t next = response_bytes(batch[i + 1]);
+        if (run_bytes + next > threshold_bytes) continue;
+        batch[i].fuse_next = true;
+        run_bytes += next;
+    }
+}
+
+}  // namespace hvd::engine
