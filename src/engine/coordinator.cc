@@ -226,6 +226,27 @@ void Coordinator::emit(Response resp, const std::string &group, int32_t group_si
     held_.erase(key);
 }
 
+void Coordinator::expire(uint16_t set_id, const std::string &name, int32_t status,
+                         const std::string &message, std::vector<Response> *out) {
+    auto it = pending_.find({set_id, name});
+    if (it == pending_.end()) return;
+    const std::vector<int32_t> &m = members(set_id);
+    for (size_t i = 0; i < it->second.by_member.size(); ++i) {
+        const auto &meta = it->second.by_member[i];
+        if (!meta) continue;
+        Response resp;
+        resp.name = name;
+        resp.set_id = set_id;
+        resp.type = meta->type;
+        resp.seq = next_seq_++;
+        resp.status = status;
+        resp.message = message;
+        resp.addressee = m[i];
+        out->push_back(std::move(resp));
+    }
+    pending_.erase(it);
+}
+
 std::vector<Coordinator::Waiting> Coordinator::waiting() const {
     std::vector<Waiting> out;
     for (const auto &kv : pending_) {

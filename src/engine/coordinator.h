@@ -38,6 +38,11 @@ class Coordinator {
     };
     std::vector<Waiting> waiting() const;
 
+    // Gives up on a waiting op: every member that reported it gets `status` and `message`
+    // (responses addressed to each), and the op is forgotten.
+    void expire(uint16_t set_id, const std::string &name, int32_t status,
+                const std::string &message, std::vector<Response> *out);
+
   private:
     struct Pending {
         std::vector<std::optional<OpMeta>> by_member;

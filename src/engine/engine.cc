@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "engine/executor.h"
@@ -125,6 +126,7 @@ void Engine::loop() {
             worked |= run_responses();
             reap_sends();
             check_timeouts();
+            if (coordinator_) inspect_stalls();
         } catch (const Error &e) {
             abort_->set(e.status(), e.what());
         } catch (const std::exception &e) {
@@ -431,6 +433,61 @@ void Engine::await_failure_report() {
     Deadline limit = Deadline::after_ms(kFailureReportWaitMs);
     while (!abort_->aborted() && !limit.expired())
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+// Horovod's stall inspector, on the coordinator: ops some ranks enqueued and others did not
+// are named in the log with the missing ranks once per check period; past the shutdown time
+// (if set) they fail on the ranks that enqueued them and the job aborts.
+void Engine::inspect_stalls() {
+    static const int64_t check_s = env_setting_int("STALL_CHECK_TIME_SECONDS", 60);
+    static const int64_t shutdown_s = env_setting_int("STALL_SHUTDOWN_TIME_SECONDS", 0);
+    static const bool disabled = env_setting_bool("STALL_CHECK_DISABLE", false);
+    auto now = std::chrono::steady_clock::now();
+    if (disabled || check_s <= 0 || now < next_stall_check_) return;
+    next_stall_check_ = now + std::chrono::seconds(1);
+    std::vector<Response> expired;
+    std::string shutdown_detail;
+    for (const Coordinator::Waiting &w : coordinator_->waiting()) {
+        int64_t age = std::chrono::duration_cast<std::chrono::seconds>(now - w.since).count();
+        if (age < check_s) continue;
+        std::string missing;
+        for (int32_t r : w.missing_ranks)
+            missing += strprintf("%s%d", missing.empty() ? "" : ",", r);
+        std::string line = strprintf(
+            "'%s' (process set %u) has waited %lld s: not yet enqueued "
+            "on rank(s) %s",
+            w.name.c_str(), w.set_id, static_cast<long long>(age), missing.c_str());
+        auto &last = stall_warned_[{w.set_id, w.name}];
+        if (now - last >= std::chrono::seconds(check_s)) {
+            HVD_LOG(kWarning, rank_, "stall inspector: %s", line.c_str());
+            last = now;
+        }
+        if (shutdown_s > 0 && age >= shutdown_s) {
+            std::string detail = "stall shutdown: " + line;
+            coordinator_->expire(w.set_id, w.name, HVD_ERR_TIMED_OUT, detail, &expired);
+            if (shutdown_detail.empty()) shutdown_detail = detail;
+        }
+    }
+    for (auto it = stall_warned_.begin(); it != stall_warned_.end();)
+        it = now - it->second > std::chrono::seconds(2 * check_s) ? stall_warned_.erase(it)
+                                                                  : std::next(it);
+    if (expired.empty()) return;
+    deliver_responses(std::move(expired));
+    reap_sends_for(std::chrono::milliseconds(500));
+    abort_->set(HVD_ERR_TIMED_OUT, shutdown_detail);
+}
+
+// Lets the control messages just sent leave before an abort closes the endpoints.
+void Engine::reap_sends_for(std::chrono::milliseconds limit) {
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < until) {
+        transport_->progress();
+        bool all_done = true;
+        for (const auto &m : outgoing_)
+            all_done &= m.completion.done;
+        if (all_done) break;
+    }
+    run_responses();
 }
 
 void Engine::check_timeouts() {

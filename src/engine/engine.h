@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -79,6 +80,8 @@ class Engine {
     void send_control(int32_t peer, uint32_t kind, std::string payload);
     void reap_sends();
     void check_timeouts();
+    void inspect_stalls();
+    void reap_sends_for(std::chrono::milliseconds limit);
     void await_failure_report();
     void fail_everything(hvd_status_t status, const std::string &detail);
     void finish(const RequestPtr &req, hvd_status_t status, const std::string &message);
@@ -106,6 +109,8 @@ class Engine {
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     collectives::ScratchBuffer scratch_;
     collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step
+    std::chrono::steady_clock::time_point next_stall_check_{};
+    std::map<Key, std::chrono::steady_clock::time_point> stall_warned_;
     std::atomic<uint64_t> fused_collectives_{0};
     std::atomic<uint64_t> fused_tensors_{0};
     bool transport_aborted_ = false;

@@ -41,3 +41,17 @@ foreach(style openmpi torchrun slurm pmi)
       LABELS mp TIMEOUT 150 ENVIRONMENT "${HVD_MP_ENV}")
   endforeach()
 endforeach()
+
+# The stall inspector names the missing rank in the log and, past the shutdown time, fails
+# the stalled op with a clear error on the ranks that enqueued it.
+hvd_mp_program(mp_stall)
+foreach(np 2 3)
+  add_test(NAME mp.stall_inspector.np${np}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "stall ok" ${np} --
+            $<TARGET_FILE:hvdrun> -np ${np} $<TARGET_FILE:mp_stall>)
+  set_tests_properties(mp.stall_inspector.np${np} PROPERTIES LABELS mp TIMEOUT 60
+    ENVIRONMENT "HVD_STALL_CHECK_TIME_SECONDS=1;HVD_STALL_SHUTDOWN_TIME_SECONDS=3;CMOCKA_TEST_ABORT=1"
+    # passes only if the log names the missing rank and expect_run saw every rank succeed
+    PASS_REGULAR_EXPRESSION "stall inspector: 'lonely' \\(process set 0\\) has waited [0-9]+ s: not yet enqueued on rank"
+    FAIL_REGULAR_EXPRESSION "expect_run: exit code|expect_run: '|FAILED")
+endforeach()
