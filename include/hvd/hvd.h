@@ -361,6 +361,19 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_enqueue(hvd_context_h ctx,
                                                        const hvd_op_params_t *params,
                                                        hvd_request_h *req_p) HVD_NOEXCEPT;
 
+/* ---------------------------------------------------------------- diagnostics */
+
+/* Starts recording this rank's timeline into path (truncated): a Chrome trace (JSON) with a
+ * row per tensor name and, for each op, QUEUE, NEGOTIATE_<OP> and <OP> spans with activity
+ * sub-spans (memcpy into/out of the fusion buffer, the transport op); mark_cycles != 0 adds a
+ * marker per engine cycle. HVD_TIMELINE=path does the same on rank 0 at init. Not collective.
+ * Errors: HVD_ERR_INVALID_ARG (NULL, unopenable path), HVD_ERR_BUSY (already recording). */
+HVD_API hvd_status_t hvd_timeline_start(hvd_context_h ctx, const char *path,
+                                        int32_t mark_cycles) HVD_NOEXCEPT;
+
+/* Stops recording; the file is then complete, valid JSON. No-op when not recording. */
+HVD_API hvd_status_t hvd_timeline_stop(hvd_context_h ctx) HVD_NOEXCEPT;
+
 /* ---------------------------------------------------------------- completion */
 
 /* HVD_INPROGRESS while running, else the final status. Never blocks. */

@@ -4,6 +4,7 @@
 #include "bootstrap/launch_env.h"
 #include "bootstrap/rendezvous_file.h"
 #include "bootstrap/secret.h"
+#include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "engine/unique_id.h"
@@ -44,7 +45,10 @@ Context::Context(const InitConfig &config) : config_(config) {
     std::vector<std::string> hosts = kv_->all_gather("host", topology::this_host_name(), deadline);
     placement_ = topology::place_rank(hosts, rank_);
     connect_transport(hosts, deadline);
-    engine_ = std::make_unique<Engine>(rank_, size_, transport_.get(), &abort_, &sets_);
+    // Horovod's HVD_TIMELINE records the coordinator's view, on rank 0.
+    if (const char *path = env_setting("TIMELINE"); path != nullptr && rank_ == 0)
+        timeline_.start(path, env_setting_bool("TIMELINE_MARK_CYCLES", false), rank_);
+    engine_ = std::make_unique<Engine>(rank_, size_, transport_.get(), &abort_, &sets_, &timeline_);
     monitor_ = std::make_unique<FailureMonitor>(rank_, std::move(kv_), &abort_, engine_.get());
     engine_->start();
     monitor_->start();
@@ -129,6 +133,7 @@ void Context::finalize() {
     finalized_ = true;
     Deadline deadline = Deadline::after_ms(config_.bootstrap_timeout_ms);
     if (engine_) engine_->stop();
+    timeline_.stop();
     std::unique_ptr<bootstrap::KvClient> kv = monitor_ ? monitor_->stop() : std::move(kv_);
     if (kv && !abort_.aborted()) {
         // Wait until every rank is here, so nobody tears down a transport a peer still uses.

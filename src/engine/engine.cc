@@ -36,8 +36,13 @@ constexpr int64_t kFailureReportWaitMs = 2000;
 }  // namespace
 
 Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
-               ProcessSetTable *sets)
-    : rank_(rank), size_(size), transport_(transport), abort_(abort), sets_(sets) {
+               ProcessSetTable *sets, Timeline *timeline)
+    : rank_(rank),
+      size_(size),
+      transport_(transport),
+      abort_(abort),
+      sets_(sets),
+      timeline_(timeline) {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: eventfd failed", rank));
     if (rank_ == kCoordinator) coordinator_ = std::make_unique<Coordinator>(size_);
@@ -99,6 +104,8 @@ hvd_status_t Engine::enqueue_group(const std::vector<RequestPtr> &reqs, std::str
         }
         in_flight_names_.insert(names.begin(), names.end());
         queue_.insert(queue_.end(), reqs.begin(), reqs.end());
+        for (const RequestPtr &req : reqs)
+            timeline_->begin(req->meta.name, "QUEUE");
     }
     wake();
     return HVD_OK;
@@ -132,6 +139,7 @@ void Engine::loop() {
         } catch (const std::exception &e) {
             abort_->set(HVD_ERR_INTERNAL, strprintf("rank %d: engine: %s", rank_, e.what()));
         }
+        if (worked && timeline_->active()) timeline_->mark_cycle();
         if (!worked) sleep_until_work();
     }
     fail_everything(abort_->aborted() ? abort_->status() : HVD_ERR_ABORTED,
@@ -152,6 +160,11 @@ bool Engine::take_new_requests() {
     for (const RequestPtr &req : fresh) {
         pending_[{req->meta.set_id, req->meta.name}] = req;
         metas.push_back(req->meta);
+        if (timeline_->active()) {
+            timeline_->end(req->meta.name);  // QUEUE
+            timeline_->begin(req->meta.name, "NEGOTIATE_" + upper_op_name(req->meta.type));
+            req->traced = true;
+        }
     }
     if (coordinator_) {
         std::vector<Response> done;
@@ -310,7 +323,15 @@ void Engine::run_fused(Response first, RequestPtr first_req) {
     for (const RequestPtr &r : reqs)
         comm.deadline = Deadline::earlier(comm.deadline, r->deadline);
     std::string message;
-    hvd_status_t s = execute_fused_allreduce(comm, reqs, &fusion_buffer_, &message);
+    for (const RequestPtr &r : reqs)
+        trace_start_op(*r);
+    std::vector<RequestPtr> traced;
+    for (const RequestPtr &r : reqs)
+        if (r->traced) traced.push_back(r);
+    ActivityTrace trace(timeline_, traced);
+    hvd_status_t s = execute_fused_allreduce(comm, reqs, &fusion_buffer_, trace, &message);
+    for (const RequestPtr &r : reqs)
+        trace_end_op(*r);
     fused_collectives_.fetch_add(1, std::memory_order_relaxed);
     fused_tensors_.fetch_add(reqs.size(), std::memory_order_relaxed);
     if (s != HVD_OK) s = settle_failure(resps.front(), s, &message);
@@ -318,30 +339,48 @@ void Engine::run_fused(Response first, RequestPtr first_req) {
         finish(r, s, message);
 }
 
+void Engine::trace_start_op(Request &req) {
+    if (!req.traced || !timeline_->active()) return;
+    timeline_->end(req.meta.name);  // NEGOTIATE_<OP>
+    timeline_->begin(req.meta.name, upper_op_name(req.meta.type));
+}
+
+void Engine::trace_end_op(const Request &req) {
+    if (req.traced && timeline_->active()) timeline_->end(req.meta.name);
+}
+
 void Engine::run_one(const Response &resp, const RequestPtr &req) {
-    if (resp.status != HVD_OK) {
-        finish(req, static_cast<hvd_status_t>(resp.status), resp.message);
-        return;
-    }
+    trace_start_op(*req);
+    bool moves_data = true;
     switch (resp.type) {
         case OpType::kBarrier:
-            finish(req, HVD_OK, "");
-            return;
+            moves_data = false;
+            break;
         case OpType::kJoin:
-            req->value = resp.first_dims.at(0);
-            finish(req, HVD_OK, "");
-            return;
+            if (resp.status == HVD_OK) req->value = resp.first_dims.at(0);
+            moves_data = false;
+            break;
         case OpType::kProcessSetCreate:
         case OpType::kProcessSetDestroy:
-            run_membership_change(resp, *req);
-            finish(req, HVD_OK, "");
-            return;
+            if (resp.status == HVD_OK) run_membership_change(resp, *req);
+            moves_data = false;
+            break;
         default:
             break;
     }
+    if (resp.status != HVD_OK || !moves_data) {
+        trace_end_op(*req);
+        finish(req, static_cast<hvd_status_t>(resp.status), resp.message);
+        return;
+    }
     collectives::Comm comm = make_comm(resp, *req);
     std::string message;
+    std::vector<RequestPtr> one{req};
+    ActivityTrace trace(req->traced ? timeline_ : nullptr, one);
+    trace.begin("UCX_" + upper_op_name(resp.type));
     hvd_status_t s = execute_response(comm, resp, *req, &message);
+    trace.end();
+    trace_end_op(*req);
     if (s != HVD_OK) s = settle_failure(resp, s, &message);
     finish(req, s, message);
 }

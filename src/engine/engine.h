@@ -21,6 +21,7 @@
 #include "engine/coordinator.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
+#include "engine/timeline.h"
 #include "transport/transport.h"
 
 namespace hvd::engine {
@@ -28,7 +29,7 @@ namespace hvd::engine {
 class Engine {
   public:
     Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
-           ProcessSetTable *sets);
+           ProcessSetTable *sets, Timeline *timeline);
     ~Engine();  // stops the thread if still running
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
@@ -103,6 +104,10 @@ class Engine {
 
     // Engine-thread state.
     ProcessSetTable *sets_;
+    Timeline *timeline_;
+    // Timeline: closes the request's NEGOTIATE span and opens the span of its op.
+    void trace_start_op(Request &req);
+    void trace_end_op(const Request &req);
     std::map<Key, RequestPtr> pending_;  // reported to the coordinator, not yet run
     std::list<Response> responses_;      // agreed order, not yet run
     std::list<OutgoingMessage> outgoing_;

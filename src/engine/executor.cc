@@ -130,14 +130,28 @@ hvd_status_t run_broadcast(collectives::Comm &comm, Request &req) {
 
 }  // namespace
 
+void ActivityTrace::begin(const std::string &activity) const {
+    if (timeline_ == nullptr || !timeline_->active()) return;
+    for (const RequestPtr &r : reqs_)
+        timeline_->begin(r->meta.name, activity);
+}
+
+void ActivityTrace::end() const {
+    if (timeline_ == nullptr || !timeline_->active()) return;
+    for (const RequestPtr &r : reqs_)
+        timeline_->end(r->meta.name);
+}
+
 hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<RequestPtr> &reqs,
-                                     collectives::ScratchBuffer *fusion, std::string *message) {
+                                     collectives::ScratchBuffer *fusion, const ActivityTrace &trace,
+                                     std::string *message) {
     const Request &first = *reqs.front();
     const int32_t dtype = first.input.dtype;
     size_t total = 0;
     for (const RequestPtr &r : reqs)
         total += r->input.bytes();
     char *buf = static_cast<char *>(fusion->get(total));
+    trace.begin("MEMCPY_IN_FUSION_BUFFER");
     size_t offset = 0;
     for (const RequestPtr &r : reqs) {
         hvd_status_t s = reduce::scale_into(buf + offset, r->input.data, r->input.elements(), dtype,
@@ -145,22 +159,27 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
         if (s != HVD_OK) return s;
         offset += r->input.bytes();
     }
+    trace.end();
     int32_t op = first.meta.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : first.meta.reduce_op;
+    trace.begin("UCX_ALLREDUCE");
     hvd_status_t s = collectives::allreduce(comm, buf, total / dtype_size(dtype), dtype, op);
+    trace.end();
     if (s != HVD_OK) {
         *message =
             strprintf("fused allreduce of %zu tensors from '%s' failed on rank %d: %s", reqs.size(),
                       first.meta.name.c_str(), comm.members[comm.my_index], status_message(s));
         return s;
     }
+    trace.begin("MEMCPY_OUT_FUSION_BUFFER");
     offset = 0;
     for (const RequestPtr &r : reqs) {
         s = reduce::scale_into(r->output.data, buf + offset, r->output.elements(), dtype,
                                postscale_of(*r, comm.size()));
-        if (s != HVD_OK) return s;
+        if (s != HVD_OK) break;
         offset += r->input.bytes();
     }
-    return HVD_OK;
+    trace.end();
+    return s;
 }
 
 hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Request &req,

@@ -8,6 +8,7 @@
 #include "collectives/comm.h"
 #include "engine/op_meta.h"
 #include "engine/request.h"
+#include "engine/timeline.h"
 
 namespace hvd::engine {
 
@@ -16,9 +17,23 @@ namespace hvd::engine {
 hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Request &req,
                               std::string *message);
 
+// Activity sub-spans on the timeline rows of the tensors being run (no-op without one).
+class ActivityTrace {
+  public:
+    ActivityTrace(Timeline *timeline, const std::vector<RequestPtr> &reqs)
+        : timeline_(timeline), reqs_(reqs) {}
+    void begin(const std::string &activity) const;
+    void end() const;
+
+  private:
+    Timeline *timeline_;
+    const std::vector<RequestPtr> &reqs_;
+};
+
 // Runs several allreduces (same set, dtype, op and scale factors) as one collective: packs
 // the (prescaled) inputs into `fusion`, reduces once, unpacks (postscaled) into the outputs.
 hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<RequestPtr> &reqs,
-                                     collectives::ScratchBuffer *fusion, std::string *message);
+                                     collectives::ScratchBuffer *fusion, const ActivityTrace &trace,
+                                     std::string *message);
 
 }  // namespace hvd::engine

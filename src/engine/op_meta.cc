@@ -1,5 +1,7 @@
 #include "engine/op_meta.h"
 
+#include <cctype>
+
 #include "engine/wire.h"
 
 namespace hvd::engine {
@@ -26,6 +28,13 @@ const char *op_type_name(OpType t) {
             return "join";
     }
     return "unknown";
+}
+
+std::string upper_op_name(OpType t) {
+    std::string s = op_type_name(t);
+    for (char &c : s)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
 }
 
 std::string shape_string(const std::vector<int64_t> &shape) {

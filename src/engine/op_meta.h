@@ -21,6 +21,8 @@ enum class OpType : uint8_t {
 };
 constexpr int kNumOpTypes = 9;
 const char *op_type_name(OpType t);
+// "ALLREDUCE": the name of the op's span on the timeline.
+std::string upper_op_name(OpType t);
 
 // One rank's description of a named op. Every field is compared across ranks.
 struct OpMeta {

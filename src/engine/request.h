@@ -31,8 +31,9 @@ class Request {
   public:
     OpMeta meta;  // what the coordinator compares across ranks
     TensorRef input;
-    TensorRef output;   // caller-owned output (allreduce/broadcast); unused for allgather
-    Deadline deadline;  // op timeout
+    TensorRef output;     // caller-owned output (allreduce/broadcast); unused for allgather
+    Deadline deadline;    // op timeout
+    bool traced = false;  // its NEGOTIATE span is open on the timeline (engine thread only)
 
     // Completion. Thread-safe; complete() wins once, later calls are ignored.
     void complete(hvd_status_t status, const std::string &message);

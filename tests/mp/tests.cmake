@@ -55,3 +55,9 @@ foreach(np 2 3)
     PASS_REGULAR_EXPRESSION "stall inspector: 'lonely' \\(process set 0\\) has waited [0-9]+ s: not yet enqueued on rank"
     FAIL_REGULAR_EXPRESSION "expect_run: exit code|expect_run: '|FAILED")
 endforeach()
+
+# The timeline, recorded through the C ABI on every rank and checked as JSON.
+hvd_mp_program(mp_timeline)
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/timeline)
+hvd_mp_test(mp_timeline NP 1 2 3 ARGS ${CMAKE_CURRENT_SOURCE_DIR}/mp/check_timeline.py
+            ${CMAKE_CURRENT_BINARY_DIR}/timeline)
