@@ -233,6 +233,34 @@ static void test_barrier_with_pending_ops(void **state) {
     assert_true(x[1] == 2.0f * mp_size);
 }
 
+/* Sum allreduce inside a set (member index me of n), in place or not, every value checked. */
+static void check_subset_allreduce(int32_t dtype, hvd_process_set_h ps, int32_t me, int32_t n,
+                                   int in_place) {
+    enum { kCount = 19 };
+    unsigned char in[kCount * 8], outb[kCount * 8];
+    unsigned char *out = in_place ? in : outb;
+    for (size_t i = 0; i < kCount; ++i)
+        mp_set(dtype, in, i, mp_value(dtype, me, i));
+    int64_t shape[1] = {kCount};
+    hvd_tensor_t tin = mp_tensor(in, dtype, 1, shape);
+    hvd_tensor_t tout = mp_tensor(out, dtype, 1, shape);
+    hvd_op_params_t p = params_in(ps);
+    hvd_request_h req;
+    assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &tin, &tout, &p, &req), HVD_OK);
+    assert_int_equal(mp_wait(req), HVD_OK);
+    hvd_request_release(req);
+    for (size_t i = 0; i < kCount; ++i) {
+        double acc = 0;
+        for (int32_t r = 0; r < n; ++r)
+            acc += mp_value(dtype, r, i);
+        if (dtype == HVD_DTYPE_BOOL) acc = acc != 0;
+        double got = mp_get(dtype, out, i);
+        if (fabs(got - acc) > mp_tolerance(dtype, acc))
+            mp_die("set allreduce %s: element %zu is %g, expected %g", mp_dtype_name(dtype), i, got,
+                   acc);
+    }
+}
+
 /* Sets: the even ranks and the odd ranks, used at the same time, then the global set. */
 static void test_process_sets(void **state) {
     (void)state;
@@ -297,8 +325,11 @@ static void test_process_sets(void **state) {
     assert_int_equal(mp_wait(req), HVD_OK);
     hvd_request_release(req);
     assert_true(w[0] == 1 && w[1] == 2 && w[2] == 3);
-    check_alltoall(HVD_DTYPE_FLOAT32, mine, me, n);
-    check_reducescatter(HVD_DTYPE_INT32, HVD_OP_SUM, 5, mine, me, n);
+    for (int d = 0; d < kNumDtypes; ++d) {
+        check_alltoall(kAllDtypes[d], mine, me, n);
+        check_reducescatter(kAllDtypes[d], HVD_OP_SUM, 5, mine, me, n);
+        check_subset_allreduce(kAllDtypes[d], mine, me, n, d % 2);
+    }
     /* destroy: collective over all ranks */
     if (odd_set) assert_int_equal(hvd_process_set_destroy(mp_ctx, odd_set), HVD_OK);
     assert_int_equal(hvd_process_set_destroy(mp_ctx, even_set), HVD_OK);
