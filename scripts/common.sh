@@ -11,6 +11,7 @@ HVD_APT_PACKAGES=(
   libucx-dev libhwloc-dev libcmocka-dev
   openmpi-bin libopenmpi-dev   # mpirun: a launcher the tests run libhvd under
   clang-format
+  debhelper dpkg-dev fakeroot lintian rpm abigail-tools   # packaging and ABI tests
 )
 
 hvd_log() { printf '== %s\n' "$*"; }
@@ -48,12 +49,12 @@ hvd_cmake() {
   return 1
 }
 
-# Configures and builds everything with warnings as errors.
+# Configures (extra arguments go to cmake) and builds everything with warnings as errors.
 hvd_build() {
   local cmake
   cmake=$(hvd_cmake) || return 1
   hvd_log "configuring in $BUILD_DIR"
-  "$cmake" -S "$HVD_ROOT" -B "$BUILD_DIR" -DHVD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || return 1
+  "$cmake" -S "$HVD_ROOT" -B "$BUILD_DIR" -DHVD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null || return 1
   hvd_log "building with $JOBS jobs"
   "$cmake" --build "$BUILD_DIR" -j "$JOBS"
 }

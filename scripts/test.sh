@@ -6,7 +6,9 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 hvd_install_missing
-hvd_build
+# The packaging tests (label packaging: .deb and .rpm builds, pkg-config and find_package
+# users) are off by default in CMake; this script runs them too.
+hvd_build -DHVD_BUILD_PACKAGING_TESTS=ON
 ctest_bin="$(dirname "$(hvd_cmake)")/ctest"
 hvd_log "running the tests"
 cd "$BUILD_DIR"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# deb_contents.sh OUT VERSION WITH_BENCH: each package built by deb_build.sh holds what it
+# should (and not its neighbour's files), depends on what it should and ships the symbols file.
+source "$(dirname "$0")/common.sh"
+out=$1 version=$2 with_bench=$3
+ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+lib=/usr/lib/$ma
+
+# OUT/<package>.list: one path per line; a symlink as "path -> target".
+for deb in "$out"/*.deb; do
+  pkg=$(dpkg-deb -f "$deb" Package)
+  dpkg-deb -c "$deb" | awk '{ $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); sub(/^\./, ""); print }' \
+    >"$out/$pkg.list"
+done
+
+runtime=$out/libhvd1.list dev=$out/libhvd-dev.list tools=$out/libhvd-tools.list
+pkg_require_file "$runtime" "$lib/libhvd.so.$version"
+pkg_require_file "$runtime" "$lib/libhvd.so.1 -> libhvd.so.$version"
+pkg_require_file "$runtime" "/usr/share/doc/libhvd1/copyright"
+pkg_require_file "$dev" "/usr/include/hvd/hvd.h"
+pkg_require_file "$dev" "/usr/include/hvd/hvd_version.h"
+pkg_require_file "$dev" "$lib/libhvd.so -> libhvd.so.1"
+pkg_require_file "$dev" "$lib/pkgconfig/hvd.pc"
+for f in hvdConfig.cmake hvdConfigVersion.cmake hvdTargets.cmake; do
+  pkg_require_file "$dev" "$lib/cmake/hvd/$f"
+done
+pkg_require_file "$tools" "/usr/bin/hvdrun"
+if [ "$with_bench" = 1 ]; then pkg_require_file "$tools" "/usr/bin/hvd_bench"; fi
+! grep -q '^/usr/include\|\.so ->\|pkgconfig\|/cmake/' "$runtime" || pkg_fail "libhvd1 holds development files"
+! grep -q '/usr/bin/' "$runtime" "$dev" || pkg_fail "the library packages hold programs"
+! grep -q 'libhvd\.so' "$tools" || pkg_fail "libhvd-tools holds the library"
+
+deb_of() { echo "$out/$1"_*.deb; }
+[ "$(dpkg-deb -f "$(deb_of libhvd-dev)" Version)" = "$(dpkg-deb -f "$(deb_of libhvd1)" Version)" ] ||
+  pkg_fail "libhvd-dev and libhvd1 have different versions"
+# (Outputs are captured before grep: grep -q in a pipeline may end its writer with SIGPIPE.)
+depends=$(dpkg-deb -f "$(deb_of libhvd-dev)" Depends)
+grep -qE "(^|, )libhvd1 \(= $version-" <<<"$depends" ||
+  pkg_fail "libhvd-dev does not depend on this exact libhvd1: $depends"
+# dpkg-gensymbols checked debian/libhvd1.symbols at level 4 while building; it must ship.
+control=$(dpkg-deb --ctrl-tarfile "$(deb_of libhvd1)" | tar -t)
+grep -qx './symbols' <<<"$control" || pkg_fail "libhvd1 ships no symbols file"
+grep -qx "Version: $version" "$out/root$lib/pkgconfig/hvd.pc" || pkg_fail "hvd.pc has the wrong Version"
+grep -qx "prefix=/usr" "$out/root$lib/pkgconfig/hvd.pc" || pkg_fail "hvd.pc prefix is not /usr"
+grep -q "HVD_VERSION_STRING \"$version\"" "$out/root/usr/include/hvd/hvd_version.h" ||
+  pkg_fail "the packaged hvd_version.h is not version $version"
+echo "deb_contents: libhvd1, libhvd-dev and libhvd-tools $version hold the expected files"
