@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <utility>
 
 #include "common/env.h"
 #include "common/error.h"
@@ -130,6 +131,10 @@ void Engine::loop() {
                 abort_->set(HVD_ERR_PEER_FAILED,
                             strprintf("rank %d: rank %d became unreachable", rank_, peer));
             worked |= receive_control();
+            // Everything that became ready in this pass leaves as one batch: while this rank
+            // was busy in a collective, ready reports piled up, and one batch lets the
+            // fusion planner join them.
+            if (!outbox_.empty()) deliver_responses(std::exchange(outbox_, {}));
             worked |= run_responses();
             reap_sends();
             check_timeouts();
@@ -167,9 +172,7 @@ bool Engine::take_new_requests() {
         }
     }
     if (coordinator_) {
-        std::vector<Response> done;
-        coordinator_->add_ready(rank_, metas, &done);
-        deliver_responses(done);
+        coordinator_->add_ready(rank_, metas, &outbox_);
     } else {
         send_control(kCoordinator, kReadyMessage, encode_ready(metas));
     }
@@ -186,10 +189,8 @@ bool Engine::receive_control() {
             if (c.status != HVD_OK)
                 throw Error(c.status,
                             strprintf("rank %d: receiving a control message failed", rank_));
-            std::vector<Response> done;
             coordinator_->add_ready(transport::tag_source(c.sender_tag), decode_ready(payload),
-                                    &done);
-            deliver_responses(done);
+                                    &outbox_);
             any = true;
         }
     } else {

@@ -112,6 +112,7 @@ class Engine {
     std::list<Response> responses_;      // agreed order, not yet run
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
+    std::vector<Response> outbox_;              // coordinator: emitted, not yet delivered
     collectives::ScratchBuffer scratch_;
     collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step
     std::chrono::steady_clock::time_point next_stall_check_{};
