@@ -75,43 +75,52 @@ void Coordinator::add_ready(int32_t rank, const std::vector<OpMeta> &metas,
             joined[index] = true;
             last_joined_[m.set_id] = index;
         }
-        complete_ready(m.set_id, out);
+        complete_ready(m.set_id, &key, out);
     }
 }
 
-void Coordinator::complete_ready(uint16_t set_id, std::vector<Response> *out) {
-    const std::vector<bool> *joined = nullptr;
+// While some member of a set has joined, any pending op of that set may have become complete
+// (joined members count as ready), so the whole set is scanned; otherwise only the op that
+// just got a report can have completed (keeps a burst of n reports O(n), not O(n^2)).
+void Coordinator::complete_ready(uint16_t set_id, const Key *touched, std::vector<Response> *out) {
     auto j = joined_.find(set_id);
-    if (j != joined_.end()) joined = &j->second;
+    const std::vector<bool> *joined = j == joined_.end() ? nullptr : &j->second;
     bool join_done = false;
-    for (auto it = pending_.lower_bound({set_id, std::string()});
-         it != pending_.end() && it->first.first == set_id;) {
-        Pending &p = it->second;
-        int32_t covered = p.count;
-        if (joined)
-            for (size_t i = 0; i < p.by_member.size(); ++i)
-                if (!p.by_member[i] && (*joined)[i]) ++covered;
-        if (covered < static_cast<int32_t>(p.by_member.size())) {
-            ++it;
-            continue;
-        }
-        std::string group;
-        int32_t group_size = 0;
-        for (const auto &m : p.by_member)
-            if (m) {
-                group = m->group;
-                group_size = m->group_size;
-                break;
-            }
-        Response resp = complete(it->first, p);
-        join_done |= resp.type == OpType::kJoin;
-        emit(std::move(resp), group, group_size, out);
-        it = pending_.erase(it);
+    if (joined == nullptr && touched != nullptr) {
+        auto it = pending_.find(*touched);
+        if (it != pending_.end()) try_complete(it, nullptr, out, &join_done);
+    } else {
+        for (auto it = pending_.lower_bound({set_id, std::string()});
+             it != pending_.end() && it->first.first == set_id;)
+            it = try_complete(it, joined, out, &join_done);
     }
     if (join_done) {  // everyone joined: the next epoch starts with nobody joined
         joined_.erase(set_id);
         last_joined_.erase(set_id);
     }
+}
+
+std::map<Coordinator::Key, Coordinator::Pending>::iterator Coordinator::try_complete(
+    std::map<Key, Pending>::iterator it, const std::vector<bool> *joined,
+    std::vector<Response> *out, bool *join_done) {
+    Pending &p = it->second;
+    int32_t covered = p.count;
+    if (joined)
+        for (size_t i = 0; i < p.by_member.size(); ++i)
+            if (!p.by_member[i] && (*joined)[i]) ++covered;
+    if (covered < static_cast<int32_t>(p.by_member.size())) return std::next(it);
+    std::string group;
+    int32_t group_size = 0;
+    for (const auto &m : p.by_member)
+        if (m) {
+            group = m->group;
+            group_size = m->group_size;
+            break;
+        }
+    Response resp = complete(it->first, p);
+    *join_done |= resp.type == OpType::kJoin;
+    emit(std::move(resp), group, group_size, out);
+    return pending_.erase(it);
 }
 
 Response Coordinator::complete(const Key &key, Pending &p) {

@@ -52,7 +52,10 @@ class Coordinator {
     using Key = std::pair<uint16_t, std::string>;
 
     // Emits every pending op of the set that the members who have not joined all reported.
-    void complete_ready(uint16_t set_id, std::vector<Response> *out);
+    void complete_ready(uint16_t set_id, const Key *touched, std::vector<Response> *out);
+    std::map<Key, Pending>::iterator try_complete(std::map<Key, Pending>::iterator it,
+                                                  const std::vector<bool> *joined,
+                                                  std::vector<Response> *out, bool *join_done);
     Response complete(const Key &key, Pending &p);
     Response complete_with_joined(const Key &key, std::vector<OpMeta> &metas,
                                   const std::vector<int32_t> &ranks, const Pending &p);
