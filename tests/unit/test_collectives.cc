@@ -26,85 +26,21 @@ extern "C" {
 #include "collectives/collectives.h"
 #include "common/dtype.h"
 #include "common/half.h"
+#include "rank_threads.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace {
 
 using hvd::collectives::Comm;
 using hvd::collectives::ScratchBuffer;
+using namespace rank_threads;
 
 constexpr int32_t kMaxRanks = 5;       // every case runs on 1..kMaxRanks ranks
 constexpr int32_t kMaxLargeGroup = 8;  // a selection also on kMaxRanks+1..kMaxLargeGroup
-constexpr int64_t kDeadlineMs = 30000;
 
 // ---------------------------------------------------------------- ranks as threads
 
-struct World {
-    explicit World(int32_t n) {
-        std::vector<hvd::transport::Transport *> raw;
-        for (int32_t r = 0; r < n; ++r) {
-            transports.push_back(hvd::transport::make_ucx_transport(r, n));
-            scratch.push_back(std::make_unique<ScratchBuffer>());
-            raw.push_back(transports.back().get());
-        }
-        hvd::transport::connect_local_transports(raw);
-    }
-    // Each rank closes its transport on its own thread, as separate processes would: a
-    // closing endpoint waits for its peer's acknowledgement, which needs the peer's progress.
-    ~World() {
-        std::vector<std::thread> closers;
-        for (auto &t : transports)
-            closers.emplace_back([&t] { t.reset(); });
-        for (auto &c : closers)
-            c.join();
-    }
-    int32_t size() const { return static_cast<int32_t>(transports.size()); }
-
-    std::vector<std::unique_ptr<hvd::transport::Transport>> transports;
-    std::vector<std::unique_ptr<ScratchBuffer>> scratch;
-};
-
 std::unique_ptr<World> g_worlds[kMaxLargeGroup + 1];  // index = size; built once for the group
-uint32_t g_next_seq = 1;
-
-Comm make_comm(World &w, int32_t rank, uint32_t seq, int64_t deadline_ms = kDeadlineMs) {
-    Comm c;
-    c.transport = w.transports[rank].get();
-    for (int32_t r = 0; r < w.size(); ++r)
-        c.members.push_back(r);
-    c.my_index = rank;
-    c.seq = seq;
-    c.deadline = hvd::Deadline::after_ms(deadline_ms);
-    c.scratch = w.scratch[rank].get();
-    return c;
-}
-
-// Runs `calls` collectives on every rank of w: body(rank, call, comm) with a fresh seq per
-// call (the same on every rank). A rank stops at its first failure. Returns, per rank, the
-// first failed status (HVD_OK if none).
-std::vector<hvd_status_t> run_ranks(
-    World &w, size_t calls, const std::function<hvd_status_t(int32_t, size_t, Comm &)> &body) {
-    uint32_t first_seq = g_next_seq;
-    g_next_seq += static_cast<uint32_t>(calls);
-    std::vector<hvd_status_t> status(w.size(), HVD_OK);
-    std::vector<std::thread> threads;
-    for (int32_t r = 0; r < w.size(); ++r) {
-        threads.emplace_back([&, r] {
-            for (size_t call = 0; call < calls && status[r] == HVD_OK; ++call) {
-                Comm comm = make_comm(w, r, first_seq + static_cast<uint32_t>(call));
-                status[r] = body(r, call, comm);
-            }
-        });
-    }
-    for (auto &t : threads)
-        t.join();
-    return status;
-}
-
-void assert_all_ok(const std::vector<hvd_status_t> &status) {
-    for (hvd_status_t s : status)
-        assert_int_equal(s, HVD_OK);
-}
 
 int group_setup(void **) {
     for (int32_t n = 1; n <= kMaxLargeGroup; ++n)
@@ -119,76 +55,6 @@ int group_teardown(void **) {
 }
 
 // ---------------------------------------------------------------- typed values
-
-bool is_unsigned(int32_t dtype) {
-    return dtype == HVD_DTYPE_UINT8 || dtype == HVD_DTYPE_UINT16 || dtype == HVD_DTYPE_BOOL;
-}
-
-void store(void *buf, size_t i, int32_t dtype, double v) {
-    switch (dtype) {
-        case HVD_DTYPE_UINT8:
-            static_cast<uint8_t *>(buf)[i] = static_cast<uint8_t>(v);
-            break;
-        case HVD_DTYPE_INT8:
-            static_cast<int8_t *>(buf)[i] = static_cast<int8_t>(v);
-            break;
-        case HVD_DTYPE_UINT16:
-            static_cast<uint16_t *>(buf)[i] = static_cast<uint16_t>(v);
-            break;
-        case HVD_DTYPE_INT16:
-            static_cast<int16_t *>(buf)[i] = static_cast<int16_t>(v);
-            break;
-        case HVD_DTYPE_INT32:
-            static_cast<int32_t *>(buf)[i] = static_cast<int32_t>(v);
-            break;
-        case HVD_DTYPE_INT64:
-            static_cast<int64_t *>(buf)[i] = static_cast<int64_t>(v);
-            break;
-        case HVD_DTYPE_FLOAT16:
-            static_cast<uint16_t *>(buf)[i] = hvd::float_to_fp16(static_cast<float>(v));
-            break;
-        case HVD_DTYPE_FLOAT32:
-            static_cast<float *>(buf)[i] = static_cast<float>(v);
-            break;
-        case HVD_DTYPE_FLOAT64:
-            static_cast<double *>(buf)[i] = v;
-            break;
-        case HVD_DTYPE_BOOL:
-            static_cast<uint8_t *>(buf)[i] = v != 0 ? 1 : 0;
-            break;
-        case HVD_DTYPE_BFLOAT16:
-            static_cast<uint16_t *>(buf)[i] = hvd::float_to_bf16(static_cast<float>(v));
-            break;
-    }
-}
-
-double load(const void *buf, size_t i, int32_t dtype) {
-    switch (dtype) {
-        case HVD_DTYPE_UINT8:
-            return static_cast<const uint8_t *>(buf)[i];
-        case HVD_DTYPE_INT8:
-            return static_cast<const int8_t *>(buf)[i];
-        case HVD_DTYPE_UINT16:
-            return static_cast<const uint16_t *>(buf)[i];
-        case HVD_DTYPE_INT16:
-            return static_cast<const int16_t *>(buf)[i];
-        case HVD_DTYPE_INT32:
-            return static_cast<const int32_t *>(buf)[i];
-        case HVD_DTYPE_INT64:
-            return static_cast<double>(static_cast<const int64_t *>(buf)[i]);
-        case HVD_DTYPE_FLOAT16:
-            return hvd::fp16_to_float(static_cast<const uint16_t *>(buf)[i]);
-        case HVD_DTYPE_FLOAT32:
-            return static_cast<const float *>(buf)[i];
-        case HVD_DTYPE_FLOAT64:
-            return static_cast<const double *>(buf)[i];
-        case HVD_DTYPE_BOOL:
-            return static_cast<const uint8_t *>(buf)[i];
-        case HVD_DTYPE_BFLOAT16:
-            return hvd::bf16_to_float(static_cast<const uint16_t *>(buf)[i]);
-    }
-    return NAN;
-}
 
 // Rank `rank`'s element i: small integers, so every result below is exact in every dtype
 // (sums of 5 values in [-2, 4], products of 5 values in {-1, 1, 2}) and any reduction order

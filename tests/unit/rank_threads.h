@@ -1,0 +1,160 @@
+// N ranks as N threads of one process for the collective algorithm tests: each rank has its
+// own UCX transport, Comm and scratch buffer; collectives run on the threads, assertions on
+// the main thread afterwards (cmocka's asserts longjmp, which only the main thread may do).
+// Also typed element access, written independently of the library's own conversions where
+// it matters. Shared by test_collectives.cc and test_collectives_more.cc.
+#pragma once
+
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "collectives/collectives.h"
+#include "common/half.h"
+#include "transport/ucx/ucx_transport.h"
+
+namespace rank_threads {
+
+using hvd::collectives::Comm;
+using hvd::collectives::ScratchBuffer;
+
+constexpr int64_t kDeadlineMs = 30000;
+inline uint32_t g_next_seq = 1;  // each collective call gets a fresh one, the same on all ranks
+
+struct World {
+    explicit World(int32_t n) {
+        std::vector<hvd::transport::Transport *> raw;
+        for (int32_t r = 0; r < n; ++r) {
+            transports.push_back(hvd::transport::make_ucx_transport(r, n));
+            scratch.push_back(std::make_unique<ScratchBuffer>());
+            raw.push_back(transports.back().get());
+        }
+        hvd::transport::connect_local_transports(raw);
+    }
+    // Each rank closes its transport on its own thread, as separate processes would: a
+    // closing endpoint waits for its peer's acknowledgement, which needs the peer's progress.
+    ~World() {
+        std::vector<std::thread> closers;
+        for (auto &t : transports)
+            closers.emplace_back([&t] { t.reset(); });
+        for (auto &c : closers)
+            c.join();
+    }
+    int32_t size() const { return static_cast<int32_t>(transports.size()); }
+
+    std::vector<std::unique_ptr<hvd::transport::Transport>> transports;
+    std::vector<std::unique_ptr<ScratchBuffer>> scratch;
+};
+
+inline Comm make_comm(World &w, int32_t rank, uint32_t seq, int64_t deadline_ms = kDeadlineMs) {
+    Comm c;
+    c.transport = w.transports[rank].get();
+    for (int32_t r = 0; r < w.size(); ++r)
+        c.members.push_back(r);
+    c.my_index = rank;
+    c.seq = seq;
+    c.deadline = hvd::Deadline::after_ms(deadline_ms);
+    c.scratch = w.scratch[rank].get();
+    return c;
+}
+
+// Runs `calls` collectives on every rank of w: body(rank, call, comm) with a fresh seq per
+// call (the same on every rank). A rank stops at its first failure. Returns, per rank, the
+// first failed status (HVD_OK if none).
+inline std::vector<hvd_status_t> run_ranks(
+    World &w, size_t calls, const std::function<hvd_status_t(int32_t, size_t, Comm &)> &body) {
+    uint32_t first_seq = g_next_seq;
+    g_next_seq += static_cast<uint32_t>(calls);
+    std::vector<hvd_status_t> status(w.size(), HVD_OK);
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < w.size(); ++r) {
+        threads.emplace_back([&, r] {
+            for (size_t call = 0; call < calls && status[r] == HVD_OK; ++call) {
+                Comm comm = make_comm(w, r, first_seq + static_cast<uint32_t>(call));
+                status[r] = body(r, call, comm);
+            }
+        });
+    }
+    for (auto &t : threads)
+        t.join();
+    return status;
+}
+
+inline void assert_all_ok(const std::vector<hvd_status_t> &status) {
+    for (hvd_status_t s : status)
+        assert_int_equal(s, HVD_OK);
+}
+
+inline bool is_unsigned(int32_t dtype) {
+    return dtype == HVD_DTYPE_UINT8 || dtype == HVD_DTYPE_UINT16 || dtype == HVD_DTYPE_BOOL;
+}
+
+inline void store(void *buf, size_t i, int32_t dtype, double v) {
+    switch (dtype) {
+        case HVD_DTYPE_UINT8:
+            static_cast<uint8_t *>(buf)[i] = static_cast<uint8_t>(v);
+            break;
+        case HVD_DTYPE_INT8:
+            static_cast<int8_t *>(buf)[i] = static_cast<int8_t>(v);
+            break;
+        case HVD_DTYPE_UINT16:
+            static_cast<uint16_t *>(buf)[i] = static_cast<uint16_t>(v);
+            break;
+        case HVD_DTYPE_INT16:
+            static_cast<int16_t *>(buf)[i] = static_cast<int16_t>(v);
+            break;
+        case HVD_DTYPE_INT32:
+            static_cast<int32_t *>(buf)[i] = static_cast<int32_t>(v);
+            break;
+        case HVD_DTYPE_INT64:
+            static_cast<int64_t *>(buf)[i] = static_cast<int64_t>(v);
+            break;
+        case HVD_DTYPE_FLOAT16:
+            static_cast<uint16_t *>(buf)[i] = hvd::float_to_fp16(static_cast<float>(v));
+            break;
+        case HVD_DTYPE_FLOAT32:
+            static_cast<float *>(buf)[i] = static_cast<float>(v);
+            break;
+        case HVD_DTYPE_FLOAT64:
+            static_cast<double *>(buf)[i] = v;
+            break;
+        case HVD_DTYPE_BOOL:
+            static_cast<uint8_t *>(buf)[i] = v != 0 ? 1 : 0;
+            break;
+        case HVD_DTYPE_BFLOAT16:
+            static_cast<uint16_t *>(buf)[i] = hvd::float_to_bf16(static_cast<float>(v));
+            break;
+    }
+}
+
+inline double load(const void *buf, size_t i, int32_t dtype) {
+    switch (dtype) {
+        case HVD_DTYPE_UINT8:
+            return static_cast<const uint8_t *>(buf)[i];
+        case HVD_DTYPE_INT8:
+            return static_cast<const int8_t *>(buf)[i];
+        case HVD_DTYPE_UINT16:
+            return static_cast<const uint16_t *>(buf)[i];
+        case HVD_DTYPE_INT16:
+            return static_cast<const int16_t *>(buf)[i];
+        case HVD_DTYPE_INT32:
+            return static_cast<const int32_t *>(buf)[i];
+        case HVD_DTYPE_INT64:
+            return static_cast<double>(static_cast<const int64_t *>(buf)[i]);
+        case HVD_DTYPE_FLOAT16:
+            return hvd::fp16_to_float(static_cast<const uint16_t *>(buf)[i]);
+        case HVD_DTYPE_FLOAT32:
+            return static_cast<const float *>(buf)[i];
+        case HVD_DTYPE_FLOAT64:
+            return static_cast<const double *>(buf)[i];
+        case HVD_DTYPE_BOOL:
+            return static_cast<const uint8_t *>(buf)[i];
+        case HVD_DTYPE_BFLOAT16:
+            return hvd::bf16_to_float(static_cast<const uint16_t *>(buf)[i]);
+    }
+    return NAN;
+}
+
+}  // namespace rank_threads
