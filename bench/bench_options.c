@@ -55,6 +55,10 @@ static void usage(FILE *f) {
             "                           all waited (fusion); sizes then default to 8 .. 4M\n"
             "  --plot FILE.png          draw busbw against size (needs python3-matplotlib)\n"
             "  -T SECONDS               bound of each wait on a request (default 300)\n"
+            "  --poll                   complete requests by polling hvd_request_test (with\n"
+            "                           sched_yield) instead of hvd_request_wait\n"
+            "  --bind                   pin each rank to one CPU (local rank mod #CPUs) before\n"
+            "                           hvd_init, as Open MPI binds up to 2 ranks by default\n"
             "  -v                       iteration counts, p10/p90 and page faults as comments\n"
             "Output: '#' comments, then per size\n"
             "  size_bytes count dtype op time_us algbw_GBps busbw_GBps\n"
@@ -143,7 +147,7 @@ typedef struct {
     double factor;
 } sweep_args_t;
 
-enum { OPT_MANY = 256, OPT_PLOT };
+enum { OPT_MANY = 256, OPT_PLOT, OPT_POLL, OPT_BIND };
 
 /* One option; returns 0, or 2 after an error message naming the flag. */
 static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args_t *sw, char *err,
@@ -202,6 +206,12 @@ static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args
             break;
         case OPT_PLOT:
             o->plot_path = arg;
+            return 0;
+        case OPT_POLL:
+            o->poll = 1;
+            return 0;
+        case OPT_BIND:
+            o->bind = 1;
             return 0;
         case 'v':
             o->verbose = 1;
@@ -267,6 +277,8 @@ int bench_parse_options(int argc, char **argv, int speak, bench_options_t *o) {
     static const struct option kLong[] = {{"check", required_argument, NULL, 'C'},
                                           {"many", required_argument, NULL, OPT_MANY},
                                           {"plot", required_argument, NULL, OPT_PLOT},
+                                          {"poll", no_argument, NULL, OPT_POLL},
+                                          {"bind", no_argument, NULL, OPT_BIND},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     sweep_args_t sw = {DEFAULT_MIN, NULL, NULL, DEFAULT_FACTOR};

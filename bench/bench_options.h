@@ -33,6 +33,8 @@ typedef struct {
     const char *plot_path; /* --plot FILE.png, or NULL */
     int verbose;           /* iteration counts, spread and page faults as comments */
     int64_t wait_ms;       /* bound of each wait on a request */
+    int poll;              /* complete by polling hvd_request_test instead of a blocking wait */
+    int bind;              /* pin the process to one CPU (by local rank) before hvd_init */
 } bench_options_t;
 
 /* Parses argv into *o. Returns 0 on success, 1 after printing the usage for -h, 2 after

@@ -4,7 +4,8 @@
 Reads the run_all.sh result directories that scripts/bench.sh produces (manifest.tsv and one
 output file per case and repetition, in the shared bench_common.h format), takes the median
 over repetitions of every (case, size) and prints, per collective and rank count, libhvd's
-busbw beside the best Open MPI configuration, Gloo, torch.distributed and the one-process
+busbw beside the best standard Open MPI configuration (run_all.sh's THP and out-of-place
+diagnostic variants are left out of "best"), Gloo, torch.distributed and the one-process
 memcpy rate, the ratios, and the issue's targets with PASS / MISS. Labels ending in ".more"
 are extra repetitions of the case without the suffix and are pooled with it. Only the
 standard library is used.
@@ -98,10 +99,18 @@ def load(dirs):
     return cases
 
 
+def standard(c):
+    """Not one of run_all.sh's diagnostic variants (THP-backed malloc, out of place): the
+    configurations a user runs, which the issue's peer numbers describe."""
+    return "_thp" not in c.label and "_oop" not in c.label
+
+
 def best(cases, family, key, size, col=2, lowest=False):
-    """(value, label) of the family's best case for key at size: max busbw or min time."""
+    """(value, label) of the family's best standard case for key at size: max busbw or min
+    time."""
     found = [(c.med(size, col), c.label) for c in cases.values()
-             if c.family == family and c.key() == key and c.med(size, col) is not None]
+             if c.family == family and c.key() == key and standard(c)
+             and c.med(size, col) is not None]
     if not found:
         return None, None
     return (min if lowest else max)(found)
@@ -167,9 +176,10 @@ def check_range(t, cases, hvd, fam, lo, hi, goal, what):
           f"{human(worst[0])})", worst[1] >= goal)
 
 
-def targets(cases, np_):
+def targets(cases, np_, prefix):
+    """The issue's targets for libhvd's cases named <prefix>_..._np<np_>."""
     t = Targets()
-    hvd = cases.get(f"hvd_np{np_}")
+    hvd = cases.get(f"{prefix}_np{np_}")
     if not hvd:
         return t
     memcpy = cases.get("memcpy_p1")
@@ -192,11 +202,10 @@ def targets(cases, np_):
             t.add(">= 32 MiB busbw vs memcpy_p1", ", ".join(f"{human(s)} {r:.2f}" for s, r in rs),
                   ">= 0.5", w >= 0.5)
     for coll in ("allgather", "broadcast", "alltoall", "reducescatter"):
-        other = cases.get(f"hvd_{coll}_np{np_}")
+        other = cases.get(f"{prefix}_{coll}_np{np_}")
         if other:
             check_range(t, cases, other, "mpi", MIB, 1 << 40, 1.0, f"{coll} >= 1 MiB vs best MPI")
-    many = next((c for c in cases.values() if c.family == "hvd" and c.meta.get("many", "1") != "1"
-                 and c.meta.get("nranks") == str(np_)), None)
+    many = cases.get(f"{prefix}_many256_np{np_}")
     if many:
         n = int(many.meta["many"])
         step = many.med(many.sizes()[0], 0) if many.sizes() else None
@@ -205,6 +214,13 @@ def targets(cases, np_):
         r = ratio(mp * n if mp else None, step)
         t.add(f"fusion: {n} x {human(per)} step", f"{fmt(step)} us vs {n} x {fmt(mp)} us ({lab}): "
               f"{fmt(r)}x", ">= 3x", None if r is None else r >= 3)
+    thp, mthp = cases.get(f"{prefix}_thp_np{np_}"), cases.get(f"mpi_ob1_default_thp_np{np_}")
+    if thp and mthp:
+        rs = [(s, ratio(thp.med(s, 2), mthp.med(s, 2))) for s in thp.sizes() if s >= 32 * MIB]
+        rs = [(s, r) for s, r in rs if r is not None]
+        if rs:
+            t.add("THP buffers, >= 32 MiB: vs MPI with THP",
+                  ", ".join(f"{human(s)} {r:.2f}x" for s, r in rs), "(reference)", None)
     return t
 
 
@@ -223,10 +239,12 @@ def main():
         out.append(f"## {coll}, {np_} ranks: busbw\n")
         out.append(busbw_table(cases, h, memcpy) + "\n")
     for np_ in sorted({c.meta.get("nranks") for c in hvds}):
-        t = targets(cases, np_)
-        if t.rows:
-            out.append(f"## Targets of issue 6, {np_} ranks\n")
-            out.append(table(["target", "measured", "goal", ""], t.rows) + "\n")
+        for prefix, how in (("hvd", "hvdrun, no binding"),
+                            ("hvd_bind", "--bind: one CPU per rank, as Open MPI")):
+            t = targets(cases, np_, prefix)
+            if t.rows:
+                out.append(f"## Targets of issue 6, {np_} ranks, {how} ({prefix}_*)\n")
+                out.append(table(["target", "measured", "goal", ""], t.rows) + "\n")
     text = "\n".join(out)
     print(text)
     if args.out:

@@ -13,6 +13,7 @@
 
 #include <hvd/hvd.h>
 
+#include "bench_bind.h"
 #include "bench_dtype.h"
 #include "bench_optional.h"
 #include "bench_options.h"
@@ -78,16 +79,17 @@ static void job_free(bench_job_t *job) {
     free(job->names);
 }
 
-static void print_header(const bench_job_t *job) {
+static void print_header(const bench_job_t *job, int cpu) {
     const bench_options_t *o = job->o;
     int32_t local = 0;
     hvd_local_size(job->ctx, &local);
     printf(
         "# hvd_bench: coll=%s nranks=%d inplace=%d dtype=%s op=%s many=%d target_s=%.2f "
-        "warmup=%d check=%d\n",
+        "warmup=%d check=%d completion=%s\n",
         bench_coll_name(o->coll), job->nranks, o->inplace, bench_dtype_name(o->dtype),
         bench_coll_reduces(o->coll) ? bench_op_name(o->op) : "none", o->many, o->target_s,
-        o->warmup, o->check);
+        o->warmup, o->check, o->poll ? "poll" : "wait");
+    if (o->bind) printf("# bind: rank 0 pinned to cpu %d (each rank: local rank mod #cpus)\n", cpu);
     printf("# libhvd: %s local_size=%d time=median step (enqueue .. wait), max over ranks\n",
            hvd_version_string(), local);
     if (o->many > 1)
@@ -158,6 +160,7 @@ int main(int argc, char **argv) {
     job.o = &opts;
     job.esize = bench_dtype_size(opts.dtype);
     job.optional_enqueue = bench_optional_enqueue(opts.coll);
+    int cpu = opts.bind ? bench_bind_to_local_cpu() : -1;
     hvd_status_t s = hvd_init(NULL, &job.ctx);
     if (s != HVD_OK) {
         char detail[1024] = "";
@@ -174,7 +177,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     job_allocate(&job);
-    if (job.rank == 0) print_header(&job);
+    if (job.rank == 0) print_header(&job, cpu);
     int64_t wrong = sweep(&job);
     job_free(&job);
     s = hvd_finalize(job.ctx);

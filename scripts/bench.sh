@@ -3,8 +3,8 @@
 # memcpy, UCX) side by side on this host, interleaved, and prints per size the median busbw of
 # each and the ratio libhvd / peer, with the targets of issue 6.
 #
-#   scripts/bench.sh              full run, 2 ranks, REPS=3 (about 12 minutes on 2 vCPUs)
-#   scripts/bench.sh --quick      smoke run: sizes up to 1 MiB, one repetition (~2 minutes)
+#   scripts/bench.sh              full run, 2 ranks, REPS=3 (about 10 minutes on 2 vCPUs)
+#   scripts/bench.sh --quick      smoke run: sizes up to 1 MiB, one repetition (~1 minute)
 #   scripts/bench.sh --np4        also libhvd on 4 ranks (the peers' 4-rank cases always run)
 #   scripts/bench.sh --reps N     repetitions of the key cases (median reported)
 #   scripts/bench.sh --only "memcpy mpi gloo"   peer groups (memcpy pingpong ucx mpi gloo torch)
@@ -76,17 +76,22 @@ has_symbol() { nm -D --defined-only "$BUILD_DIR/src/libhvd.so" | grep -qE " $1(@
   cat <<'CASES'
 MORE=$((REPS > 1 ? REPS - 1 : 0))
 FUSION=(-b 4K -e 4K -x none) # 256 x 4 KiB per step, against 256 MPI calls of 4 KiB
+# hvdrun does not bind ranks to CPUs, Open MPI does (up to 2 ranks): hvd_np2 is what an
+# hvdrun user gets, hvd_bind_* the same placement as the MPI cases.
 add_case coll hvd_np2 "$REPS" "${HVD[@]}" 2 "$B" "${SWEEP[@]}"
-add_case coll hvd_oop_np2 1 "${HVD[@]}" 2 "$B" -i 0 "${SWEEP[@]}"
+add_case coll hvd_bind_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind "${SWEEP[@]}"
+add_case coll hvd_bind_oop_np2 1 "${HVD[@]}" 2 "$B" --bind -i 0 "${SWEEP[@]}"
+# like mpi_ob1_default_thp_np2: buffers on transparent huge pages
+add_case coll hvd_bind_thp_np2 1 env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "${HVD[@]}" 2 "$B" --bind "${SWEEP[@]}"
 add_case coll hvd_many256_np2 "$REPS" "${HVD[@]}" 2 "$B" --many 256 "${SWEEP[@]}" "${FUSION[@]}"
-add_case coll hvd_allgather_np2 "$REPS" "${HVD[@]}" 2 "$B" -c allgather "${SWEEP[@]}"
-add_case coll hvd_broadcast_np2 "$REPS" "${HVD[@]}" 2 "$B" -c broadcast "${SWEEP[@]}"
-for c in alltoall reducescatter; do
+add_case coll hvd_bind_many256_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind --many 256 "${SWEEP[@]}" "${FUSION[@]}"
+for c in allgather broadcast alltoall reducescatter; do
   v=HAS_$c
-  [ "${!v}" = 1 ] && add_case coll "hvd_${c}_np2" "$REPS" "${HVD[@]}" 2 "$B" -c $c "${SWEEP[@]}"
+  [ "${!v:-1}" = 1 ] && add_case coll "hvd_bind_${c}_np2" "$REPS" "${HVD[@]}" 2 "$B" --bind -c $c "${SWEEP[@]}"
 done
 if [ "$NP4" = 1 ]; then
   add_case coll hvd_np4 "$REPS" "${HVD[@]}" 4 "$B" "${SWEEP[@]}"
+  add_case coll hvd_bind_np4 1 "${HVD[@]}" 4 "$B" --bind "${SWEEP[@]}"
   add_case coll hvd_many256_np4 1 "${HVD[@]}" 4 "$B" --many 256 "${SWEEP[@]}" "${FUSION[@]}"
 fi
 if want mpi; then

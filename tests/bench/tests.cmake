@@ -55,3 +55,7 @@ add_test(NAME bench.usage_error
   COMMAND sh ${HVD_BENCH_TEST_DIR}/check_bench_output.sh --fails 2 "-d float7: unknown dtype" --
           $<TARGET_FILE:hvd_bench> -d float7)
 set_tests_properties(bench.usage_error PROPERTIES LABELS bench TIMEOUT 30)
+
+# Completion by polling (hvd_request_test) and CPU binding before hvd_init.
+hvd_bench_test(poll_np2 NP 2 SIZES 4 ARGS --poll -b 8 -e 512 -x none)
+hvd_bench_test(bind_np2 NP 2 SIZES 4 ARGS --bind -b 8 -e 512 -x none)
