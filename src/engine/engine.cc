@@ -437,7 +437,7 @@ RequestPtr Engine::zeros_like(const Response &resp, const Request &join) {
     req->meta.postscale = resp.postscale;
     req->input.dtype = resp.dtype;
     req->input.shape = resp.shape;
-    req->owned_data.assign(req->input.bytes(), 0);
+    req->owned_data.resize_zeroed(req->input.bytes());
     req->input.data = req->owned_data.data();
     req->output = req->input;
     req->deadline = join.deadline;
