@@ -11,6 +11,7 @@ HVD_APT_PACKAGES=(
   libucx-dev libhwloc-dev libcmocka-dev
   openmpi-bin libopenmpi-dev   # mpirun: a launcher the tests run libhvd under
   clang-format
+  python3                      # test helpers (free ports, timeline JSON checks)
   debhelper dpkg-dev fakeroot lintian rpm abigail-tools   # packaging and ABI tests
 )
 

@@ -118,6 +118,7 @@ std::map<Coordinator::Key, Coordinator::Pending>::iterator Coordinator::try_comp
             break;
         }
     Response resp = complete(it->first, p);
+    resp.group = group;
     *join_done |= resp.type == OpType::kJoin;
     emit(std::move(resp), group, group_size, out);
     return pending_.erase(it);

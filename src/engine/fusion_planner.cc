@@ -17,8 +17,9 @@ bool fusable(const Response &r) {
 }
 
 bool compatible(const Response &a, const Response &b) {
-    return fusable(a) && fusable(b) && a.set_id == b.set_id && a.dtype == b.dtype &&
-           a.reduce_op == b.reduce_op && a.prescale == b.prescale && a.postscale == b.postscale;
+    return fusable(a) && fusable(b) && a.group == b.group && a.set_id == b.set_id &&
+           a.dtype == b.dtype && a.reduce_op == b.reduce_op && a.prescale == b.prescale &&
+           a.postscale == b.postscale;
 }
 
 }  // namespace

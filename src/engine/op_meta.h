@@ -62,6 +62,9 @@ struct Response {
     // Tensor fusion: this allreduce runs as one collective with the next response (decided
     // by the coordinator, so every rank fuses the same way).
     bool fuse_next = false;
+    // Not sent: the group of a grouped op ("" for a lone op); the fusion planner fuses a
+    // group's members only with each other.
+    std::string group;
     // Not sent: >= 0 when the coordinator answers one rank alone (an error of that rank's).
     int32_t addressee = -1;
 };
