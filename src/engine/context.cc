@@ -1,5 +1,7 @@
 #include "engine/context.h"
 
+#include <unistd.h>
+
 #include "bootstrap/hex.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/rendezvous_file.h"
@@ -45,6 +47,7 @@ Context::Context(const InitConfig &config) : config_(config) {
     std::vector<std::string> hosts = kv_->all_gather("host", topology::this_host_name(), deadline);
     placement_ = topology::place_rank(hosts, rank_);
     connect_transport(hosts, deadline);
+    choose_spin_window();
     // Horovod's HVD_TIMELINE records the coordinator's view, on rank 0.
     if (const char *path = env_setting("TIMELINE"); path != nullptr && rank_ == 0)
         timeline_.start(path, env_setting_bool("TIMELINE_MARK_CYCLES", false), rank_);
@@ -119,6 +122,13 @@ void Context::connect_transport(const std::vector<std::string> &hosts, const Dea
     for (size_t r = 0; r < hosts.size(); ++r)
         same_host[r] = hosts[r] == hosts[rank_];
     transport_->connect(all, same_host);
+}
+
+void Context::choose_spin_window() {
+    long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t us = placement_.local_size > cpus ? 0 : 50;
+    us = env_setting_int("SPIN_US", us);
+    transport::set_spin_window(std::chrono::microseconds(us < 0 ? 0 : us));
 }
 
 void Context::abort(hvd_status_t status, const std::string &detail) {

@@ -53,6 +53,8 @@ class Context {
 
   private:
     void rendezvous(const Deadline &deadline);
+    // Polling before sleeping pays off only while every local rank has a CPU of its own.
+    void choose_spin_window();
     void connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline);
 
     InitConfig config_;

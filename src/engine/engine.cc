@@ -27,7 +27,6 @@ uint64_t control_tag(int32_t source, uint32_t kind) {
 }
 
 // How long the engine polls before sleeping after its last piece of work.
-constexpr auto kSpinWindow = std::chrono::microseconds(50);
 // Longest sleep: bounds how late an op timeout is noticed. Idle wake-ups at this period
 // cost nothing measurable.
 constexpr int64_t kMaxSleepMs = 1000;
@@ -581,7 +580,7 @@ void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
 void Engine::sleep_until_work() {
     // Spin briefly: the next message of a busy job usually arrives within microseconds, and
     // waking a sleeping thread costs far more on a virtual machine.
-    auto spin_until = std::chrono::steady_clock::now() + kSpinWindow;
+    auto spin_until = std::chrono::steady_clock::now() + transport::spin_window();
     while (!transport_aborted_ && std::chrono::steady_clock::now() < spin_until) {
         if (transport_->progress()) return;
         std::lock_guard<std::mutex> lock(mu_);

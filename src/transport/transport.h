@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -83,6 +84,12 @@ class Transport {
     // Bounded; after it returns, no buffer given to isend/irecv is referenced any more.
     virtual void abort_all(hvd_status_t status) = 0;
 };
+
+// How long waiters poll before sleeping on the event fd. Process-wide: set at init from
+// HVD_SPIN_US, or to 0 when this host runs more ranks than it has CPUs (a spinning rank
+// would take the CPU its peer needs to answer).
+std::chrono::microseconds spin_window();
+void set_spin_window(std::chrono::microseconds window);
 
 // Waits until every completion in cs is done. Returns HVD_OK, or the first failed status;
 // on expiry of the deadline HVD_ERR_TIMED_OUT; when *abort_status becomes nonzero that status.

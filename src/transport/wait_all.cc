@@ -11,7 +11,7 @@ namespace {
 // How long to keep polling the transport after the last event before sleeping on its event
 // fd. Short: on a small VM a sleeping waiter costs a hypervisor round trip to wake, but a
 // spinning one steals the core its peer may need.
-constexpr auto kSpinWindow = std::chrono::microseconds(50);
+std::atomic<int64_t> g_spin_us{50};
 // Upper bound of one sleep, so an abort raised by another thread is seen promptly.
 constexpr int64_t kMaxSleepMs = 20;
 
@@ -34,6 +34,14 @@ hvd_status_t fail(Transport &t, hvd_status_t status) {
 
 }  // namespace
 
+std::chrono::microseconds spin_window() {
+    return std::chrono::microseconds(g_spin_us.load(std::memory_order_relaxed));
+}
+
+void set_spin_window(std::chrono::microseconds window) {
+    g_spin_us.store(window.count(), std::memory_order_relaxed);
+}
+
 hvd_status_t wait_all(Transport &t, Completion *const *cs, size_t n, const Deadline &deadline,
                       const std::atomic<int32_t> *abort_status) {
     auto last_event = std::chrono::steady_clock::now();
@@ -51,7 +59,7 @@ hvd_status_t wait_all(Transport &t, Completion *const *cs, size_t n, const Deadl
             continue;
         }
         if (deadline.expired()) return fail(t, HVD_ERR_TIMED_OUT);
-        if (std::chrono::steady_clock::now() - last_event < kSpinWindow) continue;
+        if (std::chrono::steady_clock::now() - last_event < spin_window()) continue;
         if (!t.arm()) continue;  // events pending: progress again
         struct pollfd pfd = {t.event_fd(), POLLIN, 0};
         ::poll(&pfd, 1, static_cast<int>(deadline.remaining_ms(kMaxSleepMs)));
