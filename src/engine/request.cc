@@ -1,8 +1,26 @@
 #include "engine/request.h"
 
+#include <sys/mman.h>
+
+#include <new>
+
 #include "common/dtype.h"
 
 namespace hvd::engine {
+
+void OwnedBuffer::resize(size_t n) {
+    constexpr size_t kHugePage = 2 * 1024 * 1024;
+    data_.reset();
+    size_ = n;
+    if (n == 0) return;
+    bool huge = n >= kHugePage;
+    size_t align = huge ? kHugePage : 64;
+    size_t padded = (n + align - 1) / align * align;  // aligned_alloc wants a multiple
+    char *p = static_cast<char *>(std::aligned_alloc(align, padded));
+    if (p == nullptr) throw std::bad_alloc();
+    if (huge) ::madvise(p, padded, MADV_HUGEPAGE);  // advice only: failure is harmless
+    data_.reset(p);
+}
 
 size_t TensorRef::elements() const {
     size_t n = 1;

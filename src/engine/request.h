@@ -4,6 +4,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -30,13 +31,11 @@ struct TensorRef {
 
 // Library-owned output memory. Not zero-filled: the collective writes every byte, and
 // zero-filling a large output first would cost a whole extra pass over it (measured: page
-// faults and memset were ~45% of a 64 MiB allgather).
+// faults and memset were ~45% of a 64 MiB allgather). Large outputs sit on transparent huge
+// pages: 512 times fewer page faults, and fewer pages for single-copy transfers to pin.
 class OwnedBuffer {
   public:
-    void resize(size_t n) {
-        data_.reset(n ? new char[n] : nullptr);
-        size_ = n;
-    }
+    void resize(size_t n);
     void resize_zeroed(size_t n) {
         resize(n);
         if (n) std::memset(data_.get(), 0, n);
@@ -46,7 +45,10 @@ class OwnedBuffer {
     size_t size() const { return size_; }
 
   private:
-    std::unique_ptr<char[]> data_;
+    struct Free {
+        void operator()(char *p) const { std::free(p); }
+    };
+    std::unique_ptr<char, Free> data_;
     size_t size_ = 0;
 };
 
