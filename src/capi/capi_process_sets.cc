@@ -13,9 +13,6 @@ using hvd::engine::Request;
 
 namespace {
 
-// A wait bounded by the op deadline, plus the time the engine needs to notice it.
-constexpr int64_t kDeadlineGraceMs = 10000;
-
 // Runs one membership op through the global set's negotiation and waits for it.
 std::shared_ptr<Request> negotiate(const char *fn, hvd::engine::Context &c, OpType type,
                                    std::vector<int32_t> ranks, int32_t set_id) {
@@ -31,10 +28,7 @@ std::shared_ptr<Request> negotiate(const char *fn, hvd::engine::Context &c, OpTy
     std::string err;
     hvd_status_t s = c.engine().enqueue(req, &err);
     if (s != HVD_OK) throw Error(s, strprintf("%s: %s", fn, err.c_str()));
-    hvd::Deadline limit = req->deadline.infinite()
-                              ? hvd::Deadline::never()
-                              : hvd::Deadline::after_ms(c.op_timeout_ms() + kDeadlineGraceMs);
-    s = req->wait(limit);
+    s = req->wait(req->completion_bound());
     if (s == HVD_INPROGRESS)
         throw Error(HVD_ERR_TIMED_OUT, strprintf("%s: the other ranks did not join in time", fn));
     if (s != HVD_OK) throw Error(s, strprintf("%s: %s", fn, req->message().c_str()));

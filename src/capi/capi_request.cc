@@ -8,10 +8,6 @@ using hvd::capi::guarded;
 
 namespace {
 
-// A wait with no limit of its own still ends: the engine completes every request by its op
-// deadline; this grace covers the engine noticing it.
-constexpr int64_t kDeadlineGraceMs = 10000;
-
 hvd_status_t finished_status(const hvd::engine::Request &req, const char *fn) {
     hvd_status_t s = req.status();
     if (s < 0) hvd::set_last_error(strprintf("%s: %s", fn, req.message().c_str()));
@@ -54,10 +50,9 @@ HVD_API hvd_status_t hvd_request_test(hvd_request_h req) noexcept {
 HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) noexcept {
     return guarded("hvd_request_wait", [&] {
         if (req == nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_request_wait: req is NULL");
-        hvd::Deadline d = hvd::Deadline::after_ms(timeout_ms);
-        if (timeout_ms < 0 && !req->req->deadline.infinite())
-            d = hvd::Deadline::after_ms(req->req->deadline.remaining_ms(INT64_MAX / 2) +
-                                        kDeadlineGraceMs);
+        // A wait with no limit of its own still ends when the op's own deadline does.
+        hvd::Deadline d =
+            timeout_ms < 0 ? req->req->completion_bound() : hvd::Deadline::after_ms(timeout_ms);
         req->waiters.fetch_add(1);
         req->req->wait(d);
         req->waiters.fetch_sub(1);

@@ -59,6 +59,12 @@ void Request::member_done(hvd_status_t status, const std::string &message) {
     complete(final_status, final_message);
 }
 
+Deadline Request::completion_bound() const {
+    constexpr int64_t kNoticeGraceMs = 10000;
+    if (deadline.infinite()) return Deadline::never();
+    return Deadline::after_ms(deadline.remaining_ms(INT64_MAX / 2) + kNoticeGraceMs);
+}
+
 hvd_status_t Request::status() const {
     std::lock_guard<std::mutex> lock(mu_);
     return status_;

@@ -65,6 +65,10 @@ class Request {
     hvd_status_t status() const;
     // Waits until complete or the deadline; returns status() (HVD_INPROGRESS on expiry).
     hvd_status_t wait(const Deadline &until);
+    // The latest a caller needs to wait: the engine completes every request by its op
+    // deadline, and this adds the time the engine may take to notice it. Never for a
+    // request without an op deadline.
+    Deadline completion_bound() const;
     std::string message() const;
 
     // Library-owned output, filled by the engine before complete(HVD_OK).
