@@ -11,6 +11,11 @@ namespace hvd::engine {
 
 namespace {
 
+// The reduction the collective runs: Average is a Sum, scaled afterwards (postscale_of).
+int32_t reduction_of(const Request &req) {
+    return req.meta.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : req.meta.reduce_op;
+}
+
 // Average divides by the set size as part of the postscale factor (one rounding step).
 double postscale_of(const Request &req, int32_t set_size) {
     double post = req.meta.postscale;
@@ -36,7 +41,7 @@ hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
         hvd_status_t s = reduce::scale_into(out.data, in.data, count, in.dtype, req.meta.prescale);
         if (s != HVD_OK) return s;
     }
-    int32_t op = req.meta.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : req.meta.reduce_op;
+    int32_t op = reduction_of(req);
     hvd_status_t s = op == HVD_OP_ADASUM
                          ? collectives::adasum(comm, out.data, count, in.dtype)
                          : collectives::allreduce(comm, out.data, count, in.dtype, op);
@@ -108,7 +113,7 @@ hvd_status_t run_reducescatter(collectives::Comm &comm, Request &req) {
         if (s != HVD_OK) return s;
         src = scaled.data();
     }
-    int32_t op = req.meta.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : req.meta.reduce_op;
+    int32_t op = reduction_of(req);
     hvd_status_t s =
         collectives::reducescatter(comm, src, req.owned_data.data(), counts, in.dtype, op);
     if (s != HVD_OK) return s;
@@ -160,7 +165,7 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
         offset += r->input.bytes();
     }
     trace.end();
-    int32_t op = first.meta.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : first.meta.reduce_op;
+    int32_t op = reduction_of(first);
     trace.begin("UCX_ALLREDUCE");
     hvd_status_t s = collectives::allreduce(comm, buf, total / dtype_size(dtype), dtype, op);
     trace.end();
