@@ -134,6 +134,16 @@ void mp_set(int32_t dtype, void *data, size_t i, double v) {
     mp_die("unknown dtype %d", dtype);
 }
 
+hvd_op_params_t mp_params(hvd_process_set_h ps) {
+    hvd_op_params_t p;
+    memset(&p, 0, sizeof p);
+    if (ps) {
+        p.field_mask = HVD_OP_FIELD_PROCESS_SET;
+        p.process_set = ps;
+    }
+    return p;
+}
+
 hvd_tensor_t mp_tensor(void *data, int32_t dtype, int32_t ndim, const int64_t *shape) {
     hvd_tensor_t t;
     memset(&t, 0, sizeof t);

@@ -28,6 +28,9 @@ void mp_set(int32_t dtype, void *data, size_t i, double v);
 size_t mp_dtype_size(int32_t dtype);
 const char *mp_dtype_name(int32_t dtype);
 
+/* Op parameters with every field at its default, in process set ps (NULL: all ranks). */
+hvd_op_params_t mp_params(hvd_process_set_h ps);
+
 /* A tensor descriptor on caller memory. */
 hvd_tensor_t mp_tensor(void *data, int32_t dtype, int32_t ndim, const int64_t *shape);
 

@@ -65,8 +65,7 @@ static void check_allreduce(int32_t dtype, int32_t op, size_t count, int in_plac
     int64_t shape[1] = {(int64_t)count};
     hvd_tensor_t tin = mp_tensor(in, dtype, 1, shape);
     hvd_tensor_t tout = mp_tensor(out, dtype, 1, shape);
-    hvd_op_params_t p;
-    memset(&p, 0, sizeof p);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_REDUCE_OP;
     p.reduce_op = op;
     hvd_request_h req;
@@ -118,8 +117,7 @@ static void test_allreduce_scaling(void **state) {
             mp_set(dtype, buf, i, mp_value(dtype, mp_rank, i));
         int64_t shape[1] = {(int64_t)count};
         hvd_tensor_t t = mp_tensor(buf, dtype, 1, shape);
-        hvd_op_params_t p;
-        memset(&p, 0, sizeof p);
+        hvd_op_params_t p = mp_params(NULL);
         p.field_mask = HVD_OP_FIELD_SCALE | HVD_OP_FIELD_NAME;
         p.name = "scaled";
         p.prescale = 1.5;
@@ -199,8 +197,7 @@ static void test_broadcast_every_root(void **state) {
                     int64_t shape[1] = {(int64_t)count};
                     hvd_tensor_t tin = mp_tensor(in, dtype, 1, shape);
                     hvd_tensor_t tout = mp_tensor(out, dtype, 1, shape);
-                    hvd_op_params_t p;
-                    memset(&p, 0, sizeof p);
+                    hvd_op_params_t p = mp_params(NULL);
                     p.field_mask = HVD_OP_FIELD_ROOT;
                     p.root_rank = root;
                     hvd_request_h req;
@@ -230,8 +227,7 @@ static void test_different_enqueue_orders(void **state) {
         hvd_tensor_t t = mp_tensor(bufs[k], HVD_DTYPE_INT32, 1, shape);
         char name[32];
         snprintf(name, sizeof name, "order.%d", k);
-        hvd_op_params_t p;
-        memset(&p, 0, sizeof p);
+        hvd_op_params_t p = mp_params(NULL);
         p.field_mask = HVD_OP_FIELD_NAME;
         p.name = name;
         assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &reqs[k]), HVD_OK);
@@ -250,8 +246,7 @@ static hvd_status_t odd_allreduce(const char *name, int32_t dtype, int64_t len, 
     float buf[8] = {0};
     int64_t shape[1] = {len};
     hvd_tensor_t t = mp_tensor(buf, dtype, 1, shape);
-    hvd_op_params_t p;
-    memset(&p, 0, sizeof p);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_NAME;
     p.name = name;
     hvd_request_h req;
@@ -281,8 +276,7 @@ static void test_mismatches_reported_everywhere(void **state) {
     float buf[4] = {1, 2, 3, 4};
     int64_t shape[1] = {4};
     hvd_tensor_t t = mp_tensor(buf, HVD_DTYPE_FLOAT32, 1, shape);
-    hvd_op_params_t p;
-    memset(&p, 0, sizeof p);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_ROOT;
     p.name = "mm.root";
     p.root_rank = mp_rank == 0 ? 0 : 1;
@@ -302,8 +296,7 @@ static void test_duplicate_name_rejected(void **state) {
     int64_t shape[1] = {2};
     hvd_tensor_t ta = mp_tensor(a, HVD_DTYPE_FLOAT32, 1, shape);
     hvd_tensor_t tb = mp_tensor(b, HVD_DTYPE_FLOAT32, 1, shape);
-    hvd_op_params_t p;
-    memset(&p, 0, sizeof p);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_NAME;
     p.name = "dup";
     hvd_request_h first, second;
@@ -339,8 +332,7 @@ static void test_invalid_arguments(void **state) {
     int64_t shape[1] = {4}, negative[1] = {-1};
     hvd_tensor_t t = mp_tensor(a, HVD_DTYPE_FLOAT32, 1, shape);
     hvd_request_h req = NULL;
-    hvd_op_params_t p;
-    memset(&p, 0, sizeof p);
+    hvd_op_params_t p = mp_params(NULL);
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, NULL, &t, NULL, &req), HVD_ERR_INVALID_ARG);
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, NULL, NULL), HVD_ERR_INVALID_ARG);
     p.field_mask = HVD_BIT(50);
@@ -359,7 +351,7 @@ static void test_invalid_arguments(void **state) {
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &bad, &bad, NULL, &req), HVD_ERR_UNSUPPORTED);
     hvd_tensor_t other = mp_tensor(a, HVD_DTYPE_INT32, 1, shape);
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &other, NULL, &req), HVD_ERR_INVALID_ARG);
-    memset(&p, 0, sizeof p);
+    p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_REDUCE_OP;
     p.reduce_op = 77;
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &req), HVD_ERR_INVALID_ARG);
@@ -368,7 +360,7 @@ static void test_invalid_arguments(void **state) {
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &ints, &ints, &p, &req), HVD_ERR_UNSUPPORTED);
     if (mp_size == 3) /* nor can 3 ranks */
         assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &req), HVD_ERR_UNSUPPORTED);
-    memset(&p, 0, sizeof p);
+    p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_ROOT;
     p.root_rank = mp_size;
     assert_int_equal(hvd_broadcast_enqueue(mp_ctx, &t, &t, &p, &req), HVD_ERR_INVALID_ARG);

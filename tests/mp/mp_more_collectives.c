@@ -19,16 +19,6 @@ static const int32_t kAllDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_D
                                      HVD_DTYPE_BOOL,    HVD_DTYPE_BFLOAT16};
 enum { kNumDtypes = sizeof kAllDtypes / sizeof kAllDtypes[0] };
 
-static hvd_op_params_t params_in(hvd_process_set_h ps) {
-    hvd_op_params_t p;
-    memset(&p, 0, sizeof p);
-    if (ps) {
-        p.field_mask = HVD_OP_FIELD_PROCESS_SET;
-        p.process_set = ps;
-    }
-    return p;
-}
-
 /* Rows rank `from` sends to rank `to` (index within the set): uneven, sometimes zero. */
 static int32_t rows_between(int32_t from, int32_t to) {
     return (from + 2 * to) % 3;
@@ -55,7 +45,7 @@ static void check_alltoall(int32_t dtype, hvd_process_set_h ps, int32_t me, int3
                 mp_set(dtype, in, (size_t)pos++, alltoall_value(dtype, me, j, i, k));
     int64_t shape[2] = {rows, cols};
     hvd_tensor_t t = mp_tensor(in, dtype, 2, shape);
-    hvd_op_params_t p = params_in(ps);
+    hvd_op_params_t p = mp_params(ps);
     p.field_mask |= HVD_OP_FIELD_SPLITS;
     p.splits = splits;
     p.num_splits = n;
@@ -124,7 +114,7 @@ static void check_reducescatter(int32_t dtype, int32_t op, int64_t d0, hvd_proce
         mp_set(dtype, in, i, mp_value(dtype, me, i));
     int64_t shape[2] = {d0, cols};
     hvd_tensor_t t = mp_tensor(in, dtype, 2, shape);
-    hvd_op_params_t p = params_in(ps);
+    hvd_op_params_t p = mp_params(ps);
     p.field_mask |= HVD_OP_FIELD_REDUCE_OP;
     p.reduce_op = op;
     hvd_request_h req;
@@ -175,7 +165,7 @@ static void test_reducescatter_errors(void **state) {
     assert_int_equal(hvd_reducescatter_enqueue(mp_ctx, &scalar, NULL, &req), HVD_ERR_INVALID_ARG);
     int64_t shape[1] = {1};
     hvd_tensor_t t = mp_tensor(&x, HVD_DTYPE_FLOAT32, 1, shape);
-    hvd_op_params_t p = params_in(NULL);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_REDUCE_OP;
     p.reduce_op = HVD_OP_MAX;
     assert_int_equal(hvd_reducescatter_enqueue(mp_ctx, &t, &p, &req), HVD_ERR_UNSUPPORTED);
@@ -187,7 +177,7 @@ static void test_alltoall_errors(void **state) {
     int64_t shape[1] = {4};
     hvd_tensor_t t = mp_tensor(data, HVD_DTYPE_INT32, 1, shape);
     int32_t splits[8] = {0};
-    hvd_op_params_t p = params_in(NULL);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_SPLITS;
     p.splits = splits;
     p.num_splits = mp_size + 1; /* wrong length */
@@ -217,7 +207,7 @@ static void test_barrier_with_pending_ops(void **state) {
     float x[2] = {1, 2};
     int64_t shape[1] = {2};
     hvd_tensor_t t = mp_tensor(x, HVD_DTYPE_FLOAT32, 1, shape);
-    hvd_op_params_t named = params_in(NULL);
+    hvd_op_params_t named = mp_params(NULL);
     named.field_mask = HVD_OP_FIELD_NAME;
     named.name = "after.barrier";
     hvd_request_h pending = NULL, barrier;
@@ -244,7 +234,7 @@ static void check_subset_allreduce(int32_t dtype, hvd_process_set_h ps, int32_t 
     int64_t shape[1] = {kCount};
     hvd_tensor_t tin = mp_tensor(in, dtype, 1, shape);
     hvd_tensor_t tout = mp_tensor(out, dtype, 1, shape);
-    hvd_op_params_t p = params_in(ps);
+    hvd_op_params_t p = mp_params(ps);
     hvd_request_h req;
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &tin, &tout, &p, &req), HVD_OK);
     assert_int_equal(mp_wait(req), HVD_OK);
@@ -291,7 +281,7 @@ static void test_process_sets(void **state) {
         float y = 1;
         int64_t s1[1] = {1};
         hvd_tensor_t ty = mp_tensor(&y, HVD_DTYPE_FLOAT32, 1, s1);
-        hvd_op_params_t p = params_in(other);
+        hvd_op_params_t p = mp_params(other);
         hvd_request_h req;
         assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &ty, &ty, &p, &req), HVD_ERR_INVALID_ARG);
     }
@@ -301,7 +291,7 @@ static void test_process_sets(void **state) {
     for (int i = 0; i < 4; ++i)
         v[i] = mp_rank + i;
     hvd_tensor_t t = mp_tensor(v, HVD_DTYPE_INT64, 1, shape);
-    hvd_op_params_t p = params_in(mine);
+    hvd_op_params_t p = mp_params(mine);
     p.field_mask |= HVD_OP_FIELD_NAME;
     p.name = "in.my.set";
     hvd_request_h req;
@@ -318,7 +308,7 @@ static void test_process_sets(void **state) {
     if (me == n - 1) w[0] = 1, w[1] = 2, w[2] = 3;
     int64_t s3[1] = {3};
     hvd_tensor_t tw = mp_tensor(w, HVD_DTYPE_FLOAT64, 1, s3);
-    hvd_op_params_t pb = params_in(mine);
+    hvd_op_params_t pb = mp_params(mine);
     pb.field_mask |= HVD_OP_FIELD_ROOT;
     pb.root_rank = n - 1;
     assert_int_equal(hvd_broadcast_enqueue(mp_ctx, &tw, &tw, &pb, &req), HVD_OK);
@@ -363,7 +353,7 @@ static void test_join_uneven_steps(void **state) {
         hvd_tensor_t t = mp_tensor(g, HVD_DTYPE_FLOAT64, 1, shape);
         char name[32];
         snprintf(name, sizeof name, "join.step.%d", step);
-        hvd_op_params_t p = params_in(NULL);
+        hvd_op_params_t p = mp_params(NULL);
         p.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_REDUCE_OP;
         p.name = name;
         p.reduce_op = HVD_OP_AVERAGE;
@@ -397,7 +387,7 @@ static void test_join_blocks_other_collectives(void **state) {
         int32_t v[2] = {mp_rank, mp_rank};
         int64_t shape[1] = {2};
         hvd_tensor_t t = mp_tensor(v, HVD_DTYPE_INT32, 1, shape);
-        hvd_op_params_t p = params_in(NULL);
+        hvd_op_params_t p = mp_params(NULL);
         p.field_mask = HVD_OP_FIELD_NAME;
         p.name = "gather.while.joined";
         assert_int_equal(hvd_allgather_enqueue(mp_ctx, &t, &p, &req), HVD_OK);
@@ -450,7 +440,7 @@ static void test_adasum(void **state) {
             mp_set(dtypes[d], buf, (size_t)i, v[mp_rank][i]);
         int64_t shape[1] = {N};
         hvd_tensor_t t = mp_tensor(buf, dtypes[d], 1, shape);
-        hvd_op_params_t p = params_in(NULL);
+        hvd_op_params_t p = mp_params(NULL);
         p.field_mask = HVD_OP_FIELD_REDUCE_OP;
         p.reduce_op = HVD_OP_ADASUM;
         hvd_request_h req;
@@ -484,7 +474,7 @@ static void test_grouped(void **state) {
     hvd_tensor_t tb = mp_tensor(b, HVD_DTYPE_INT64, 2, sb);
     hvd_tensor_t tc = mp_tensor(c, HVD_DTYPE_FLOAT64, 1, sc);
     const hvd_tensor_t *ins[3] = {&ta, &tb, &tc};
-    hvd_op_params_t p = params_in(NULL);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_NAME;
     p.name = "grads";
     hvd_request_h req;

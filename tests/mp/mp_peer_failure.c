@@ -30,8 +30,7 @@ static double now_ms(void) {
 static hvd_status_t enqueue_sum(const char *name, float *buf, int64_t n, hvd_request_h *req) {
     int64_t shape[1] = {n};
     hvd_tensor_t t = mp_tensor(buf, HVD_DTYPE_FLOAT32, 1, shape);
-    hvd_op_params_t p;
-    memset(&p, 0, sizeof p);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_NAME;
     p.name = name;
     return hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, req);

@@ -21,8 +21,7 @@ static void test_stalled_op_fails_with_a_clear_error(void **state) {
     float x[4] = {1, 2, 3, 4};
     int64_t shape[1] = {4};
     hvd_tensor_t t = mp_tensor(x, HVD_DTYPE_FLOAT32, 1, shape);
-    hvd_op_params_t p;
-    memset(&p, 0, sizeof p);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_NAME;
     p.name = "lonely";
     hvd_request_h req;

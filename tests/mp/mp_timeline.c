@@ -21,8 +21,7 @@ static void run_named(const char *name, int kind) {
         x[i] = (float)(mp_rank + i);
     int64_t shape[1] = {16};
     hvd_tensor_t t = mp_tensor(x, HVD_DTYPE_FLOAT32, 1, shape);
-    hvd_op_params_t p;
-    memset(&p, 0, sizeof p);
+    hvd_op_params_t p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_NAME;
     p.name = name;
     hvd_request_h req;
