@@ -289,9 +289,9 @@ HVD_API hvd_status_t hvd_process_set_included(hvd_context_h ctx, hvd_process_set
 /* Elementwise reduction over all ranks of the set. in and out have the same dtype and shape;
  * out->data == in->data is in place. Result = postscale * op_r(prescale * in_r), Average
  * dividing by the set size. Integers are scaled in float64 and truncated toward zero;
- * float16/bfloat16 are reduced and scaled in float32. Adasum (Maleki et al.: pairwise
- * combination (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b over log2(n) levels) needs a float dtype
- * and a power-of-two set size, else HVD_ERR_UNSUPPORTED at enqueue. */
+ * float16/bfloat16 are reduced and scaled in float32; Average of bool is HVD_ERR_UNSUPPORTED.
+ * Adasum (Maleki et al.: pairwise combination (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b over log2(n)
+ * levels) needs a float dtype and a power-of-two set size, else HVD_ERR_UNSUPPORTED at enqueue. */
 HVD_API hvd_status_t hvd_allreduce_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
                                            const hvd_tensor_t *out, const hvd_op_params_t *params,
                                            hvd_request_h *req_p) HVD_NOEXCEPT;

@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <thread>
 
 #include "bootstrap/kv_auth.h"
 #include "bootstrap/kv_protocol.h"
@@ -22,6 +25,12 @@ namespace {
 
 constexpr int64_t kPollSliceMs = 1000;
 constexpr size_t kMaxReadPerCall = size_t{4} << 20;
+constexpr int kSessionRetryMs = 20;
+
+// The server answered with a transient REJECT (kRejectRetryPrefix): reconnect.
+struct SessionEnded : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 }  // namespace
 
@@ -129,10 +138,12 @@ Frame KvClient::Impl::read_handshake_frame(const Deadline &deadline) {
         if (!wait_readable(fd.get(), deadline, kPollSliceMs)) continue;
         if (read_available(fd.get(), in.buffer(), kMaxHandshakeFrameBytes) == ReadResult::kClosed) {
             if (in.next(&f)) return f;  // e.g. a REJECT sent just before closing
-            throw Error(HVD_ERR_TRANSPORT,
-                        strprintf("rendezvous at %s closed the connection during rank %d's "
-                                  "handshake",
-                                  where.c_str(), rank));
+            // Typically the server of a session that just ended (every rank finalized) shutting
+            // down; the next session's server will answer, so reconnect.
+            throw SessionEnded(
+                strprintf("rendezvous at %s closed the connection during rank "
+                          "%d's handshake",
+                          where.c_str(), rank));
         }
     }
 }
@@ -158,6 +169,10 @@ void KvClient::Impl::handshake(const std::string &secret, const Deadline &deadli
          deadline);
 
     Frame answer = read_handshake_frame(deadline);
+    if (answer.type == KvMsg::kReject && answer.fields.size() == 1 &&
+        answer.fields[0].rfind(kRejectRetryPrefix, 0) == 0)
+        throw SessionEnded(strprintf("rendezvous at %s: rank %d: %s", where.c_str(), rank,
+                                     answer.fields[0].c_str()));
     if (answer.type == KvMsg::kReject && answer.fields.size() == 1)
         throw Error(HVD_ERR_TRANSPORT, strprintf("rendezvous at %s rejected rank %d: %s",
                                                  where.c_str(), rank, answer.fields[0].c_str()));
@@ -249,8 +264,17 @@ KvClient::KvClient(const std::string &addr, int port, const std::string &secret,
                               size, impl_->where.c_str()));
     impl_->rank = rank;
     impl_->size = size;
-    impl_->fd = connect_tcp(addr, port, deadline);
-    impl_->handshake(secret, deadline);
+    for (;;) {
+        impl_->fd = connect_tcp(addr, port, deadline);
+        impl_->in = FrameDecoder(kMaxHandshakeFrameBytes);
+        try {
+            impl_->handshake(secret, deadline);
+            break;
+        } catch (const SessionEnded &e) {
+            if (deadline.expired()) throw Error(HVD_ERR_TIMED_OUT, e.what());
+            std::this_thread::sleep_for(std::chrono::milliseconds(kSessionRetryMs));
+        }
+    }
     impl_->fd_num.store(impl_->fd.get());
 }
 

@@ -28,6 +28,10 @@ constexpr size_t kNonceBytes = 32;
 constexpr size_t kMaxHandshakeFrameBytes = 4096;
 constexpr size_t kMaxFrameBytes = size_t{64} << 20;
 constexpr size_t kMaxFrameFields = 8;
+// A REJECT whose reason starts with this is transient: a rank that left this server's session
+// of the job (hvd_finalize) and joins again (the next hvd_init) reached the old server before
+// it shut down; the client reconnects until the new session's server answers.
+constexpr const char *kRejectRetryPrefix = "retry: ";
 
 enum class KvMsg : uint8_t {
     kChallenge = 1,

@@ -242,6 +242,9 @@ void KvServer::Impl::handle_hello(Conn &c, const Frame &f) {
                                    claimed_size, size));
     if (rank < 0 || rank >= size)
         return reject(c, strprintf("rank %d is outside [0, %d)", rank, size));
+    if (ranks[rank] == RankState::kLeft)
+        return reject(c, strprintf("%srank %d already left this session of the job",
+                                   kRejectRetryPrefix, rank));
     if (ranks[rank] != RankState::kAbsent)
         return reject(c, strprintf("rank %d has already joined this job", rank));
     accept_rank(c, rank, client_nonce);

@@ -187,6 +187,11 @@ std::shared_ptr<Request> prepare_allreduce(const char *fn, const hvd_tensor_t *i
                                            const hvd_tensor_t *out, const OpParams &o) {
     auto req = new_request(fn, in, out, /*has_output=*/true);
     if (o.reduce_op == HVD_OP_ADASUM) check_adasum(fn, req->input.dtype, o.set->size());
+    if (o.reduce_op == HVD_OP_AVERAGE && req->input.dtype == HVD_DTYPE_BOOL)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: Average of bool tensors is undefined; use Sum or Max (logical "
+                              "or), Min or Product (logical and)",
+                              fn));
     if (o.reduce_op != HVD_OP_AVERAGE && o.reduce_op != HVD_OP_ADASUM &&
         !hvd::reduce::op_supported(o.reduce_op))
         invalid(fn, strprintf("unknown reduce op %d", o.reduce_op));

@@ -1,0 +1,52 @@
+"""Chooses the module that talks to libhvd.
+
+Contract of a backend module (hvd/_ctypes_backend.py and the pybind11 extension
+hvd/_hvd_pybind): ``NAME``; version_code(), version_string(), features(), last_error(),
+get_unique_id() -> bytes; init(rank, size, unique_id, timeout_ms) -> ctx; finalize(ctx),
+abort(ctx, reason), context_error(ctx) -> (status, detail); rank(ctx, ps), size(ctx, ps),
+local_rank(ctx), local_size(ctx), cross_rank(ctx), cross_size(ctx);
+process_set_create(ctx, ranks) -> ps, process_set_destroy(ctx, ps),
+process_set_included(ctx, ps); timeline_start(ctx, path, mark_cycles), timeline_stop(ctx);
+enqueue(kind, ctx, ins, outs, name, ps, op, prescale, postscale, root, splits, timeout_ms)
+-> req, with tensors described as (data pointer, dtype code, shape tuple[, device type,
+device id]); test(req), wait(req, timeout_ms) -> status; output(req, i) -> (pointer, dtype,
+shape); received_splits(req, n) -> list; value(req) -> int; message(req) -> str;
+release(req). Handles are ints (0: NULL / the global process set). Failed calls raise what
+hvd._errors.error_for() returns; wait and test return statuses instead of raising.
+
+HVD_PY_BACKEND=ctypes|pybind forces one; by default the pybind11 extension is used when it
+was built, else ctypes.
+"""
+
+import os
+
+from hvd._errors import HvdValueError
+
+
+def _load_pybind():
+    from hvd import _hvd_pybind
+
+    return _hvd_pybind
+
+
+def _load_ctypes():
+    from hvd import _ctypes_backend
+
+    return _ctypes_backend
+
+
+def load():
+    choice = os.environ.get("HVD_PY_BACKEND", "").strip().lower()
+    if choice == "pybind":
+        return _load_pybind()
+    if choice == "ctypes":
+        return _load_ctypes()
+    if choice:
+        raise HvdValueError("HVD_PY_BACKEND=%r: expected 'ctypes' or 'pybind'" % choice)
+    try:
+        return _load_pybind()
+    except ImportError:
+        return _load_ctypes()
+
+
+backend = load()

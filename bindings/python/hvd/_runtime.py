@@ -1,0 +1,249 @@
+"""The process-wide libhvd context behind Horovod's module-level API, and the table of
+outstanding requests behind its integer handles.
+
+One context per process, as in Horovod: init() joins the job, shutdown() leaves it, and the
+pair may repeat any number of times. Thread safety: init/shutdown must not race with each
+other; enqueue, poll and synchronize may be called from any thread (the backward pass runs
+gradient hooks on autograd's threads).
+"""
+
+import atexit
+import os
+import threading
+
+from hvd import _errors
+from hvd._backend import backend
+
+# Reduction ops, with Horovod's values.
+Average = 0
+Sum = 1
+Adasum = 2
+Min = 3
+Max = 4
+Product = 5
+
+# Environment variables by which a launcher announces rank and size (hvdrun, Open MPI, PMI,
+# Slurm, torchrun-style), as libhvd's launcher detection reads them.
+_LAUNCHER_RANK_VARIABLES = ("HVD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
+                            "RANK")
+
+# A wait slice: waits return to Python this often so that Ctrl-C is seen.
+_WAIT_SLICE_MS = 500
+
+_FEATURE_CUDA = 1 << 1
+_FEATURE_NCCL = 1 << 2
+
+
+class _Pending:
+    __slots__ = ("req", "keep", "finish")
+
+    def __init__(self, req, keep, finish):
+        self.req = req
+        self.keep = keep  # Python objects whose memory the op reads or writes
+        self.finish = finish  # req -> result, called once the op succeeded
+
+
+class _State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.ctx = None
+        self.rank = self.size = self.local_rank = self.local_size = 0
+        self.cross_rank = self.cross_size = 0
+        self.homogeneous = True
+        self.pending = {}
+        self.next_handle = 1
+        self.generation = 0  # bumped by every shutdown: invalidates process sets
+
+
+state = _State()
+
+
+def _not_initialized():
+    return _errors.HvdValueError("Horovod has not been initialized; use hvd.init().",
+                                 _errors.ERR_NOT_READY)
+
+
+def context():
+    """The live context handle; ValueError when not initialised."""
+    ctx = state.ctx
+    if ctx is None:
+        raise _not_initialized()
+    return ctx
+
+
+def _launched():
+    return any(os.environ.get(v) for v in _LAUNCHER_RANK_VARIABLES)
+
+
+def init_context():
+    """Joins the job unless already joined. Returns True if this call joined it.
+
+    Without a launcher's environment the process runs as a job of one rank, as Horovod
+    does when a script is started with plain `python`."""
+    with state.lock:
+        if state.ctx is not None:
+            return False
+        if _launched():
+            ctx = backend.init()
+        else:
+            ctx = backend.init(rank=0, size=1, unique_id=backend.get_unique_id())
+        state.ctx = ctx
+        state.rank = backend.rank(ctx, 0)
+        state.size = backend.size(ctx, 0)
+        state.local_rank = backend.local_rank(ctx)
+        state.local_size = backend.local_size(ctx)
+        state.cross_rank = backend.cross_rank(ctx)
+        state.cross_size = backend.cross_size(ctx)
+    state.homogeneous = _all_hosts_alike()
+    return True
+
+
+def _all_hosts_alike():
+    """Whether every host runs the same number of ranks (one allgather at init)."""
+    import array
+
+    mine = array.array("i", [state.local_size])
+    addr, _ = mine.buffer_info()
+    gathered = run("allgather", [(addr, 4, (1,))], keep=mine, name="hvd.init.local_sizes",
+                   finish=lambda req: _read_int32s(req))
+    return len(set(gathered)) == 1
+
+
+def _read_int32s(req):
+    import ctypes
+
+    ptr, _, shape = backend.output(req, 0)
+    n = shape[0] if shape else 1
+    return list((ctypes.c_int32 * n).from_address(ptr)) if n else []
+
+
+def shutdown_context():
+    """Leaves the job. Outstanding handles fail; a no-op when not initialised."""
+    with state.lock:
+        ctx = state.ctx
+        if ctx is None:
+            return
+        state.ctx = None
+        state.generation += 1
+        pending, state.pending = state.pending, {}
+    try:
+        backend.finalize(ctx)
+    finally:
+        for p in pending.values():
+            try:
+                backend.release(p.req)
+            except Exception:  # the context is gone: nothing else can be done with it
+                pass
+
+
+atexit.register(shutdown_context)
+
+
+def is_initialized():
+    return state.ctx is not None
+
+
+def _topology(field):
+    context()
+    return getattr(state, field)
+
+
+def rank():
+    return _topology("rank")
+
+
+def size():
+    return _topology("size")
+
+
+def local_rank():
+    return _topology("local_rank")
+
+
+def local_size():
+    return _topology("local_size")
+
+
+def cross_rank():
+    return _topology("cross_rank")
+
+
+def cross_size():
+    return _topology("cross_size")
+
+
+def is_homogeneous():
+    context()
+    return state.homogeneous
+
+
+def cuda_built():
+    return bool(backend.features() & _FEATURE_CUDA)
+
+
+def nccl_built():
+    return bool(backend.features() & _FEATURE_NCCL)
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Starts writing this rank's timeline (Chrome trace JSON) to file_path."""
+    if not file_path:
+        raise ValueError("file_path must not be empty")
+    backend.timeline_start(context(), str(file_path), bool(mark_cycles))
+
+
+def stop_timeline():
+    backend.timeline_stop(context())
+
+
+# ------------------------------------------------------------------ requests and handles
+
+
+def enqueue(kind, ins=(), outs=None, keep=None, finish=None, name=None, process_set=None,
+            op=None, prescale=1.0, postscale=1.0, root=None, splits=None):
+    """Starts a collective and returns its integer handle for poll()/synchronize().
+
+    keep: objects that own the memory the op uses (kept alive until it completes);
+    finish(req): builds the result once the op succeeded (default: None)."""
+    ctx = context()
+    ps = process_set._handle_for(ctx) if process_set is not None else 0
+    req = backend.enqueue(kind, ctx, list(ins), list(outs) if outs is not None else None,
+                          name, ps, op, float(prescale), float(postscale), root, splits, None)
+    with state.lock:
+        handle = state.next_handle
+        state.next_handle += 1
+        state.pending[handle] = _Pending(req, keep, finish)
+    return handle
+
+
+def poll(handle):
+    """True once the op behind handle has finished (successfully or not). Never blocks."""
+    p = state.pending.get(handle)
+    if p is None:
+        raise ValueError("unknown or already synchronized handle %r" % (handle,))
+    return backend.test(p.req) != _errors.INPROGRESS
+
+
+def synchronize(handle):
+    """Waits for the op behind handle and returns its result; HorovodInternalError if it
+    failed. The handle is consumed either way."""
+    p = state.pending.get(handle)
+    if p is None:
+        raise ValueError("unknown or already synchronized handle %r" % (handle,))
+    status = backend.wait(p.req, _WAIT_SLICE_MS)
+    while status == _errors.INPROGRESS:
+        status = backend.wait(p.req, _WAIT_SLICE_MS)
+    with state.lock:
+        if state.pending.pop(handle, None) is None:
+            raise ValueError("handle %r was synchronized by another thread" % (handle,))
+    try:
+        if status != _errors.OK:
+            raise _errors.error_for(status, backend.message(p.req), during_wait=True)
+        return p.finish(p.req) if p.finish is not None else None
+    finally:
+        backend.release(p.req)
+
+
+def run(kind, ins=(), outs=None, **kwargs):
+    """enqueue + synchronize."""
+    return synchronize(enqueue(kind, ins, outs, **kwargs))

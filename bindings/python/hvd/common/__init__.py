@@ -1,0 +1,1 @@
+"""Framework-independent parts shared by ``hvd`` and ``hvd.torch`` (as ``horovod.common``)."""

@@ -1,0 +1,5 @@
+"""The exceptions of ``horovod.common.exceptions``, under the same names."""
+
+from hvd._errors import HorovodInternalError, HostsUpdatedInterrupt
+
+__all__ = ["HorovodInternalError", "HostsUpdatedInterrupt"]

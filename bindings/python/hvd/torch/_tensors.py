@@ -1,0 +1,77 @@
+"""torch.Tensor <-> libhvd tensor descriptions."""
+
+import ctypes
+
+import torch
+
+from hvd import _dtypes, _runtime
+from hvd._backend import backend
+
+_CODES = {
+    torch.uint8: _dtypes.UINT8,
+    torch.int8: _dtypes.INT8,
+    torch.int16: _dtypes.INT16,
+    torch.int32: _dtypes.INT32,
+    torch.int64: _dtypes.INT64,
+    torch.float16: _dtypes.FLOAT16,
+    torch.float32: _dtypes.FLOAT32,
+    torch.float64: _dtypes.FLOAT64,
+    torch.bool: _dtypes.BOOL,
+    torch.bfloat16: _dtypes.BFLOAT16,
+}
+if hasattr(torch, "uint16"):  # PyTorch >= 2.3
+    _CODES[torch.uint16] = _dtypes.UINT16
+_DTYPES = {code: dtype for dtype, code in _CODES.items()}
+
+_DEVICE_CPU = 1
+_DEVICE_CUDA = 2
+
+
+def dtype_code(tensor):
+    code = _CODES.get(tensor.dtype)
+    if code is None:
+        raise ValueError("Tensor type %s is not supported." % tensor.type())
+    return code
+
+
+def _device(tensor):
+    kind = tensor.device.type
+    if kind == "cpu":
+        return _DEVICE_CPU, 0
+    if kind == "cuda":
+        if not _runtime.cuda_built():
+            raise ValueError("tensor is on %s, but this libhvd was built without CUDA support; "
+                             "move it to the CPU (tensor.cpu()) or use a CUDA build of libhvd"
+                             % tensor.device)
+        return _DEVICE_CUDA, tensor.device.index or 0
+    raise ValueError("tensors on %s are not supported (CPU and CUDA are)" % tensor.device)
+
+
+def desc(tensor):
+    """(data pointer, dtype code, shape, device type, device id) of a contiguous tensor."""
+    if not isinstance(tensor, torch.Tensor):
+        raise ValueError("expected a torch.Tensor, got %s" % type(tensor).__name__)
+    if tensor.is_sparse:
+        raise ValueError("sparse tensors are not supported here (use sparse_allreduce_async "
+                         "or DistributedOptimizer(sparse_as_dense=True))")
+    if not tensor.is_contiguous():
+        raise ValueError("Tensor is required to be contiguous.")
+    device_type, device_id = _device(tensor)
+    return (tensor.data_ptr(), dtype_code(tensor), tuple(tensor.shape), device_type, device_id)
+
+
+def contiguous(tensor):
+    """The tensor itself when contiguous, else a contiguous copy (for out-of-place ops)."""
+    if not isinstance(tensor, torch.Tensor):
+        raise ValueError("expected a torch.Tensor, got %s" % type(tensor).__name__)
+    return tensor if tensor.is_contiguous() else tensor.contiguous()
+
+
+def copy_output(req, i, like):
+    """Output i of a completed request as a new tensor on like's device."""
+    ptr, code, shape = backend.output(req, i)
+    out = torch.empty(shape, dtype=_DTYPES[code])
+    nbytes = out.numel() * out.element_size()
+    if nbytes:
+        ctypes.memmove(out.data_ptr(), ptr, nbytes)
+    return out if like.device.type == "cpu" else out.to(like.device)

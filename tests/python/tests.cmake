@@ -1,0 +1,67 @@
+# Python suites (pytest), run on every rank of hvdrun jobs of 2 and 3 ranks, once per
+# backend (ctypes, and pybind when it was built) and, for hvd.torch, once per interpreter
+# listed in HVD_PYTHON_TORCH_INTERPRETERS (scripts/test.sh: a venv with PyPI's torch and
+# Debian's python3 with python3-torch).
+if(NOT TARGET hvd_python)
+  return()
+endif()
+
+set(HVD_PYTHON_TORCH_INTERPRETERS "" CACHE STRING
+    "Python interpreters (with torch and pytest) that run the hvd.torch tests")
+
+set(hvd_py_backends ctypes)
+if(HVD_PYTHON_HAS_PYBIND)
+  list(APPEND hvd_py_backends pybind)
+endif()
+
+# hvd_python_suite(<suite> <interpreter> <label>): tests/python/<suite> on 2 and 3 ranks.
+function(hvd_python_suite suite interpreter label)
+  foreach(backend ${hvd_py_backends})
+    foreach(np 2 3)
+      set(tname python.${suite}.${label}.${backend}.np${np})
+      add_test(NAME ${tname}
+        COMMAND $<TARGET_FILE:hvdrun> -np ${np} ${interpreter} -m pytest -x -q
+                -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/${suite}
+        WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+      set_tests_properties(${tname} PROPERTIES LABELS python TIMEOUT 300
+        ENVIRONMENT "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_PY_BACKEND=${backend};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1")
+    endforeach()
+  endforeach()
+endfunction()
+
+# An interpreter's label: the torch version it carries ("torch2.13.0"), or "" without torch.
+function(hvd_python_torch_label interpreter out)
+  execute_process(
+    COMMAND ${interpreter} -c
+            "import numpy, pytest, torch; print('torch' + torch.__version__.split('+')[0])"
+    OUTPUT_VARIABLE v OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+  if(rc EQUAL 0)
+    set(${out} ${v} PARENT_SCOPE)
+  else()
+    set(${out} "" PARENT_SCOPE)
+  endif()
+endfunction()
+
+set(hvd_core_interpreter ${Python3_EXECUTABLE})
+set(hvd_torch_labels)
+foreach(interp ${HVD_PYTHON_TORCH_INTERPRETERS})
+  hvd_python_torch_label(${interp} label)
+  if(label STREQUAL "")
+    message(WARNING "${interp} lacks torch, numpy or pytest: its hvd.torch tests are not added")
+    continue()
+  endif()
+  if(label IN_LIST hvd_torch_labels)
+    continue()
+  endif()
+  list(APPEND hvd_torch_labels ${label})
+  hvd_python_suite(torch ${interp} ${label})
+  set(hvd_core_interpreter ${interp})
+endforeach()
+
+execute_process(COMMAND ${hvd_core_interpreter} -c "import numpy, pytest"
+                RESULT_VARIABLE hvd_core_rc OUTPUT_QUIET ERROR_QUIET)
+if(hvd_core_rc EQUAL 0)
+  hvd_python_suite(core ${hvd_core_interpreter} numpy)
+else()
+  message(WARNING "${hvd_core_interpreter} lacks numpy or pytest: the hvd Python tests are not added")
+endif()
