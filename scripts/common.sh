@@ -11,7 +11,9 @@ HVD_APT_PACKAGES=(
   libucx-dev libhwloc-dev libcmocka-dev
   openmpi-bin libopenmpi-dev   # mpirun: a launcher the tests run libhvd under
   clang-format
-  python3                      # test helpers (free ports, timeline JSON checks)
+  python3 python3-dev python3-venv   # test helpers; the hvd Python package and its venv
+  python3-numpy python3-pytest python3-pybind11 pybind11-dev
+  python3-torch python3-sklearn      # hvd.torch on Debian's PyTorch 1.13; the digits example
   debhelper dpkg-dev fakeroot lintian rpm abigail-tools   # packaging and ABI tests
 )
 
@@ -58,4 +60,19 @@ hvd_build() {
   "$cmake" -S "$HVD_ROOT" -B "$BUILD_DIR" -DHVD_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null || return 1
   hvd_log "building with $JOBS jobs"
   "$cmake" --build "$BUILD_DIR" -j "$JOBS"
+}
+
+# A virtual environment with PyPI's PyTorch (hvd.torch is tested on it and on Debian's):
+# $HVD_VENV (default .venv in the source tree), created or completed when something is missing.
+HVD_VENV=${HVD_VENV:-$HVD_ROOT/.venv}
+HVD_VENV_TORCH=${HVD_VENV_TORCH:-2.13.0}
+hvd_python_venv() {
+  local py="$HVD_VENV/bin/python"
+  if [ -x "$py" ] && "$py" -c "import numpy, pytest, torch; assert torch.__version__.startswith('$HVD_VENV_TORCH')" 2>/dev/null; then
+    hvd_log "python venv $HVD_VENV has torch $HVD_VENV_TORCH, numpy and pytest"
+    return 0
+  fi
+  hvd_log "preparing python venv $HVD_VENV (torch==$HVD_VENV_TORCH, numpy, pytest)"
+  [ -x "$py" ] || python3 -m venv "$HVD_VENV"
+  "$py" -m pip install -q "torch==$HVD_VENV_TORCH" numpy pytest
 }

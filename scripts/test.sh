@@ -6,9 +6,12 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 hvd_install_missing
+hvd_python_venv
 # The packaging tests (label packaging: .deb and .rpm builds, pkg-config and find_package
-# users) are off by default in CMake; this script runs them too.
-hvd_build -DHVD_BUILD_PACKAGING_TESTS=ON
+# users) are off by default in CMake; this script runs them too. hvd.torch is tested on the
+# venv's PyTorch and on Debian's (/usr/bin/python3).
+hvd_build -DHVD_BUILD_PACKAGING_TESTS=ON \
+  "-DHVD_PYTHON_TORCH_INTERPRETERS=$HVD_VENV/bin/python;/usr/bin/python3"
 ctest_bin="$(dirname "$(hvd_cmake)")/ctest"
 hvd_log "running the tests"
 cd "$BUILD_DIR"

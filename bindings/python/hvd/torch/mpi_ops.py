@@ -89,6 +89,9 @@ def _enqueue(kind, ins, outs, keep, finish, **kwargs):
 
 # ------------------------------------------------------------------ allreduce
 
+# sparse_coo_tensor(check_invariants=...) came with torch.sparse.check_sparse_tensor_invariants.
+_HAS_CHECK_INVARIANTS = hasattr(torch.sparse, "check_sparse_tensor_invariants")
+
 
 def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor,
                      process_set):
@@ -237,7 +240,11 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
 
     def handle():
         indices = synchronize(indices_handle).transpose(0, 1)
-        return torch.sparse_coo_tensor(indices, synchronize(values_handle), t.size())
+        values = synchronize(values_handle)
+        # The indices came from coalesced tensors of every rank: valid by construction.
+        if _HAS_CHECK_INVARIANTS:
+            return torch.sparse_coo_tensor(indices, values, t.size(), check_invariants=False)
+        return torch.sparse_coo_tensor(indices, values, t.size())
 
     return handle
 
@@ -280,6 +287,8 @@ def _row_offset(dims, process_set):
 def allgather(tensor, name=None, process_set=global_process_set):
     """A new tensor: every rank's tensor concatenated along dimension 0 in rank order.
     Differentiable."""
+    if isinstance(tensor, torch.Tensor) and tensor.dim() == 0:
+        raise ValueError("allgather needs a tensor with at least one dimension")
     return HorovodAllgather.apply(tensor, name, process_set)
 
 
@@ -307,6 +316,8 @@ class HorovodGroupedAllgather(torch.autograd.Function):
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
+    if any(isinstance(t, torch.Tensor) and t.dim() == 0 for t in tensors):
+        raise ValueError("allgather needs tensors with at least one dimension")
     return list(HorovodGroupedAllgather.apply(name, process_set, *tensors))
 
 
