@@ -14,7 +14,7 @@ HVD_APT_PACKAGES=(
   python3 python3-dev python3-venv   # test helpers; the hvd Python package and its venv
   python3-numpy python3-pytest python3-pybind11 pybind11-dev
   python3-torch python3-sklearn      # hvd.torch on Debian's PyTorch 1.13; the digits example
-  debhelper dpkg-dev fakeroot lintian rpm abigail-tools   # packaging and ABI tests
+  debhelper dh-python dpkg-dev fakeroot lintian rpm abigail-tools   # packaging, ABI tests
 )
 
 hvd_log() { printf '== %s\n' "$*"; }

@@ -19,7 +19,7 @@ export DEB_BUILD_OPTIONS="nocheck noautodbgsym"
 (cd "$tree" && pkg_logged "$out/build.log" dpkg-buildpackage -us -uc -b -j2)
 
 debs=("$out"/*.deb)
-[ ${#debs[@]} -eq 3 ] || pkg_fail "expected 3 packages, got: ${debs[*]##*/}"
+[ ${#debs[@]} -eq 4 ] || pkg_fail "expected 4 packages (libhvd1, libhvd-dev, libhvd-tools, python3-hvd), got: ${debs[*]##*/}"
 for deb in "${debs[@]}"; do
   dpkg -x "$deb" "$out/root"
 done

@@ -45,3 +45,12 @@ grep -qx "prefix=/usr" "$out/root$lib/pkgconfig/hvd.pc" || pkg_fail "hvd.pc pref
 grep -q "HVD_VERSION_STRING \"$version\"" "$out/root/usr/include/hvd/hvd_version.h" ||
   pkg_fail "the packaged hvd_version.h is not version $version"
 echo "deb_contents: libhvd1, libhvd-dev and libhvd-tools $version hold the expected files"
+python=$out/python3-hvd.list
+pkg_require_file "$python" "/usr/lib/python3/dist-packages/hvd/__init__.py"
+pkg_require_file "$python" "/usr/lib/python3/dist-packages/hvd/torch/__init__.py"
+! grep -q 'libhvd\.so\|/usr/bin/' "$python" || pkg_fail "python3-hvd holds the library or programs"
+depends=$(dpkg-deb -f "$(deb_of python3-hvd)" Depends)
+grep -qE "(^|, )libhvd1 \(= $version-" <<<"$depends" ||
+  pkg_fail "python3-hvd does not depend on this exact libhvd1: $depends"
+grep -qE "(^|, )python3( |,|$)" <<<"$depends" || pkg_fail "python3-hvd does not depend on python3: $depends"
+echo "deb_contents: python3-hvd holds the hvd package and depends on libhvd1 $version"
