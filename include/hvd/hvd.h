@@ -374,6 +374,39 @@ HVD_API hvd_status_t hvd_timeline_start(hvd_context_h ctx, const char *path,
 /* Stops recording; the file is then complete, valid JSON. No-op when not recording. */
 HVD_API hvd_status_t hvd_timeline_stop(hvd_context_h ctx) HVD_NOEXCEPT;
 
+/* ---------------------------------------------------------------- runtime configuration */
+
+/* Knobs that may change while a context runs. Each starts from its environment variable
+ * (HVD_<NAME> or Horovod's HOROVOD_<NAME>) and can then be read and changed here. */
+typedef enum {
+    HVD_CONFIG_FUSION_THRESHOLD = 0,    /* bytes: allreduces fused into one collective, at most
+                                           this many bytes together; 0 disables fusion.
+                                           HVD_FUSION_THRESHOLD, default 134217728 (128 MiB) */
+    HVD_CONFIG_CYCLE_TIME = 1,          /* ms: how long the engine may hold newly enqueued ops to
+                                           report them together (it never waits when 0).
+                                           HVD_CYCLE_TIME, default 0 */
+    HVD_CONFIG_STALL_CHECK_TIME = 2,    /* s: the stall inspector warns about ops some ranks have
+                                           not enqueued after this long; 0 turns it off.
+                                           HVD_STALL_CHECK_TIME_SECONDS, default 60 */
+    HVD_CONFIG_STALL_SHUTDOWN_TIME = 3, /* s: such ops then fail with HVD_ERR_TIMED_OUT and the
+                                           job aborts; 0 never. HVD_STALL_SHUTDOWN_TIME_SECONDS */
+    HVD_CONFIG_AUTOTUNE = 4             /* 1: rank 0 tunes fusion threshold and cycle time online
+                                           and every rank follows (log: HVD_AUTOTUNE_LOG).
+                                           HVD_AUTOTUNE, default 0 */
+} hvd_config_key_t;
+
+/* Sets a knob of ctx, or with ctx NULL the process-wide default that contexts created later
+ * start from. Fusion and autotune decisions are made by rank 0 (the coordinator) for the whole
+ * job, so set those knobs alike on every rank, or at least on rank 0. Thread-safe; takes effect
+ * at the engine's next step. Errors: HVD_ERR_INVALID_ARG (unknown key, value out of range,
+ * e.g. a negative time). */
+HVD_API hvd_status_t hvd_config_set(hvd_context_h ctx, int32_t key, double value) HVD_NOEXCEPT;
+
+/* Reads a knob of ctx (NULL: the process-wide default) into *value_p, in the unit above; with
+ * autotune on, the values rank 0 chose last. Thread-safe. Errors: HVD_ERR_INVALID_ARG (NULL
+ * value_p, unknown key). */
+HVD_API hvd_status_t hvd_config_get(hvd_context_h ctx, int32_t key, double *value_p) HVD_NOEXCEPT;
+
 /* ---------------------------------------------------------------- completion */
 
 /* HVD_INPROGRESS while running, else the final status. Never blocks. */

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "engine/failure_monitor.h"
 #include "engine/process_set_table.h"
+#include "engine/runtime_config.h"
 #include "engine/timeline.h"
 #include "topology/host_topology.h"
 #include "transport/transport.h"
@@ -50,6 +51,7 @@ class Context {
     Engine &engine() { return *engine_; }
     ProcessSetTable &process_sets() { return sets_; }
     Timeline &timeline() { return timeline_; }
+    RuntimeConfig &config() { return runtime_; }
 
   private:
     void rendezvous(const Deadline &deadline);
@@ -64,6 +66,7 @@ class Context {
     AbortState abort_;
     ProcessSetTable sets_;
     Timeline timeline_;                            // declared before engine_: outlives it
+    RuntimeConfig runtime_{process_config()};      // likewise
     std::string rendezvous_file_job_;              // non-empty on rank 0 of a file rendezvous
     std::shared_ptr<bootstrap::KvServer> server_;  // when this process hosts the rendezvous
     std::unique_ptr<bootstrap::KvClient> kv_;      // during init; then owned by monitor_

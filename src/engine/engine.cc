@@ -36,13 +36,14 @@ constexpr int64_t kFailureReportWaitMs = 2000;
 }  // namespace
 
 Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
-               ProcessSetTable *sets, Timeline *timeline)
+               ProcessSetTable *sets, Timeline *timeline, RuntimeConfig *config)
     : rank_(rank),
       size_(size),
       transport_(transport),
       abort_(abort),
       sets_(sets),
-      timeline_(timeline) {
+      timeline_(timeline),
+      config_(config) {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: eventfd failed", rank));
     if (rank_ == kCoordinator) coordinator_ = std::make_unique<Coordinator>(size_);
@@ -159,17 +160,24 @@ bool Engine::take_new_requests() {
         std::lock_guard<std::mutex> lock(mu_);
         fresh.swap(queue_);
     }
-    if (fresh.empty()) return false;
-    std::vector<OpMeta> metas;
-    for (const RequestPtr &req : fresh) {
+    auto now = std::chrono::steady_clock::now();
+    if (!fresh.empty() && held_.empty()) held_since_ = now;
+    for (RequestPtr &req : fresh) {
         pending_[{req->meta.set_id, req->meta.name}] = req;
-        metas.push_back(req->meta);
         if (timeline_->active()) {
             timeline_->end(req->meta.name);  // QUEUE
             timeline_->begin(req->meta.name, "NEGOTIATE_" + upper_op_name(req->meta.type));
             req->traced = true;
         }
+        held_.push_back(std::move(req));
     }
+    if (held_.empty()) return false;
+    // The cycle time lets more ops arrive to be reported (and fused) together.
+    if (now < held_until()) return !fresh.empty();
+    std::vector<OpMeta> metas;
+    for (const RequestPtr &req : held_)
+        metas.push_back(req->meta);
+    held_.clear();
     if (coordinator_) {
         coordinator_->add_ready(rank_, metas, &outbox_);
     } else {
@@ -209,7 +217,7 @@ bool Engine::receive_control() {
 
 void Engine::deliver_responses(std::vector<Response> responses) {
     if (responses.empty()) return;
-    plan_fusion(responses, fusion_threshold_bytes());
+    plan_fusion(responses, static_cast<size_t>(config_->fusion_threshold_bytes.load()));
     // Each rank gets, in emission order, the responses of the sets it belongs to.
     std::vector<std::vector<Response>> by_peer(static_cast<size_t>(size_));
     for (const Response &r : responses) {
@@ -478,11 +486,10 @@ void Engine::await_failure_report() {
 // are named in the log with the missing ranks once per check period; past the shutdown time
 // (if set) they fail on the ranks that enqueued them and the job aborts.
 void Engine::inspect_stalls() {
-    static const int64_t check_s = env_setting_int("STALL_CHECK_TIME_SECONDS", 60);
-    static const int64_t shutdown_s = env_setting_int("STALL_SHUTDOWN_TIME_SECONDS", 0);
-    static const bool disabled = env_setting_bool("STALL_CHECK_DISABLE", false);
+    const int64_t check_s = config_->stall_check_s.load();
+    const int64_t shutdown_s = config_->stall_shutdown_s.load();
     auto now = std::chrono::steady_clock::now();
-    if (disabled || check_s <= 0 || now < next_stall_check_) return;
+    if (check_s <= 0 || now < next_stall_check_) return;
     next_stall_check_ = now + std::chrono::seconds(1);
     std::vector<Response> expired;
     std::string shutdown_detail;
@@ -577,6 +584,10 @@ void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
     responses_.clear();
 }
 
+std::chrono::steady_clock::time_point Engine::held_until() const {
+    return held_since_ + std::chrono::microseconds(config_->cycle_time_us.load());
+}
+
 void Engine::sleep_until_work() {
     // Spin briefly: the next message of a busy job usually arrives within microseconds, and
     // waking a sleeping thread costs far more on a virtual machine.
@@ -590,6 +601,11 @@ void Engine::sleep_until_work() {
     Deadline next = Deadline::after_ms(kMaxSleepMs);
     for (auto &kv : pending_)
         next = Deadline::earlier(next, kv.second->deadline);
+    if (!held_.empty()) {
+        auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+            held_until() - std::chrono::steady_clock::now());
+        next = Deadline::earlier(next, Deadline::after_ms((left.count() + 999) / 1000));
+    }
     struct pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {transport_->event_fd(), POLLIN, 0}};
     int nfds = transport_aborted_ ? 1 : 2;
     {

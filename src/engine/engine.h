@@ -21,6 +21,7 @@
 #include "engine/coordinator.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
+#include "engine/runtime_config.h"
 #include "engine/timeline.h"
 #include "transport/transport.h"
 
@@ -29,7 +30,7 @@ namespace hvd::engine {
 class Engine {
   public:
     Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
-           ProcessSetTable *sets, Timeline *timeline);
+           ProcessSetTable *sets, Timeline *timeline, RuntimeConfig *config);
     ~Engine();  // stops the thread if still running
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
@@ -105,6 +106,11 @@ class Engine {
     // Engine-thread state.
     ProcessSetTable *sets_;
     Timeline *timeline_;
+    RuntimeConfig *config_;
+    // Cycle time: requests taken from the queue but held back to be reported together.
+    std::vector<RequestPtr> held_;
+    std::chrono::steady_clock::time_point held_since_{};
+    std::chrono::steady_clock::time_point held_until() const;
     // Timeline: closes the request's NEGOTIATE span and opens the span of its op.
     void trace_start_op(Request &req);
     void trace_end_op(const Request &req);

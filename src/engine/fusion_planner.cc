@@ -1,14 +1,11 @@
 #include "engine/fusion_planner.h"
 
 #include "common/dtype.h"
-#include "common/env.h"
 #include "hvd/hvd.h"
 
 namespace hvd::engine {
 
 namespace {
-
-constexpr int64_t kDefaultFusionThreshold = 128LL * 1024 * 1024;
 
 bool fusable(const Response &r) {
     // Adasum combines each tensor as its own vector: fusing would change the result.
@@ -23,14 +20,6 @@ bool compatible(const Response &a, const Response &b) {
 }
 
 }  // namespace
-
-size_t fusion_threshold_bytes() {
-    static const size_t threshold = [] {
-        int64_t v = env_setting_int("FUSION_THRESHOLD", kDefaultFusionThreshold);
-        return v < 0 ? size_t{0} : static_cast<size_t>(v);
-    }();
-    return threshold;
-}
 
 size_t response_bytes(const Response &r) {
     size_t n = dtype_size(r.dtype);

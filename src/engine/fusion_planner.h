@@ -12,9 +12,6 @@
 
 namespace hvd::engine {
 
-// HVD_FUSION_THRESHOLD (bytes, default 128 MiB; 0 disables fusion).
-size_t fusion_threshold_bytes();
-
 // Sets fuse_next on responses that may run together with the one after them.
 void plan_fusion(std::vector<Response> &batch, size_t threshold_bytes);
 

@@ -207,6 +207,8 @@ def enqueue(kind, ins=(), outs=None, keep=None, finish=None, name=None, process_
     finish(req): builds the result once the op succeeded (default: None)."""
     ctx = context()
     ps = process_set._handle_for(ctx) if process_set is not None else 0
+    if name is not None:  # as Horovod: names are per kind of op ("allreduce.<name>")
+        name = "%s.%s" % (kind, name)
     req = backend.enqueue(kind, ctx, list(ins), list(outs) if outs is not None else None,
                           name, ps, op, float(prescale), float(postscale), root, splits, None)
     with state.lock:

@@ -19,3 +19,7 @@ from hvd.torch.mpi_ops import (Adasum, Average, Max, Min, Product, ProcessSet, S
                                rocm_built, shutdown, size, sparse_allreduce_async,
                                start_timeline, stop_timeline, synchronize)
 from hvd.torch.optimizer import DistributedOptimizer  # noqa: F401
+from hvd.torch import elastic  # noqa: F401
+from hvd.torch.functions import (broadcast_optimizer_state,  # noqa: F401
+                                 broadcast_parameters)
+from hvd.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401

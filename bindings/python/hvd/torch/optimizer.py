@@ -61,7 +61,7 @@ class _DistributedMixin:
             raise ValueError("named_parameters was specified, but one or more model parameters "
                              "were not named. Python object ids: %s"
                              % ", ".join(str(id(p)) for p in unnamed))
-        self._parameter_names = {id(p): "allreduce." + name for name, p in named_parameters}
+        self._parameter_names = {id(p): name for name, p in named_parameters}
         self.backward_passes_per_step = backward_passes_per_step
         self._allreduce_delay = {id(p): backward_passes_per_step for p in all_params}
         self._handles = {}  # id(p) -> (p, handle, ctx)
