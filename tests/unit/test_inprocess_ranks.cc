@@ -138,10 +138,23 @@ void test_four_ranks(void **) {
 
 // 64 small allreduces enqueued back to back on each of 3 ranks: the coordinator sees them
 // ready together and fuses them; every result must still be exact.
-std::string run_fusion_rank(const hvd_unique_id_t &id, int32_t rank, int32_t size,
-                            uint64_t *fused) {
+// Knobs a fusion run sets on its context first (negative: left alone), and the pause between
+// two enqueues.
+struct FusionRun {
+    double threshold_bytes = -1;
+    double cycle_ms = -1;
+    int gap_ms = 0;
+};
+
+std::string run_fusion_rank(const hvd_unique_id_t &id, int32_t rank, int32_t size, uint64_t *fused,
+                            const FusionRun &how = FusionRun()) {
     hvd_context_h ctx;
     if (join_job(id, rank, size, &ctx) != HVD_OK) return "init failed";
+    if (how.threshold_bytes >= 0 &&
+        hvd_config_set(ctx, HVD_CONFIG_FUSION_THRESHOLD, how.threshold_bytes) != HVD_OK)
+        return "setting the fusion threshold failed";
+    if (how.cycle_ms >= 0 && hvd_config_set(ctx, HVD_CONFIG_CYCLE_TIME, how.cycle_ms) != HVD_OK)
+        return "setting the cycle time failed";
     enum { kTensors = 64, kLen = 33 };
     std::vector<std::vector<int32_t>> data(kTensors, std::vector<int32_t>(kLen));
     std::vector<hvd_request_h> reqs(kTensors);
@@ -159,6 +172,7 @@ std::string run_fusion_rank(const hvd_unique_id_t &id, int32_t rank, int32_t siz
         hvd_tensor_t tensor_t = tensor(data[t].data(), HVD_DTYPE_INT32, 1, shape);
         if (hvd_allreduce_enqueue(ctx, &tensor_t, &tensor_t, nullptr, &reqs[t]) != HVD_OK)
             err = "enqueue failed";
+        if (how.gap_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(how.gap_ms));
     }
     for (int t = 0; t < kTensors && err.empty(); ++t) {
         if (hvd_request_wait(reqs[t], 30000) != HVD_OK) err = "allreduce failed";
@@ -189,6 +203,64 @@ void test_small_tensors_are_fused(void **) {
         assert_int_equal(fused[r], fused[0]);
     }
     assert_true(fused[0] > 1);
+}
+
+// Runs run_fusion_rank on `size` rank threads; returns the fused-tensor count every rank
+// agreed on (the coordinator decides fusion for all).
+uint64_t fused_tensors_of_run(int32_t size, const FusionRun &how) {
+    hvd_unique_id_t id;
+    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
+    std::vector<std::string> errors(size);
+    std::vector<uint64_t> fused(size, 0);
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < size; ++r)
+        threads.emplace_back([&, r] { errors[r] = run_fusion_rank(id, r, size, &fused[r], how); });
+    for (auto &th : threads)
+        th.join();
+    for (int32_t r = 0; r < size; ++r) {
+        if (!errors[r].empty()) fail_msg("rank %d: %s", r, errors[r].c_str());
+        assert_int_equal(fused[r], fused[0]);
+    }
+    return fused[0];
+}
+
+// hvd_config_set(ctx, FUSION_THRESHOLD, 0) turns fusion off at run time.
+void test_zero_fusion_threshold_disables_fusion(void **) {
+    FusionRun how;
+    how.threshold_bytes = 0;
+    assert_int_equal(fused_tensors_of_run(2, how), 0);
+}
+
+// With a cycle time, ops enqueued a few ms apart are held and reported together, so they
+// fuse; without one, each is reported (and, with nothing else ready, run) on its own.
+void test_cycle_time_batches_ops_for_fusion(void **) {
+    FusionRun spaced;
+    spaced.gap_ms = 4;
+    spaced.cycle_ms = 500;
+    assert_true(fused_tensors_of_run(2, spaced) > 8);
+}
+
+// Process-wide defaults and argument checks of hvd_config_get/set.
+void test_config_values_and_errors(void **) {
+    double v = -1;
+    assert_int_equal(hvd_config_get(nullptr, HVD_CONFIG_FUSION_THRESHOLD, &v), HVD_OK);
+    assert_true(v == 128.0 * 1024 * 1024);
+    assert_int_equal(hvd_config_get(nullptr, HVD_CONFIG_STALL_CHECK_TIME, &v), HVD_OK);
+    assert_true(v == 60.0);
+    assert_int_equal(hvd_config_set(nullptr, HVD_CONFIG_CYCLE_TIME, 2.5), HVD_OK);
+    assert_int_equal(hvd_config_get(nullptr, HVD_CONFIG_CYCLE_TIME, &v), HVD_OK);
+    assert_true(v == 2.5);
+    assert_int_equal(hvd_config_set(nullptr, HVD_CONFIG_CYCLE_TIME, 0), HVD_OK);
+    assert_int_equal(hvd_config_set(nullptr, HVD_CONFIG_CYCLE_TIME, -1), HVD_ERR_INVALID_ARG);
+    assert_int_equal(hvd_config_set(nullptr, HVD_CONFIG_FUSION_THRESHOLD, 0.0 / 0.0),
+                     HVD_ERR_INVALID_ARG);
+    assert_int_equal(hvd_config_set(nullptr, HVD_CONFIG_AUTOTUNE, 2), HVD_ERR_INVALID_ARG);
+    assert_int_equal(hvd_config_set(nullptr, 99, 1), HVD_ERR_INVALID_ARG);
+    char msg[256];
+    hvd_last_error(msg, sizeof msg);
+    assert_non_null(std::strstr(msg, "unknown configuration key 99"));
+    assert_int_equal(hvd_config_get(nullptr, 99, &v), HVD_ERR_INVALID_ARG);
+    assert_int_equal(hvd_config_get(nullptr, HVD_CONFIG_AUTOTUNE, nullptr), HVD_ERR_INVALID_ARG);
 }
 
 // An idle engine sleeps on its event fds: two joined ranks idle for 3 s use (far) less than
@@ -239,6 +311,9 @@ int main(void) {
         cmocka_unit_test(test_three_ranks),
         cmocka_unit_test(test_four_ranks),
         cmocka_unit_test(test_small_tensors_are_fused),
+        cmocka_unit_test(test_zero_fusion_threshold_disables_fusion),
+        cmocka_unit_test(test_cycle_time_batches_ops_for_fusion),
+        cmocka_unit_test(test_config_values_and_errors),
         cmocka_unit_test(test_idle_engine_uses_no_cpu),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
