@@ -391,8 +391,12 @@ typedef enum {
     HVD_CONFIG_STALL_SHUTDOWN_TIME = 3, /* s: such ops then fail with HVD_ERR_TIMED_OUT and the
                                            job aborts; 0 never. HVD_STALL_SHUTDOWN_TIME_SECONDS */
     HVD_CONFIG_AUTOTUNE = 4             /* 1: rank 0 tunes fusion threshold and cycle time online
-                                           and every rank follows (log: HVD_AUTOTUNE_LOG).
-                                           HVD_AUTOTUNE, default 0 */
+                                           (every point of a fixed grid, samples of
+                                           HVD_AUTOTUNE_STEPS_PER_SAMPLE ops after
+                                           HVD_AUTOTUNE_WARMUP_SAMPLES discarded ones, then the
+                                           best point) and every rank follows; samples are logged
+                                           as CSV to HVD_AUTOTUNE_LOG, what each rank adopted to
+                                           HVD_AUTOTUNE_LOG.<rank>. HVD_AUTOTUNE, default 0 */
 } hvd_config_key_t;
 
 /* Sets a knob of ctx, or with ctx NULL the process-wide default that contexts created later

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <utility>
 
 #include "common/env.h"
@@ -12,6 +13,7 @@
 #include "common/log.h"
 #include "engine/executor.h"
 #include "engine/fusion_planner.h"
+#include "engine/wire.h"
 
 namespace hvd::engine {
 
@@ -20,6 +22,7 @@ namespace {
 // Control messages travel on the control channel of set 0; the sequence field says which.
 constexpr uint32_t kReadyMessage = 1;     // worker -> coordinator
 constexpr uint32_t kResponseMessage = 2;  // coordinator -> worker
+constexpr uint32_t kTuneMessage = 3;      // coordinator -> worker: autotuned parameters
 constexpr int32_t kCoordinator = 0;
 
 uint64_t control_tag(int32_t source, uint32_t kind) {
@@ -136,6 +139,7 @@ void Engine::loop() {
             // fusion planner join them.
             if (!outbox_.empty()) deliver_responses(std::exchange(outbox_, {}));
             worked |= run_responses();
+            if (coordinator_) autotune_step();
             reap_sends();
             check_timeouts();
             if (coordinator_) inspect_stalls();
@@ -209,6 +213,14 @@ bool Engine::receive_control() {
                                                 rank_));
             for (Response &r : decode_responses(payload))
                 responses_.push_back(std::move(r));
+            any = true;
+        }
+        while (transport_->try_recv_any(control_tag(kCoordinator, kTuneMessage),
+                                        transport::kTagFullMask, &payload, &c)) {
+            if (c.status != HVD_OK)
+                throw Error(c.status,
+                            strprintf("rank %d: receiving autotuned parameters failed", rank_));
+            receive_tuned(payload);
             any = true;
         }
     }
@@ -288,6 +300,7 @@ bool Engine::run_responses() {
         RequestPtr req = it->second;
         pending_.erase(it);
         any = true;
+        if (autotuner_ && resp.status == HVD_OK) autotuner_->record(response_bytes(resp));
         if (resp.fuse_next && resp.status == HVD_OK) {
             run_fused(std::move(resp), std::move(req));
             continue;
@@ -311,6 +324,7 @@ void Engine::run_fused(Response first, RequestPtr first_req) {
                                   resps.back().name.c_str()));
         Response next = std::move(responses_.front());
         responses_.pop_front();
+        if (autotuner_) autotuner_->record(response_bytes(next));
         auto it = pending_.find({next.set_id, next.name});
         RequestPtr req;
         if (it != pending_.end()) {
@@ -582,6 +596,64 @@ void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
         finish(kv.second, status, detail);
     pending_.clear();
     responses_.clear();
+}
+
+// ------------------------------------------------------------------ autotune
+
+void Engine::autotune_step() {
+    if (config_->autotune.load() == 0) {
+        autotuner_.reset();  // the parameters chosen so far stay
+        return;
+    }
+    if (!autotuner_) {
+        const char *log = env_setting("AUTOTUNE_LOG");
+        autotuner_ = std::make_unique<Autotuner>(
+            log != nullptr ? log : "",
+            static_cast<int32_t>(env_setting_int("AUTOTUNE_WARMUP_SAMPLES", 1)),
+            static_cast<int32_t>(env_setting_int("AUTOTUNE_STEPS_PER_SAMPLE", 10)));
+        HVD_LOG(kInfo, rank_, "autotune: searching %zu points of fusion threshold x cycle time",
+                autotuner_->grid_size());
+    } else if (!autotuner_->tick(std::chrono::steady_clock::now())) {
+        return;
+    }
+    const TunedParams &p = autotuner_->current();
+    if (autotuner_->done())
+        HVD_LOG(kInfo, rank_, "autotune: chose fusion threshold %lld bytes, cycle time %.3f ms",
+                static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0);
+    apply_tuned(p, ++tune_epoch_);
+    WireWriter w;
+    w.u64(tune_epoch_);
+    w.i64(p.fusion_threshold_bytes);
+    w.i64(p.cycle_time_us);
+    for (int32_t peer = 0; peer < size_; ++peer)
+        if (peer != rank_) send_control(peer, kTuneMessage, w.bytes());
+}
+
+void Engine::receive_tuned(const std::string &payload) {
+    WireReader r(payload);
+    uint64_t epoch = r.u64();
+    TunedParams p;
+    p.fusion_threshold_bytes = r.i64();
+    p.cycle_time_us = r.i64();
+    if (p.fusion_threshold_bytes < 0 || p.cycle_time_us < 0 || !r.at_end())
+        throw Error(HVD_ERR_TRANSPORT, strprintf("rank %d: malformed autotune message", rank_));
+    apply_tuned(p, epoch);
+}
+
+// Every rank applies the coordinator's choice and, with HVD_AUTOTUNE_LOG, records it in
+// <log>.<rank> as "epoch,fusion_threshold_bytes,cycle_time_ms" (rank 0 logs its samples to
+// <log> itself): the files show every rank followed the same sequence.
+void Engine::apply_tuned(const TunedParams &p, uint64_t epoch) {
+    config_->fusion_threshold_bytes = p.fusion_threshold_bytes;
+    config_->cycle_time_us = p.cycle_time_us;
+    const char *log = env_setting("AUTOTUNE_LOG");
+    if (log == nullptr) return;
+    std::string path = strprintf("%s.%d", log, rank_);
+    std::FILE *f = std::fopen(path.c_str(), epoch == 1 ? "w" : "a");
+    if (f == nullptr) return;
+    std::fprintf(f, "%llu,%lld,%.3f\n", static_cast<unsigned long long>(epoch),
+                 static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0);
+    std::fclose(f);
 }
 
 std::chrono::steady_clock::time_point Engine::held_until() const {

@@ -18,6 +18,7 @@
 
 #include "collectives/comm.h"
 #include "engine/abort_state.h"
+#include "engine/autotuner.h"
 #include "engine/coordinator.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
@@ -107,6 +108,12 @@ class Engine {
     ProcessSetTable *sets_;
     Timeline *timeline_;
     RuntimeConfig *config_;
+    // Autotune: rank 0 searches, every rank applies what it chose.
+    void autotune_step();
+    void apply_tuned(const TunedParams &p, uint64_t epoch);
+    void receive_tuned(const std::string &payload);
+    std::unique_ptr<Autotuner> autotuner_;  // rank 0, while HVD_CONFIG_AUTOTUNE is 1
+    uint64_t tune_epoch_ = 0;
     // Cycle time: requests taken from the queue but held back to be reported together.
     std::vector<RequestPtr> held_;
     std::chrono::steady_clock::time_point held_since_{};

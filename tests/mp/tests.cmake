@@ -61,3 +61,17 @@ hvd_mp_program(mp_timeline)
 file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/timeline)
 hvd_mp_test(mp_timeline NP 1 2 3 ARGS ${CMAKE_CURRENT_SOURCE_DIR}/mp/check_timeline.py
             ${CMAKE_CURRENT_BINARY_DIR}/timeline)
+
+# Autotune: rank 0 searches fusion threshold x cycle time while small allreduces run; every
+# rank follows the same sequence and ends with the same choice.
+hvd_mp_program(mp_autotune)
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/autotune)
+foreach(np 2 3)
+  set(log ${CMAKE_CURRENT_BINARY_DIR}/autotune/tune.np${np}.csv)
+  # (a previous run's logs would end the search before it began)
+  add_test(NAME mp.autotune.np${np}
+    COMMAND sh -c "rm -f \"$1\"*; exec \"$2\" -np ${np} \"$3\" \"$1\"" autotune
+            ${log} $<TARGET_FILE:hvdrun> $<TARGET_FILE:mp_autotune>)
+  set_tests_properties(mp.autotune.np${np} PROPERTIES LABELS mp TIMEOUT 120
+    ENVIRONMENT "HVD_AUTOTUNE=1;HVD_AUTOTUNE_LOG=${log};HVD_AUTOTUNE_STEPS_PER_SAMPLE=8;HVD_AUTOTUNE_WARMUP_SAMPLES=1")
+endforeach()
