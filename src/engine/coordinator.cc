@@ -150,6 +150,10 @@ Response Coordinator::complete(const Key &key, Pending &p) {
         case OpType::kAllgather:
             for (const OpMeta &m : metas)
                 resp.first_dims.push_back(m.shape.empty() ? 0 : m.shape[0]);
+            describe_tensor(resp, metas[0]);  // row shape and dtype, for the fusion planner
+            break;
+        case OpType::kReducescatter:
+            describe_tensor(resp, metas[0]);
             break;
         case OpType::kAlltoall:
             for (const OpMeta &m : metas)

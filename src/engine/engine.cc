@@ -351,7 +351,24 @@ void Engine::run_fused(Response first, RequestPtr first_req) {
     for (const RequestPtr &r : reqs)
         if (r->traced) traced.push_back(r);
     ActivityTrace trace(timeline_, traced);
-    hvd_status_t s = execute_fused_allreduce(comm, reqs, &fusion_buffer_, trace, &message);
+    hvd_status_t s = HVD_ERR_INTERNAL;
+    try {
+        switch (resps.front().type) {
+            case OpType::kAllgather:
+                s = execute_fused_allgather(comm, resps, reqs, &fusion_buffer_, trace, &message);
+                break;
+            case OpType::kReducescatter:
+                s = execute_fused_reducescatter(comm, reqs, &fusion_buffer_, trace, &message);
+                break;
+            default:
+                s = execute_fused_allreduce(comm, reqs, &fusion_buffer_, trace, &message);
+                break;
+        }
+    } catch (const std::bad_alloc &) {
+        s = HVD_ERR_NO_MEMORY;
+        message = strprintf("rank %d: out of memory running a fused %s", rank_,
+                            op_type_name(resps.front().type));
+    }
     for (const RequestPtr &r : reqs)
         trace_end_op(*r);
     fused_collectives_.fetch_add(1, std::memory_order_relaxed);

@@ -187,6 +187,144 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
     return s;
 }
 
+namespace {
+
+// Rows of a first dimension d0 that member r of n gets in a reducescatter (Horovod's split).
+int64_t scatter_rows(int64_t d0, int64_t n, int64_t r) {
+    return d0 / n + (r < d0 % n ? 1 : 0);
+}
+
+std::string fused_failure(const char *what, size_t tensors, const Request &first,
+                          const collectives::Comm &comm, hvd_status_t s) {
+    return strprintf("fused %s of %zu tensors from '%s' failed on rank %d: %s", what, tensors,
+                     first.meta.name.c_str(), comm.members[comm.my_index], status_message(s));
+}
+
+}  // namespace
+
+hvd_status_t execute_fused_allgather(collectives::Comm &comm, const std::vector<Response> &resps,
+                                     const std::vector<RequestPtr> &reqs,
+                                     collectives::ScratchBuffer *fusion, const ActivityTrace &trace,
+                                     std::string *message) {
+    const size_t n = static_cast<size_t>(comm.size());
+    const size_t me = static_cast<size_t>(comm.my_index);
+    std::vector<size_t> row_bytes(reqs.size());
+    std::vector<size_t> block(n, 0);  // bytes of member r's block
+    for (size_t t = 0; t < reqs.size(); ++t) {
+        row_bytes[t] = row_bytes_of(reqs[t]->input);
+        if (resps[t].first_dims.size() != n)
+            throw Error(HVD_ERR_INTERNAL, "fused allgather: a response lacks first dimensions");
+        for (size_t r = 0; r < n; ++r)
+            block[r] += static_cast<size_t>(resps[t].first_dims[r]) * row_bytes[t];
+    }
+    size_t total = 0;
+    std::vector<size_t> block_start(n);
+    for (size_t r = 0; r < n; ++r) {
+        block_start[r] = total;
+        total += block[r];
+    }
+    char *recv = static_cast<char *>(fusion->get(total + block[me]));
+    char *send = recv + total;
+    trace.begin("MEMCPY_IN_FUSION_BUFFER");
+    size_t offset = 0;
+    for (const RequestPtr &r : reqs) {
+        if (r->input.bytes() > 0) std::memcpy(send + offset, r->input.data, r->input.bytes());
+        offset += r->input.bytes();
+    }
+    trace.end();
+    trace.begin("UCX_ALLGATHER");
+    hvd_status_t s = collectives::allgatherv(comm, send, recv, block);
+    trace.end();
+    if (s != HVD_OK) {
+        *message = fused_failure("allgather", reqs.size(), *reqs.front(), comm, s);
+        return s;
+    }
+    trace.begin("MEMCPY_OUT_FUSION_BUFFER");
+    std::vector<size_t> cursor = block_start;  // next unread byte of each member's block
+    for (size_t t = 0; t < reqs.size(); ++t) {
+        Request &req = *reqs[t];
+        int64_t rows = 0;
+        for (int64_t d : resps[t].first_dims)
+            rows += d;
+        req.owned_shape = req.input.shape;
+        req.owned_shape[0] = rows;
+        req.owned_data.resize(static_cast<size_t>(rows) * row_bytes[t]);
+        char *out = req.owned_data.data();
+        for (size_t r = 0; r < n; ++r) {
+            size_t bytes = static_cast<size_t>(resps[t].first_dims[r]) * row_bytes[t];
+            if (bytes > 0) std::memcpy(out, recv + cursor[r], bytes);
+            out += bytes;
+            cursor[r] += bytes;
+        }
+    }
+    trace.end();
+    return HVD_OK;
+}
+
+hvd_status_t execute_fused_reducescatter(collectives::Comm &comm,
+                                         const std::vector<RequestPtr> &reqs,
+                                         collectives::ScratchBuffer *fusion,
+                                         const ActivityTrace &trace, std::string *message) {
+    const Request &first = *reqs.front();
+    const int32_t dtype = first.input.dtype;
+    const size_t esz = dtype_size(dtype);
+    const int64_t n = comm.size();
+    std::vector<size_t> counts(static_cast<size_t>(n), 0);  // elements of member r's block
+    std::vector<size_t> row_elems(reqs.size());
+    size_t total = 0;
+    for (size_t t = 0; t < reqs.size(); ++t) {
+        const TensorRef &in = reqs[t]->input;
+        int64_t d0 = in.shape[0];
+        row_elems[t] = d0 > 0 ? in.elements() / static_cast<size_t>(d0) : 0;
+        for (int64_t r = 0; r < n; ++r)
+            counts[r] += static_cast<size_t>(scatter_rows(d0, n, r)) * row_elems[t];
+        total += in.elements();
+    }
+    size_t mine = counts[comm.my_index];
+    char *buf = static_cast<char *>(fusion->get((total + mine) * esz));
+    char *out = buf + total * esz;
+    // Pack: member r's block is its rows of tensor 0, then of tensor 1, ...
+    trace.begin("MEMCPY_IN_FUSION_BUFFER");
+    std::vector<size_t> cursor(static_cast<size_t>(n), 0);
+    for (int64_t r = 1; r < n; ++r)
+        cursor[r] = cursor[r - 1] + counts[r - 1];
+    for (size_t t = 0; t < reqs.size(); ++t) {
+        const TensorRef &in = reqs[t]->input;
+        const char *src = static_cast<const char *>(in.data);
+        for (int64_t r = 0; r < n; ++r) {
+            size_t elems = static_cast<size_t>(scatter_rows(in.shape[0], n, r)) * row_elems[t];
+            hvd_status_t s = reduce::scale_into(buf + cursor[r] * esz, src, elems, dtype,
+                                                reqs[t]->meta.prescale);
+            if (s != HVD_OK) return s;
+            src += elems * esz;
+            cursor[r] += elems;
+        }
+    }
+    trace.end();
+    trace.begin("UCX_REDUCESCATTER");
+    hvd_status_t s = collectives::reducescatter(comm, buf, out, counts, dtype, reduction_of(first));
+    trace.end();
+    if (s != HVD_OK) {
+        *message = fused_failure("reducescatter", reqs.size(), first, comm, s);
+        return s;
+    }
+    trace.begin("MEMCPY_OUT_FUSION_BUFFER");
+    const char *src = out;
+    for (size_t t = 0; t < reqs.size() && s == HVD_OK; ++t) {
+        Request &req = *reqs[t];
+        int64_t rows = scatter_rows(req.input.shape[0], n, comm.my_index);
+        size_t elems = static_cast<size_t>(rows) * row_elems[t];
+        req.owned_shape = req.input.shape;
+        req.owned_shape[0] = rows;
+        req.owned_data.resize(elems * esz);
+        s = reduce::scale_into(req.owned_data.data(), src, elems, dtype,
+                               postscale_of(req, comm.size()));
+        src += elems * esz;
+    }
+    trace.end();
+    return s;
+}
+
 hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Request &req,
                               std::string *message) {
     hvd_status_t s = HVD_ERR_INTERNAL;

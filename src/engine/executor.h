@@ -36,4 +36,18 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
                                      collectives::ScratchBuffer *fusion, const ActivityTrace &trace,
                                      std::string *message);
 
+// Runs several allgathers (same set and dtype) as one allgatherv: member r's block is its
+// pieces of every tensor in order; each output is reassembled from the blocks.
+hvd_status_t execute_fused_allgather(collectives::Comm &comm, const std::vector<Response> &resps,
+                                     const std::vector<RequestPtr> &reqs,
+                                     collectives::ScratchBuffer *fusion, const ActivityTrace &trace,
+                                     std::string *message);
+
+// Runs several reducescatters (same set, dtype, op and scale factors) as one: member r's
+// block holds its rows of every tensor in order.
+hvd_status_t execute_fused_reducescatter(collectives::Comm &comm,
+                                         const std::vector<RequestPtr> &reqs,
+                                         collectives::ScratchBuffer *fusion,
+                                         const ActivityTrace &trace, std::string *message);
+
 }  // namespace hvd::engine

@@ -224,6 +224,111 @@ uint64_t fused_tensors_of_run(int32_t size, const FusionRun &how) {
     return fused[0];
 }
 
+// 32 ragged allgathers, then 32 reducescatters (rank r gives r + 1 + t % 3 rows; the
+// reducescatters split 2n + t rows), enqueued back to back after a barrier: the coordinator
+// fuses runs of each kind; every output must match a reference computed here.
+std::string run_gather_scatter_fusion_rank(const hvd_unique_id_t &id, int32_t rank, int32_t size,
+                                           uint64_t *fused) {
+    hvd_context_h ctx;
+    if (join_job(id, rank, size, &ctx) != HVD_OK) return "init failed";
+    enum { kTensors = 32, kCols = 3 };
+    auto value = [](int32_t r, int t, int64_t row, int col) {
+        return static_cast<double>(r * 1000 + t * 20 + row * 3 + col);
+    };
+    std::vector<std::vector<double>> gather_in(kTensors), scatter_in(kTensors);
+    std::vector<std::vector<int64_t>> gather_shape(kTensors), scatter_shape(kTensors);
+    std::vector<hvd_request_h> gathers(kTensors), scatters(kTensors);
+    hvd_request_h barrier;
+    hvd_barrier_enqueue(ctx, nullptr, &barrier);
+    hvd_request_wait(barrier, 30000);
+    hvd_request_release(barrier);
+    std::string err;
+    for (int t = 0; t < kTensors; ++t) {
+        int64_t rows = rank + 1 + t % 3;
+        gather_shape[t] = {rows, kCols};
+        for (int64_t i = 0; i < rows; ++i)
+            for (int c = 0; c < kCols; ++c)
+                gather_in[t].push_back(value(rank, t, i, c));
+        hvd_tensor_t g = tensor(gather_in[t].data(), HVD_DTYPE_FLOAT64, 2, gather_shape[t].data());
+        if (hvd_allgather_enqueue(ctx, &g, nullptr, &gathers[t]) != HVD_OK) err = "enqueue failed";
+    }
+    for (int t = 0; t < kTensors; ++t) {
+        int64_t srows = 2 * size + t;
+        scatter_shape[t] = {srows, kCols};
+        for (int64_t i = 0; i < srows; ++i)
+            for (int c = 0; c < kCols; ++c)
+                scatter_in[t].push_back(value(rank, t, i, c));
+        hvd_tensor_t x =
+            tensor(scatter_in[t].data(), HVD_DTYPE_FLOAT64, 2, scatter_shape[t].data());
+        hvd_op_params_t p;
+        std::memset(&p, 0, sizeof p);
+        p.field_mask = HVD_OP_FIELD_REDUCE_OP;
+        p.reduce_op = HVD_OP_SUM;
+        if (hvd_reducescatter_enqueue(ctx, &x, &p, &scatters[t]) != HVD_OK) err = "enqueue failed";
+    }
+    for (int t = 0; t < kTensors && err.empty(); ++t) {
+        hvd_tensor_t out;
+        if (hvd_request_wait(gathers[t], 30000) != HVD_OK ||
+            hvd_request_output(gathers[t], 0, &out) != HVD_OK) {
+            err = "allgather failed";
+            break;
+        }
+        const double *got = static_cast<const double *>(out.data);
+        size_t k = 0;
+        for (int32_t r = 0; r < size && err.empty(); ++r)
+            for (int64_t i = 0; i < r + 1 + t % 3; ++i)
+                for (int c = 0; c < kCols; ++c)
+                    if (got[k++] != value(r, t, i, c)) err = "fused allgather result wrong";
+        if (err.empty() && out.shape[0] != static_cast<int64_t>(k / kCols))
+            err = "fused allgather shape wrong";
+        if (hvd_request_wait(scatters[t], 30000) != HVD_OK ||
+            hvd_request_output(scatters[t], 0, &out) != HVD_OK) {
+            err = "reducescatter failed";
+            break;
+        }
+        int64_t srows = 2 * size + t;
+        int64_t first = 0;
+        for (int32_t r = 0; r < rank; ++r)
+            first += srows / size + (r < srows % size ? 1 : 0);
+        int64_t mine = srows / size + (rank < srows % size ? 1 : 0);
+        if (out.shape[0] != mine) err = "fused reducescatter shape wrong";
+        got = static_cast<const double *>(out.data);
+        for (int64_t i = 0; i < mine && err.empty(); ++i)
+            for (int c = 0; c < kCols; ++c) {
+                double sum = 0;
+                for (int32_t r = 0; r < size; ++r)
+                    sum += value(r, t, first + i, c);
+                if (got[i * kCols + c] != sum) err = "fused reducescatter result wrong";
+            }
+    }
+    for (int t = 0; t < kTensors; ++t) {
+        hvd_request_release(gathers[t]);
+        hvd_request_release(scatters[t]);
+    }
+    *fused = ctx->ctx->engine().fused_tensors();
+    if (hvd_finalize(ctx) != HVD_OK && err.empty()) err = "finalize failed";
+    return err;
+}
+
+void test_allgathers_and_reducescatters_are_fused(void **) {
+    const int32_t size = 3;
+    hvd_unique_id_t id;
+    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
+    std::vector<std::string> errors(size);
+    std::vector<uint64_t> fused(size, 0);
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < size; ++r)
+        threads.emplace_back(
+            [&, r] { errors[r] = run_gather_scatter_fusion_rank(id, r, size, &fused[r]); });
+    for (auto &th : threads)
+        th.join();
+    for (int32_t r = 0; r < size; ++r) {
+        if (!errors[r].empty()) fail_msg("rank %d: %s", r, errors[r].c_str());
+        assert_int_equal(fused[r], fused[0]);
+    }
+    assert_true(fused[0] > 2);
+}
+
 // hvd_config_set(ctx, FUSION_THRESHOLD, 0) turns fusion off at run time.
 void test_zero_fusion_threshold_disables_fusion(void **) {
     FusionRun how;
@@ -311,6 +416,7 @@ int main(void) {
         cmocka_unit_test(test_three_ranks),
         cmocka_unit_test(test_four_ranks),
         cmocka_unit_test(test_small_tensors_are_fused),
+        cmocka_unit_test(test_allgathers_and_reducescatters_are_fused),
         cmocka_unit_test(test_zero_fusion_threshold_disables_fusion),
         cmocka_unit_test(test_cycle_time_batches_ops_for_fusion),
         cmocka_unit_test(test_config_values_and_errors),
