@@ -380,7 +380,8 @@ HVD_API hvd_status_t hvd_timeline_stop(hvd_context_h ctx) HVD_NOEXCEPT;
  * (HVD_<NAME> or Horovod's HOROVOD_<NAME>) and can then be read and changed here. */
 typedef enum {
     HVD_CONFIG_FUSION_THRESHOLD = 0,    /* bytes: allreduces fused into one collective, at most
-                                           this many bytes together; 0 disables fusion.
+                                           this many bytes together (a tensor over 1 MiB runs
+                                           alone, in place); 0 disables fusion.
                                            HVD_FUSION_THRESHOLD, default 134217728 (128 MiB) */
     HVD_CONFIG_CYCLE_TIME = 1,          /* ms: how long the engine may hold newly enqueued ops to
                                            report them together (it never waits when 0).

@@ -69,6 +69,7 @@ void Engine::stop() {
     {
         std::lock_guard<std::mutex> lock(mu_);
         stop_requested_ = true;
+        stop_flag_.store(true);
     }
     wake();
     if (thread_.joinable()) thread_.join();
@@ -110,17 +111,16 @@ hvd_status_t Engine::enqueue_group(const std::vector<RequestPtr> &reqs, std::str
         queue_.insert(queue_.end(), reqs.begin(), reqs.end());
         for (const RequestPtr &req : reqs)
             timeline_->begin(req->meta.name, "QUEUE");
+        work_queued_.store(true);
     }
-    wake();
+    // An engine that is awake (running or spinning) sees work_queued_ without a system call.
+    if (sleeping_.load()) wake();
     return HVD_OK;
 }
 
 void Engine::loop() {
     for (;;) {
-        {
-            std::lock_guard<std::mutex> lock(mu_);
-            if (stop_requested_) break;
-        }
+        if (stop_flag_.load()) break;
         bool worked = false;
         if (abort_->aborted()) {
             fail_everything(abort_->status(), abort_->detail());
@@ -160,9 +160,10 @@ void Engine::loop() {
 
 bool Engine::take_new_requests() {
     std::vector<RequestPtr> fresh;
-    {
+    if (work_queued_.load()) {
         std::lock_guard<std::mutex> lock(mu_);
         fresh.swap(queue_);
+        work_queued_.store(false);
     }
     auto now = std::chrono::steady_clock::now();
     if (!fresh.empty() && held_.empty()) held_since_ = now;
@@ -606,6 +607,7 @@ void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
     {
         std::lock_guard<std::mutex> lock(mu_);
         fresh.swap(queue_);
+        work_queued_.store(false);
     }
     for (const RequestPtr &req : fresh)
         finish(req, status, detail);
@@ -683,8 +685,7 @@ void Engine::sleep_until_work() {
     auto spin_until = std::chrono::steady_clock::now() + transport::spin_window();
     while (!transport_aborted_ && std::chrono::steady_clock::now() < spin_until) {
         if (transport_->progress()) return;
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!queue_.empty() || stop_requested_) return;
+        if (work_queued_.load() || stop_flag_.load()) return;
     }
     if (!transport_aborted_ && !transport_->arm()) return;
     Deadline next = Deadline::after_ms(kMaxSleepMs);
@@ -697,11 +698,15 @@ void Engine::sleep_until_work() {
     }
     struct pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {transport_->event_fd(), POLLIN, 0}};
     int nfds = transport_aborted_ ? 1 : 2;
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!queue_.empty() || stop_requested_) return;
+    // Dekker-style with enqueue_group: this store, then its check of work_queued_; there the
+    // store of work_queued_, then the check of sleeping_. One of the two sees the other.
+    sleeping_.store(true);
+    if (work_queued_.load() || stop_flag_.load()) {
+        sleeping_.store(false);
+        return;
     }
     ::poll(fds, nfds, static_cast<int>(next.remaining_ms(kMaxSleepMs)));
+    sleeping_.store(false);
     uint64_t drained;
     ssize_t ignored = ::read(wake_fd_, &drained, sizeof drained);
     (void)ignored;

@@ -97,6 +97,12 @@ class Engine {
     int wake_fd_ = -1;
     std::thread thread_;
     bool stop_requested_ = false;  // guarded by mu_
+    // Read by the engine thread without mu_ (written under it): a request is queued, a stop
+    // was requested. sleeping_: the engine is (about to be) blocked in poll, so an enqueue
+    // must write the eventfd; otherwise it need not.
+    std::atomic<bool> work_queued_{false};
+    std::atomic<bool> stop_flag_{false};
+    std::atomic<bool> sleeping_{false};
 
     // Shared with callers (guarded by mu_).
     std::mutex mu_;

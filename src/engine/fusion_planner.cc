@@ -7,6 +7,10 @@ namespace hvd::engine {
 
 namespace {
 
+// A tensor above this runs alone, in place: copying it into and out of the fusion buffer costs
+// more (hundreds of microseconds per MiB) than the extra collective's latency saves.
+constexpr size_t kLoneTensorBytes = size_t{1} << 20;
+
 bool fusable(const Response &r) {
     if (r.status != HVD_OK || r.addressee >= 0) return false;
     // Adasum combines each tensor as its own vector: fusing would change the result.
@@ -44,10 +48,12 @@ void plan_fusion(std::vector<Response> &batch, size_t threshold_bytes) {
     size_t run_bytes = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
         batch[i].fuse_next = false;
-        if (i == 0 || !batch[i - 1].fuse_next) run_bytes = response_bytes(batch[i]);
+        size_t mine = response_bytes(batch[i]);
+        if (i == 0 || !batch[i - 1].fuse_next) run_bytes = mine;
         if (i + 1 == batch.size() || !compatible(batch[i], batch[i + 1])) continue;
         size_t next = response_bytes(batch[i + 1]);
         if (run_bytes + next > threshold_bytes) continue;
+        if (mine > kLoneTensorBytes || next > kLoneTensorBytes) continue;
         batch[i].fuse_next = true;
         run_bytes += next;
     }

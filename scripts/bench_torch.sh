@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Synthetic training throughput of hvd.torch against torch DDP (gloo) on one host:
+# examples/python/torch_synthetic_benchmark.py under hvdrun, REPS repetitions of each backend,
+# interleaved (the order alternates every repetition so that drift in the host's load hits
+# both alike), then a table of the medians of "Total img/sec" (and of the CPU time per image,
+# all threads of all ranks: steadier than img/sec on a shared host) and the ratio hvd / ddp
+# (target: >= 1.2).
+#
+#   scripts/bench_torch.sh                      2 ranks, 3 repetitions, the default cnn model
+#   scripts/bench_torch.sh --model mlp          further arguments go to the benchmark
+#
+# Environment: BUILD_DIR (default build: its python/ and tools/hvdrun/hvdrun are used),
+# PYTHON (default .venv/bin/python), NP (ranks, 2), REPS (3), BENCH_ARGS (the benchmark's
+# settings, default "--batch-size 32 --num-warmup-batches 5 --num-batches-per-iter 10
+# --num-iters 5"), OUT (a directory that keeps every run's log; default: a temporary one,
+# removed at the end).
+set -euo pipefail
+
+HVD_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=${BUILD_DIR:-build}
+case "$BUILD_DIR" in /*) ;; *) BUILD_DIR=$HVD_ROOT/$BUILD_DIR ;; esac
+PYTHON=${PYTHON:-$HVD_ROOT/.venv/bin/python}
+NP=${NP:-2}
+REPS=${REPS:-3}
+DEFAULT_ARGS="--batch-size 32 --num-warmup-batches 5 --num-batches-per-iter 10 --num-iters 5"
+BENCH_ARGS=${BENCH_ARGS:-$DEFAULT_ARGS}
+HVDRUN=$BUILD_DIR/tools/hvdrun/hvdrun
+BENCH=$HVD_ROOT/examples/python/torch_synthetic_benchmark.py
+
+case "${1:-}" in
+  -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+esac
+die() { echo "bench_torch: $*" >&2; exit 2; }
+[ -x "$HVDRUN" ] || die "no hvdrun at $HVDRUN (build first, or set BUILD_DIR)"
+[ -f "$BUILD_DIR/python/hvd/__init__.py" ] || die "no hvd package in $BUILD_DIR/python"
+[ -x "$PYTHON" ] || die "no python at $PYTHON (set PYTHON)"
+"$PYTHON" -c 'import torch' 2>/dev/null || die "$PYTHON cannot import torch"
+[[ "$NP" =~ ^[1-9][0-9]*$ ]] || die "NP must be a positive integer, got '$NP'"
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer, got '$REPS'"
+
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  echo "== logs in $OUT"
+else
+  OUT=$(mktemp -d)
+  trap 'rm -rf "$OUT"' EXIT
+fi
+export PYTHONPATH=$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONDONTWRITEBYTECODE=1
+
+free_port() {
+  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# run_one BACKEND REP [ARGS...]: one benchmark run, its log in $OUT; prints its total img/sec
+# and CPU milliseconds per image. Fails when the run fails or prints no total.
+run_one() {
+  local backend=$1 rep=$2 log
+  shift 2
+  log=$OUT/$backend.$rep.log
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of words
+  "$HVDRUN" -np "$NP" "$PYTHON" "$BENCH" --backend "$backend" --ddp-port "$(free_port)" \
+    $BENCH_ARGS "$@" >"$log" 2>&1 || return 1
+  local total cpu
+  total=$(sed -n 's/^\[0\]<stdout>: Total img\/sec on [0-9]* rank(s): \([0-9.]*\) +-.*/\1/p' "$log")
+  cpu=$(sed -n 's/^\[0\]<stdout>: CPU time: \([0-9.]*\) ms per image.*/\1/p' "$log")
+  [ -n "$total" ] && [ -n "$cpu" ] || return 1
+  echo "$total $cpu"
+}
+
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+  if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "== hvd.torch vs DDP (gloo): $NP ranks, $REPS repetitions, $BENCH_ARGS $*"
+echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+declare -a HVD DDP HVD_CPU DDP_CPU
+for ((rep = 1; rep <= REPS; rep++)); do
+  if ((rep % 2)); then order="hvd ddp"; else order="ddp hvd"; fi
+  for backend in $order; do
+    if ! r=$(run_one "$backend" "$rep" "$@"); then
+      cat "$OUT/$backend.$rep.log" >&2
+      echo "bench_torch: the $backend run $rep failed or printed no totals (log above)" >&2
+      exit 1
+    fi
+    read -r v c <<<"$r"
+    echo "   rep $rep $backend: $v img/sec, $c CPU ms per image"
+    if [ "$backend" = hvd ]; then
+      HVD+=("$v"); HVD_CPU+=("$c")
+    else
+      DDP+=("$v"); DDP_CPU+=("$c")
+    fi
+  done
+done
+echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+mh=$(median "${HVD[@]}")
+md=$(median "${DDP[@]}")
+echo
+echo "| backend | runs (total img/sec) | median img/sec | median CPU ms per image |"
+echo "|---|---|---:|---:|"
+printf '| hvd | %s | %s | %s |\n' "${HVD[*]}" "$mh" "$(median "${HVD_CPU[@]}")"
+printf '| ddp | %s | %s | %s |\n' "${DDP[*]}" "$md" "$(median "${DDP_CPU[@]}")"
+awk -v h="$mh" -v d="$md" 'BEGIN {
+  r = h / d
+  printf "\nratio hvd / ddp (median img/sec): %.3f (target >= 1.2: %s)\n", r,
+    (r >= 1.2 ? "met" : "missed") }'
