@@ -107,8 +107,13 @@ void KvServer::Impl::kill(Conn &c, const std::string &why) {
 }
 
 void KvServer::Impl::reject(Conn &c, const std::string &reason) {
-    HVD_LOG(kWarning, -1, "rendezvous server: rejected the client at %s: %s", c.peer.c_str(),
-            reason.c_str());
+    // A transient reject (a rank re-joining early; it reconnects) is routine, not a warning.
+    if (reason.rfind(kRejectRetryPrefix, 0) == 0)
+        HVD_LOG(kDebug, -1, "rendezvous server: asked the client at %s to reconnect: %s",
+                c.peer.c_str(), reason.c_str());
+    else
+        HVD_LOG(kWarning, -1, "rendezvous server: rejected the client at %s: %s", c.peer.c_str(),
+                reason.c_str());
     queue(c, encode_frame(KvMsg::kReject, {reason}));
     kill(c, reason);
 }

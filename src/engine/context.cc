@@ -1,6 +1,11 @@
 #include "engine/context.h"
 
+#include <poll.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <exception>
+#include <thread>
 
 #include "bootstrap/hex.h"
 #include "bootstrap/launch_env.h"
@@ -19,6 +24,8 @@ namespace {
 // A per-attempt connect limit for file rendezvous: a stale file from an earlier job with
 // the same id points at a dead port, so re-read the file and try again.
 constexpr int64_t kFileAttemptMs = 2000;
+// A sleep of the finalize barrier between transport events (it also ends when the barrier does).
+constexpr int kFinalizePollMs = 5;
 
 bool is_loopback(const std::string &addr) {
     return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
@@ -139,6 +146,31 @@ void Context::abort(hvd_status_t status, const std::string &detail) {
     if (monitor_) monitor_->wake();
 }
 
+// The rendezvous barrier of finalize, while this thread keeps the (engine-less) transport
+// progressing: a peer may still be finishing an op whose completion needs our side's
+// protocol messages (e.g. the acknowledgement of a rendezvous-protocol receive we completed),
+// and would otherwise wait for it until its op timeout.
+void Context::finalize_barrier(bootstrap::KvClient &kv, const Deadline &deadline) {
+    std::atomic<bool> done{false};
+    std::exception_ptr failure;
+    std::thread barrier([&] {
+        try {
+            kv.all_gather("finalize", "", deadline);
+        } catch (...) {
+            failure = std::current_exception();
+        }
+        done.store(true);
+    });
+    while (!done.load()) {
+        if (!transport_ || transport_->progress()) continue;
+        if (!transport_->arm()) continue;
+        struct pollfd pfd = {transport_->event_fd(), POLLIN, 0};
+        ::poll(&pfd, 1, kFinalizePollMs);
+    }
+    barrier.join();
+    if (failure) std::rethrow_exception(failure);
+}
+
 void Context::finalize() {
     if (finalized_) return;
     finalized_ = true;
@@ -149,7 +181,7 @@ void Context::finalize() {
     if (kv && !abort_.aborted()) {
         // Wait until every rank is here, so nobody tears down a transport a peer still uses.
         try {
-            kv->all_gather("finalize", "", deadline);
+            finalize_barrier(*kv, deadline);
         } catch (const Error &e) {
             abort_.set(e.status(), e.what());
             HVD_LOG(kWarning, rank_, "finalize: %s", e.what());

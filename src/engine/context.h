@@ -58,6 +58,7 @@ class Context {
     // Polling before sleeping pays off only while every local rank has a CPU of its own.
     void choose_spin_window();
     void connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline);
+    void finalize_barrier(bootstrap::KvClient &kv, const Deadline &deadline);
 
     InitConfig config_;
     int32_t rank_ = 0;

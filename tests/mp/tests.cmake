@@ -75,3 +75,7 @@ foreach(np 2 3)
   set_tests_properties(mp.autotune.np${np} PROPERTIES LABELS mp TIMEOUT 120
     ENVIRONMENT "HVD_AUTOTUNE=1;HVD_AUTOTUNE_LOG=${log};HVD_AUTOTUNE_STEPS_PER_SAMPLE=8;HVD_AUTOTUNE_WARMUP_SAMPLES=1")
 endforeach()
+
+# Finalize right after large ops keeps the transport answering peers (no hang at teardown).
+hvd_mp_program(mp_finalize_after_op)
+hvd_mp_test(mp_finalize_after_op NP 4 TIMEOUT 120)
