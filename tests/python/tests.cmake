@@ -76,3 +76,11 @@ if(hvd_n_torch GREATER 0 AND EXISTS /usr/bin/python3)
             $<TARGET_FILE:hvdrun> ${HVD_PYTHON_BUILD_DIR} ${hvd_first_torch} /usr/bin/python3)
   set_tests_properties(python.examples PROPERTIES LABELS python TIMEOUT 240 SKIP_RETURN_CODE 77)
 endif()
+
+# `cmake --install` into another prefix: the installed package finds the installed library.
+if(hvd_core_rc EQUAL 0)  # (the 1-rank job uses NumPy)
+  add_test(NAME python.install
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/python/install_test.sh ${CMAKE_COMMAND}
+            ${PROJECT_BINARY_DIR} ${hvd_core_interpreter})
+  set_tests_properties(python.install PROPERTIES LABELS python TIMEOUT 120)
+endif()

@@ -1,5 +1,6 @@
 """Where libhvd.so.1 is: HVD_LIBRARY, else the path CMake recorded for this copy of the
-package (build tree or install prefix), else the dynamic loader's search path."""
+package (build tree or install prefix), else the library's recorded place relative to the
+installed package, else the dynamic loader's search path."""
 
 import os
 
@@ -18,4 +19,9 @@ def library_path():
     recorded = getattr(_build_config, "LIBRARY_PATH", "")
     if recorded and os.path.exists(recorded):
         return recorded
+    relative = getattr(_build_config, "LIBRARY_RELATIVE", "")
+    if relative:  # an installed tree moved as a whole (cmake --install --prefix)
+        beside = os.path.normpath(os.path.join(os.path.dirname(__file__), relative))
+        if os.path.exists(beside):
+            return beside
     return SONAME
