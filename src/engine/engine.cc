@@ -288,8 +288,14 @@ bool Engine::run_responses() {
         if (it == pending_.end() && joined_request(resp.set_id)) {
             // This rank joined: it takes part in the others' allreduces with zeros and
             // ignores errors meant for the ranks that enqueued the op.
-            if (resp.status == HVD_OK && resp.type == OpType::kAllreduce)
-                run_one(resp, zeros_like(resp, *joined_request(resp.set_id)));
+            if (resp.status == HVD_OK && resp.type == OpType::kAllreduce) {
+                RequestPtr zeros = zeros_like(resp, *joined_request(resp.set_id));
+                // A fused run must be joined as a whole, as the other ranks run it.
+                if (resp.fuse_next)
+                    run_fused(std::move(resp), std::move(zeros));
+                else
+                    run_one(resp, zeros);
+            }
             any = true;
             continue;
         }

@@ -30,7 +30,8 @@ def _read_output(req, itemsize=1):
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """Returns root_rank's obj (pickled there, unpickled everywhere). Collective."""
-    name = _op_args.check_name(name) or type(obj).__name__
+    # (a fixed default: ranks often pass objects of different types, e.g. None off the root)
+    name = _op_args.check_name(name) or "object"
     root = _op_args.root_in_set(root_rank, process_set)
     is_root = _runtime.rank() == root_rank
     payload = _pickler.dumps(obj) if is_root else b""
@@ -47,7 +48,7 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Every rank's obj, as a list in rank order of the set. Collective."""
-    name = _op_args.check_name(name) or type(obj).__name__
+    name = _op_args.check_name(name) or "object"
     payload = _pickler.dumps(obj)
     length = ctypes.c_int64(len(payload))
     sizes_raw = _runtime.run("allgather", [(ctypes.addressof(length), _dtypes.INT64, (1,))],

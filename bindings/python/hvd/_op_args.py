@@ -26,9 +26,13 @@ def root_in_set(root_rank, process_set):
     """Horovod names broadcast roots by global rank; libhvd by rank within the set."""
     if isinstance(root_rank, bool) or not isinstance(root_rank, int):
         try:
-            root_rank = int(root_rank)
+            as_int = int(root_rank)
+            integral = as_int == root_rank
         except (TypeError, ValueError):
-            raise ValueError("root_rank must be an int, got %r" % (root_rank,)) from None
+            integral = False
+        if not integral:
+            raise ValueError("root_rank must be an int, got %r" % (root_rank,))
+        root_rank = as_int
     if process_set is None or process_set.process_set_id == 0:
         size = _runtime.size()
         if not 0 <= root_rank < size:

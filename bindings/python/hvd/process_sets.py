@@ -47,10 +47,14 @@ class ProcessSet:
         return backend.size(_runtime.context(), self._c_handle)
 
     def rank(self):
-        """This process's rank within the set (-1 if outside), or None if not registered."""
+        """This process's rank within the set, or None if not registered; ValueError on a rank
+        outside the set (as Horovod)."""
         if not self._registered():
             return None
-        return backend.rank(_runtime.context(), self._c_handle)
+        r = backend.rank(_runtime.context(), self._c_handle)
+        if r < 0:
+            raise ValueError("Process is not part of provided process set.")
+        return r
 
     def included(self):
         """Whether this process belongs to the set (None while the ranks are unknown)."""
@@ -87,7 +91,7 @@ def _register(ps):
     ctx = _runtime.context()
     if ps.process_set_id is not None and ps._registered():
         raise ValueError("%s is already registered" % ps)
-    for other in _registered.values():
+    for other in list(_registered.values()) + [global_process_set]:
         if other.ranks == ps.ranks:
             raise ValueError("Attempted to add a duplicate process set: %s" % ps)
     size = _runtime.size()

@@ -213,8 +213,37 @@ def test_join_contributes_zeros():
     hvd.join()
 
 
+def test_join_takes_part_in_fused_and_grouped_allreduces():
+    """A joined rank follows the others' fused runs and groups with zeros."""
+    if hvd.rank() == 0:
+        hvd.join()
+        return
+    handles = [hvd.allreduce_async(np.full(k, 2.0), op=hvd.Sum, name="joined.fused.%d" % k)
+               for k in (1, 2, 3)]
+    for k, h in zip((1, 2, 3), handles):
+        np.testing.assert_allclose(hvd.synchronize(h), np.full(k, 2.0 * (hvd.size() - 1)))
+    outs = hvd.grouped_allreduce([np.ones(2), np.ones(3)], op=hvd.Sum, name="joined.group")
+    for o in outs:
+        np.testing.assert_allclose(o, np.full(o.shape, hvd.size() - 1.0))
+    hvd.join()
+
+
 def test_barrier():
     hvd.barrier()
+
+
+def test_objects_of_different_types_per_rank():
+    """The common `obj if rank == 0 else None` must not give each rank its own op name."""
+    mine = {"weights": [1, 2]} if hvd.rank() == 0 else None
+    assert hvd.broadcast_object(mine, root_rank=0) == {"weights": [1, 2]}
+    gathered = hvd.allgather_object(hvd.rank() if hvd.rank() % 2 else str(hvd.rank()))
+    assert gathered == [k if k % 2 else str(k) for k in range(hvd.size())]
+
+
+def test_float_root_rank():
+    with pytest.raises(ValueError, match="root_rank"):
+        hvd.broadcast(np.ones(2), 0.7)
+    np.testing.assert_array_equal(hvd.broadcast(np.array([hvd.rank()]), 0.0), [0])
 
 
 def test_objects():

@@ -47,7 +47,11 @@ def test_process_sets():
     assert evens.process_set_id != last.process_set_id
     assert evens.size() == (hvd.size() + 1) // 2
     assert evens.included() == (hvd.rank() % 2 == 0)
-    assert evens.rank() == (hvd.rank() // 2 if hvd.rank() % 2 == 0 else -1)
+    if evens.included():
+        assert evens.rank() == hvd.rank() // 2
+    else:
+        with pytest.raises(ValueError, match="not part"):
+            evens.rank()
     if evens.included():
         out = hvd.allreduce(np.array([hvd.rank()]), op=hvd.Sum, process_set=evens)
         assert out[0] == sum(range(0, hvd.size(), 2))
@@ -81,6 +85,8 @@ def test_process_sets_at_init():
 def test_bad_process_set():
     with pytest.raises(ValueError):
         hvd.add_process_set([hvd.size()])
+    with pytest.raises(ValueError, match="duplicate"):
+        hvd.add_process_set(list(range(hvd.size())))  # the global set
     with pytest.raises(ValueError):
         hvd.ProcessSet(["a"])
 

@@ -148,3 +148,73 @@ def test_misuse_is_reported():
             opt.zero_grad()
     opt.step()
     assert isinstance(opt, torch.optim.SGD)
+
+
+def test_adasum_combines_local_deltas():
+    """op=Adasum: every rank steps locally (SGD with momentum here), then the parameter deltas
+    are combined per tensor with Adasum, from the common starting point."""
+    n = hvd.size()
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                                   named_parameters=model.named_parameters(), op=hvd.Adasum)
+    x, y = data(0)
+    if n & (n - 1):
+        torch.nn.functional.mse_loss(model(shard(x)), shard(y)).backward()
+        with pytest.raises(NotImplementedError):
+            opt.step()
+        return
+    deltas = []  # each rank's local delta, recomputed here for every rank
+    for r in range(n):
+        twin = make_model()
+        twin_opt = torch.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
+        per = GLOBAL_BATCH // n
+        torch.nn.functional.mse_loss(twin(x[r * per:(r + 1) * per]),
+                                     y[r * per:(r + 1) * per]).backward()
+        before = [p.detach().clone() for p in twin.parameters()]
+        twin_opt.step()
+        deltas.append([p.detach() - b for p, b in zip(twin.parameters(), before)])
+
+    def adasum(vs):  # recursive pairwise combination, lower ranks on the left
+        if len(vs) == 1:
+            return vs[0]
+        a, b = adasum(vs[:len(vs) // 2]), adasum(vs[len(vs) // 2:])
+        dot = float((a * b).sum())
+        na, nb = float((a * a).sum()), float((b * b).sum())
+        return (1 - dot / (2 * na)) * a + (1 - dot / (2 * nb)) * b
+
+    start = [p.detach().clone() for p in make_model().parameters()]
+    torch.nn.functional.mse_loss(model(shard(x)), shard(y)).backward()
+    opt.step()
+    for i, p in enumerate(model.parameters()):
+        expect = start[i] + adasum([d[i] for d in deltas])
+        assert torch.allclose(p.detach(), expect, atol=1e-6)
+    with pytest.raises(AssertionError):
+        with opt.skip_synchronize():
+            pass
+
+
+def test_ranks_outside_the_process_set_train_locally():
+    ps = hvd.add_process_set([0])
+    try:
+        model = make_model()
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                       named_parameters=model.named_parameters(), process_set=ps)
+        model(torch.ones(1, 6)).sum().backward()  # no hook may enqueue on a non-member
+        opt.step()
+    finally:
+        hvd.remove_process_set(ps)
+
+
+def test_load_state_dict_clears_outstanding_reductions():
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                                   named_parameters=model.named_parameters())
+    saved = opt.state_dict()
+    model(torch.ones(1, 6)).sum().backward()  # hooks start reductions; then a "failure"
+    opt.load_state_dict(saved)  # elastic restore
+    opt.zero_grad()  # must not see the abandoned step's handles
+    # The abandoned reductions still finish (every rank enqueued them); ops run in one order,
+    # so once a later op completed here they have too and their names are free again.
+    hvd.allreduce(torch.ones(1), name="fence")
+    model(torch.ones(1, 6)).sum().backward()
+    opt.step()

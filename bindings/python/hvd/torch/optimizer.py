@@ -70,7 +70,7 @@ class _DistributedMixin:
         self._synchronized = False
         self._should_synchronize = True
         self._groups = self._make_groups(groups, all_params)
-        if size() > 1:
+        if size() > 1 and self.process_set.included():
             self._register_hooks()
 
     def _make_groups(self, groups, all_params):
@@ -245,12 +245,60 @@ class _DistributedMixin:
         self._synchronized = False
         return super().step(closure)
 
+    def load_state_dict(self, *args, **kwargs):
+        # Outstanding reductions belong to the state being replaced (elastic restore).
+        self._handles.clear()
+        self._synchronized = False
+        self._should_synchronize = True
+        for key in self._allreduce_delay:
+            self._allreduce_delay[key] = self.backward_passes_per_step
+        return super().load_state_dict(*args, **kwargs)
+
     def zero_grad(self, *args, **kwargs):
         if self._handles:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but "
                                  "before optimizer.step() or optimizer.synchronize(). This is "
                                  "prohibited as it can cause a race condition.")
         return super().zero_grad(*args, **kwargs)
+
+
+class _DistributedAdasumMixin:
+    """Horovod's Adasum optimizer: each rank takes its local step, then the parameter deltas
+    are combined with Adasum (per tensor) and applied from the common starting point."""
+
+    def _hvd_setup(self, named_parameters, compression, backward_passes_per_step):
+        self._compression = compression
+        self.backward_passes_per_step = backward_passes_per_step
+        names = {}
+        if named_parameters is not None:
+            for name, p in named_parameters:
+                names[id(p)] = name
+        self._parameter_names = names
+
+    def synchronize(self):
+        pass  # deltas are combined in step()
+
+    @contextmanager
+    def skip_synchronize(self):
+        raise AssertionError("Skipping synchronization is not supported when using Adasum "
+                             "optimizer.")
+        yield  # pragma: no cover (makes this a generator)
+
+    def step(self, closure=None):
+        params = [p for group in self.param_groups for p in group["params"] if p.requires_grad]
+        starts = [p.detach().clone() for p in params]
+        loss = super().step(closure)
+        pending = []
+        for i, (p, start) in enumerate(zip(params, starts)):
+            delta, ctx = self._compression.compress(p.detach() - start)
+            name = self._parameter_names.get(id(p), "adasum.delta.%d" % i)
+            pending.append((p, start, delta, ctx,
+                            allreduce_async_(delta, name=name, op=Adasum)))
+        for p, start, delta, ctx, handle in pending:
+            synchronize(handle)
+            with torch.no_grad():
+                p.copy_(start + self._compression.decompress(delta, ctx))
+        return loss
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
@@ -279,6 +327,12 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if op == Adasum and process_set is not global_process_set:
         raise NotImplementedError("Adasum does not support non-global process sets yet.")
     base = optimizer.__class__
+    if op == Adasum and size() > 1:
+        cls = type(base.__name__, (_DistributedAdasumMixin, base), {})
+        opt = cls.__new__(cls)
+        base.__init__(opt, optimizer.param_groups)
+        opt._hvd_setup(named_parameters, compression, backward_passes_per_step)
+        return opt
     cls = type(base.__name__, (_DistributedMixin, base), {})
     # Build the new optimizer around the same parameter groups (hyper-parameters included).
     opt = cls.__new__(cls)
