@@ -78,6 +78,19 @@ def test_explicit_groups_and_predivide():
     assert max_difference(ref, trained) < 1e-5
 
 
+def test_bad_groups_are_refused_and_foreign_tensors_dropped():
+    model = make_model()
+    weights = [m.weight for m in model if isinstance(m, torch.nn.Linear)]
+    for bad in ("x", [[1]], [weights, weights[:1]]):
+        with pytest.raises(ValueError):
+            hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                     named_parameters=model.named_parameters(), groups=bad)
+    # a tensor the optimizer does not own is left out of its group, which still runs
+    ref, trained = train_pair(lambda p: torch.optim.SGD(p, lr=0.1),
+                              groups=[[torch.zeros(3)] + weights[:0]])
+    assert max_difference(ref, trained) < 1e-5
+
+
 def test_fp16_compression_is_close():
     ref, model = train_pair(lambda p: torch.optim.SGD(p, lr=0.1),
                             compression=hvd.Compression.fp16)

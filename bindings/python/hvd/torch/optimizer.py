@@ -86,7 +86,7 @@ class _DistributedMixin:
                 return None
             lists = _even_groups(trainable, groups)
         else:
-            lists = [list(g) for g in groups]
+            lists = self._explicit_groups(groups, trainable)
             grouped = {id(p) for g in lists for p in g}
             lists += [[p] for p in trainable if id(p) not in grouped]
         by_param = {}
@@ -94,6 +94,31 @@ class _DistributedMixin:
             for p in group:
                 by_param[id(p)] = group
         return by_param
+
+    @staticmethod
+    def _explicit_groups(groups, trainable):
+        """Lists of the optimizer's trainable parameters; others are left out, as Horovod."""
+        known = {id(p) for p in trainable}
+        seen = set()
+        lists = []
+        if isinstance(groups, (str, bytes)) or not hasattr(groups, "__iter__"):
+            raise ValueError("groups must be a non-negative int or a list of lists of tensors, "
+                             "got %r" % (groups,))
+        for group in groups:
+            if isinstance(group, torch.Tensor) or not hasattr(group, "__iter__"):
+                raise ValueError("groups must be a list of lists of tensors")
+            members = []
+            for p in group:
+                if not isinstance(p, torch.Tensor):
+                    raise ValueError("groups must contain only tensors, got %r" % (p,))
+                if id(p) in seen:
+                    raise ValueError("a parameter appears in more than one group")
+                seen.add(id(p))
+                if id(p) in known:
+                    members.append(p)
+            if members:
+                lists.append(members)
+        return lists
 
     def set_backward_passes_per_step(self, passes):
         if passes <= 0:
