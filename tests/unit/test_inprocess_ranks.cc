@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -136,8 +137,6 @@ void test_four_ranks(void **) {
     run_job(4);
 }
 
-// 64 small allreduces enqueued back to back on each of 3 ranks: the coordinator sees them
-// ready together and fuses them; every result must still be exact.
 // Knobs a fusion run sets on its context first (negative: left alone), and the pause between
 // two enqueues.
 struct FusionRun {
@@ -146,6 +145,8 @@ struct FusionRun {
     int gap_ms = 0;
 };
 
+// 64 small allreduces enqueued back to back on each rank: the coordinator sees them ready
+// together and fuses them; every result must still be exact.
 std::string run_fusion_rank(const hvd_unique_id_t &id, int32_t rank, int32_t size, uint64_t *fused,
                             const FusionRun &how = FusionRun()) {
     hvd_context_h ctx;
@@ -186,35 +187,19 @@ std::string run_fusion_rank(const hvd_unique_id_t &id, int32_t rank, int32_t siz
     return err;
 }
 
-void test_small_tensors_are_fused(void **) {
-    const int32_t size = 3;
+// Runs body (one rank's part, returning "" or what went wrong, and its fused-tensor count) on
+// `size` rank threads of one job; returns the count every rank agreed on (the coordinator
+// decides fusion for all).
+using FusionBody =
+    std::function<std::string(const hvd_unique_id_t &, int32_t, int32_t, uint64_t *)>;
+uint64_t fused_tensors_on_ranks(int32_t size, const FusionBody &body) {
     hvd_unique_id_t id;
     assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
     std::vector<std::string> errors(size);
     std::vector<uint64_t> fused(size, 0);
     std::vector<std::thread> threads;
     for (int32_t r = 0; r < size; ++r)
-        threads.emplace_back([&, r] { errors[r] = run_fusion_rank(id, r, size, &fused[r]); });
-    for (auto &th : threads)
-        th.join();
-    for (int32_t r = 0; r < size; ++r) {
-        if (!errors[r].empty()) fail_msg("rank %d: %s", r, errors[r].c_str());
-        // Every rank fuses the same runs, decided by the coordinator.
-        assert_int_equal(fused[r], fused[0]);
-    }
-    assert_true(fused[0] > 1);
-}
-
-// Runs run_fusion_rank on `size` rank threads; returns the fused-tensor count every rank
-// agreed on (the coordinator decides fusion for all).
-uint64_t fused_tensors_of_run(int32_t size, const FusionRun &how) {
-    hvd_unique_id_t id;
-    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
-    std::vector<std::string> errors(size);
-    std::vector<uint64_t> fused(size, 0);
-    std::vector<std::thread> threads;
-    for (int32_t r = 0; r < size; ++r)
-        threads.emplace_back([&, r] { errors[r] = run_fusion_rank(id, r, size, &fused[r], how); });
+        threads.emplace_back([&, r] { errors[r] = body(id, r, size, &fused[r]); });
     for (auto &th : threads)
         th.join();
     for (int32_t r = 0; r < size; ++r) {
@@ -222,6 +207,17 @@ uint64_t fused_tensors_of_run(int32_t size, const FusionRun &how) {
         assert_int_equal(fused[r], fused[0]);
     }
     return fused[0];
+}
+
+uint64_t fused_tensors_of_run(int32_t size, const FusionRun &how) {
+    return fused_tensors_on_ranks(
+        size, [&how](const hvd_unique_id_t &id, int32_t r, int32_t n, uint64_t *fused) {
+            return run_fusion_rank(id, r, n, fused, how);
+        });
+}
+
+void test_small_tensors_are_fused(void **) {
+    assert_true(fused_tensors_of_run(3, FusionRun()) > 1);
 }
 
 // 32 ragged allgathers, then 32 reducescatters (rank r gives r + 1 + t % 3 rows; the
@@ -311,22 +307,7 @@ std::string run_gather_scatter_fusion_rank(const hvd_unique_id_t &id, int32_t ra
 }
 
 void test_allgathers_and_reducescatters_are_fused(void **) {
-    const int32_t size = 3;
-    hvd_unique_id_t id;
-    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
-    std::vector<std::string> errors(size);
-    std::vector<uint64_t> fused(size, 0);
-    std::vector<std::thread> threads;
-    for (int32_t r = 0; r < size; ++r)
-        threads.emplace_back(
-            [&, r] { errors[r] = run_gather_scatter_fusion_rank(id, r, size, &fused[r]); });
-    for (auto &th : threads)
-        th.join();
-    for (int32_t r = 0; r < size; ++r) {
-        if (!errors[r].empty()) fail_msg("rank %d: %s", r, errors[r].c_str());
-        assert_int_equal(fused[r], fused[0]);
-    }
-    assert_true(fused[0] > 2);
+    assert_true(fused_tensors_on_ranks(3, run_gather_scatter_fusion_rank) > 2);
 }
 
 // hvd_config_set(ctx, FUSION_THRESHOLD, 0) turns fusion off at run time.

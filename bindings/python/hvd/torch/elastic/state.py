@@ -156,49 +156,33 @@ class StateHandler:
         self.save()
 
 
-class ModelStateHandler(StateHandler):
-    def __init__(self, model):
-        super().__init__(model)
-        self._saved = copy.deepcopy(model.state_dict())
+class _StateDictHandler(StateHandler):
+    """Keeps a deep copy of value.state_dict(); restores from a fresh copy of it (newer
+    PyTorch keeps loaded tensors as live state, whose in-place updates would otherwise change
+    the saved copy too)."""
+
+    def __init__(self, value):
+        super().__init__(value)
+        self._saved = copy.deepcopy(value.state_dict())
 
     def save(self):
         self._saved = copy.deepcopy(self.value.state_dict())
 
     def restore(self):
-        self.value.load_state_dict(self._saved)
+        self.value.load_state_dict(copy.deepcopy(self._saved))
 
+
+class ModelStateHandler(_StateDictHandler):
     def sync(self):
         broadcast_parameters(self.value.state_dict(), root_rank=0)
 
 
-class OptimizerStateHandler(StateHandler):
-    def __init__(self, optimizer):
-        super().__init__(optimizer)
-        self._saved = copy.deepcopy(optimizer.state_dict())
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        # A copy: newer PyTorch keeps the loaded tensors as the optimizer's state, whose
-        # in-place updates would otherwise change the saved state too.
-        self.value.load_state_dict(copy.deepcopy(self._saved))
-
+class OptimizerStateHandler(_StateDictHandler):
     def sync(self):
         broadcast_optimizer_state(self.value, root_rank=0)
 
 
-class SamplerStateHandler(StateHandler):
-    def __init__(self, sampler):
-        super().__init__(sampler)
-        self._saved = copy.deepcopy(sampler.state_dict())
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(copy.deepcopy(self._saved))
-
+class SamplerStateHandler(_StateDictHandler):
     def sync(self):
         # Indices recorded with record_indices are merged over all ranks; the rest is rank 0's.
         merged = set().union(*allgather_object(self.value.processed_indices,
