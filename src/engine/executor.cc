@@ -31,6 +31,17 @@ size_t row_bytes_of(const TensorRef &t) {
     return row;
 }
 
+// Rows of a first dimension d0 that member r of n gets in a reducescatter (Horovod's split).
+int64_t scatter_rows(int64_t d0, int64_t n, int64_t r) {
+    return d0 / n + (r < d0 % n ? 1 : 0);
+}
+
+std::string fused_failure(const char *what, size_t tensors, const Request &first,
+                          const collectives::Comm &comm, hvd_status_t s) {
+    return strprintf("fused %s of %zu tensors from '%s' failed on rank %d: %s", what, tensors,
+                     first.meta.name.c_str(), comm.members[comm.my_index], status_message(s));
+}
+
 hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
     const TensorRef &in = req.input;
     TensorRef &out = req.output;
@@ -97,8 +108,8 @@ hvd_status_t run_reducescatter(collectives::Comm &comm, Request &req) {
     if (d0 == 0) row_elems = 0;
     std::vector<size_t> counts(static_cast<size_t>(n));
     for (int64_t r = 0; r < n; ++r)
-        counts[r] = static_cast<size_t>(d0 / n + (r < d0 % n ? 1 : 0)) * row_elems;
-    int64_t my_rows = d0 / n + (comm.my_index < d0 % n ? 1 : 0);
+        counts[r] = static_cast<size_t>(scatter_rows(d0, n, r)) * row_elems;
+    int64_t my_rows = scatter_rows(d0, n, comm.my_index);
     req.owned_shape = in.shape;
     req.owned_shape[0] = my_rows;
     size_t esz = dtype_size(in.dtype);
@@ -170,9 +181,7 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
     hvd_status_t s = collectives::allreduce(comm, buf, total / dtype_size(dtype), dtype, op);
     trace.end();
     if (s != HVD_OK) {
-        *message =
-            strprintf("fused allreduce of %zu tensors from '%s' failed on rank %d: %s", reqs.size(),
-                      first.meta.name.c_str(), comm.members[comm.my_index], status_message(s));
+        *message = fused_failure("allreduce", reqs.size(), first, comm, s);
         return s;
     }
     trace.begin("MEMCPY_OUT_FUSION_BUFFER");
@@ -186,21 +195,6 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
     trace.end();
     return s;
 }
-
-namespace {
-
-// Rows of a first dimension d0 that member r of n gets in a reducescatter (Horovod's split).
-int64_t scatter_rows(int64_t d0, int64_t n, int64_t r) {
-    return d0 / n + (r < d0 % n ? 1 : 0);
-}
-
-std::string fused_failure(const char *what, size_t tensors, const Request &first,
-                          const collectives::Comm &comm, hvd_status_t s) {
-    return strprintf("fused %s of %zu tensors from '%s' failed on rank %d: %s", what, tensors,
-                     first.meta.name.c_str(), comm.members[comm.my_index], status_message(s));
-}
-
-}  // namespace
 
 hvd_status_t execute_fused_allgather(collectives::Comm &comm, const std::vector<Response> &resps,
                                      const std::vector<RequestPtr> &reqs,
