@@ -186,17 +186,11 @@ def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
 # ------------------------------------------------------------------ alltoall
 
 
-def _set_size(process_set):
-    if process_set is None or process_set.process_set_id == 0:
-        return _runtime.size()
-    return process_set.size()
-
-
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """synchronize(handle) returns (output, received_splits)."""
     arr = _contiguous(tensor)
     split_list = _op_args.splits_list(splits)
-    n = _set_size(process_set)
+    n = _op_args.set_size(process_set)
 
     def finish(req):
         received = np.array(backend.received_splits(req, n), dtype=np.int32)

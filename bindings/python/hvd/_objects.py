@@ -4,7 +4,6 @@ import ctypes
 import pickle
 
 from hvd import _dtypes, _op_args, _runtime
-from hvd._backend import backend
 from hvd.process_sets import global_process_set
 
 try:  # closures and lambdas too, when cloudpickle is installed (as Horovod does)
@@ -21,11 +20,6 @@ def _buffer(data_or_size):
 
 def _bytes_desc(buf, n):
     return (ctypes.addressof(buf), _dtypes.UINT8, (n,))
-
-
-def _read_output(req, itemsize=1):
-    ptr, _, shape = backend.output(req, 0)
-    return ctypes.string_at(ptr, shape[0] * itemsize) if shape[0] else b""
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
@@ -53,12 +47,12 @@ def allgather_object(obj, name=None, process_set=global_process_set):
     length = ctypes.c_int64(len(payload))
     sizes_raw = _runtime.run("allgather", [(ctypes.addressof(length), _dtypes.INT64, (1,))],
                              keep=length, name="allgather_object.sizes." + name,
-                             process_set=process_set, finish=lambda req: _read_output(req, 8))
+                             process_set=process_set, finish=lambda req: _runtime.output_bytes(req, 8))
     sizes = list((ctypes.c_int64 * (len(sizes_raw) // 8)).from_buffer_copy(sizes_raw))
     buf = _buffer(payload)
     data = _runtime.run("allgather", [_bytes_desc(buf, len(payload))], keep=buf,
                         name="allgather_object.data." + name, process_set=process_set,
-                        finish=_read_output)
+                        finish=_runtime.output_bytes)
     out, offset = [], 0
     for n in sizes:
         out.append(pickle.loads(data[offset:offset + n]))

@@ -62,3 +62,17 @@ def splits_list(splits):
     except (TypeError, ValueError):
         raise ValueError("splits must be a sequence of ints, got %r" % (splits,)) from None
     return out
+
+
+def set_size(process_set):
+    """Ranks in process_set (None or the global set: the whole job)."""
+    if process_set is None or process_set.process_set_id == 0:
+        return _runtime.size()
+    return process_set.size()
+
+
+def set_rank(process_set):
+    """This rank's index in process_set (None or the global set: its global rank)."""
+    if process_set is None or process_set.process_set_id == 0:
+        return _runtime.rank()
+    return process_set.rank()

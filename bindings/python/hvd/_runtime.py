@@ -11,7 +11,7 @@ import atexit
 import os
 import threading
 
-from hvd import _errors
+from hvd import _dtypes, _errors
 from hvd._backend import backend
 
 # Reduction ops, with Horovod's values.
@@ -104,17 +104,17 @@ def _all_hosts_alike():
 
     mine = array.array("i", [state.local_size])
     addr, _ = mine.buffer_info()
-    gathered = run("allgather", [(addr, 4, (1,))], keep=mine, name="hvd.init.local_sizes",
-                   finish=lambda req: _read_int32s(req))
+    gathered = run("allgather", [(addr, _dtypes.INT32, (1,))], keep=mine, name="hvd.init.local_sizes",
+                   finish=lambda req: array.array("i", output_bytes(req, 4)))
     return len(set(gathered)) == 1
 
 
-def _read_int32s(req):
+def output_bytes(req, itemsize=1):
+    """The bytes of a completed request's 1-d library-owned output (itemsize bytes a row)."""
     import ctypes
 
     ptr, _, shape = backend.output(req, 0)
-    n = shape[0] if shape else 1
-    return list((ctypes.c_int32 * n).from_address(ptr)) if n else []
+    return ctypes.string_at(ptr, shape[0] * itemsize) if shape[0] else b""
 
 
 def shutdown_context():

@@ -11,6 +11,7 @@ from hvd import _basics, _op_args, _runtime
 from hvd._errors import HorovodInternalError
 from hvd._backend import backend
 from hvd._objects import allgather_object, broadcast_object  # noqa: F401 (re-exported)
+from hvd._sync_ops import barrier, join  # noqa: F401 (re-exported)
 from hvd.process_sets import (ProcessSet, add_process_set, global_process_set,  # noqa: F401
                               remove_process_set)
 from hvd.torch import _tensors
@@ -56,18 +57,6 @@ __all__ = [
     "reducescatter_async", "grouped_reducescatter", "grouped_reducescatter_async", "join",
     "barrier", "poll", "synchronize"
 ]
-
-
-def _set_size(process_set):
-    if process_set is None or process_set.process_set_id == 0:
-        return size()
-    return process_set.size()
-
-
-def _set_rank(process_set):
-    if process_set is None or process_set.process_set_id == 0:
-        return rank()
-    return process_set.rank()
 
 
 def _check_adasum(process_set):
@@ -230,7 +219,7 @@ def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
     if op not in (Average, Sum):
         raise NotImplementedError("sparse allreduce supports Average and Sum only")
     t = tensor.coalesce()
-    values = t.values() / _set_size(process_set) if op == Average else t.values()
+    values = t.values() / _op_args.set_size(process_set) if op == Average else t.values()
     indices_handle = allgather_async(t.indices().transpose(0, 1).contiguous(),
                                      name="%s.indices" % name if name else None,
                                      process_set=process_set)
@@ -280,7 +269,7 @@ def _row_offset(dims, process_set):
     """For each of this rank's first dimensions: the rows of lower ranks of the set."""
     mine = torch.tensor([dims], dtype=torch.int64)
     everyone = allgather(mine, process_set=process_set)
-    below = everyone[:_set_rank(process_set)]
+    below = everyone[:_op_args.set_rank(process_set)]
     return [int(v) for v in below.sum(dim=0)] if below.numel() else [0] * len(dims)
 
 
@@ -373,7 +362,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     """Starts an alltoall; synchronize gives (output, received_splits)."""
     tensor = _tensors.contiguous(tensor)
     split_list = _op_args.splits_list(splits)
-    n = _set_size(process_set)
+    n = _op_args.set_size(process_set)
 
     def finish(req):
         received = torch.tensor(backend.received_splits(req, n), dtype=torch.int32)
@@ -421,7 +410,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
 
 
 def _reducescatter_grad(grads, op, process_set, prescale_factor, postscale_factor):
-    factor = prescale_factor * postscale_factor * (_set_size(process_set) if op == Sum else 1)
+    factor = prescale_factor * postscale_factor * (_op_args.set_size(process_set) if op == Sum else 1)
     return [g * factor if factor != 1 else g for g in grads]
 
 
@@ -501,14 +490,3 @@ def synchronize(handle):
     if handle not in _runtime.state.pending:
         return None
     return _runtime.synchronize(handle)
-
-
-def join(device=-1):
-    """Blocks until every rank joined; meanwhile this rank contributes zeros to the other
-    ranks' allreduces. Returns the rank that joined last."""
-    return _runtime.run("join", finish=backend.value)
-
-
-def barrier(process_set=global_process_set):
-    """Returns once every rank of the set called barrier."""
-    _runtime.run("barrier", process_set=process_set)
