@@ -73,39 +73,31 @@ static int all_ranks_agree(double *mine) {
     return same;
 }
 
-/* The "threshold,cycle" pairs rank 0 sampled, in order, without repeats. */
-static int sampled_sequence(const char *log, char seq[][64], int max) {
-    FILE *f = fopen(log, "r");
-    if (f == NULL) mp_die("cannot read %s", log);
-    char line[kLine];
-    int n = 0;
-    long long sample, threshold;
-    double cycle, score;
+/* Line parsers: rank 0's sample log ("sample,threshold,cycle,score,state") and a rank's
+ * adoption log ("epoch,threshold,cycle"). Return 1 and the pair for a data line. */
+static int parse_sample(const char *line, long long *threshold, double *cycle) {
+    long long sample;
+    double score;
     char state[32];
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (sscanf(line, "%lld,%lld,%lf,%lf,%31s", &sample, &threshold, &cycle, &score, state) != 5)
-            continue;
-        char pair[64];
-        snprintf(pair, sizeof pair, "%lld,%.3f", threshold, cycle);
-        if ((n == 0 || strcmp(seq[n - 1], pair) != 0) && n < max) strcpy(seq[n++], pair);
-    }
-    fclose(f);
-    return n;
+    return sscanf(line, "%lld,%lld,%lf,%lf,%31s", &sample, threshold, cycle, &score, state) == 5;
 }
 
-/* The pairs rank r adopted, in order, without repeats. */
-static int adopted_sequence(const char *log, int r, char seq[][64], int max) {
-    char path[kLine];
-    snprintf(path, sizeof path, "%s.%d", log, r);
+static int parse_adoption(const char *line, long long *threshold, double *cycle) {
+    unsigned long long epoch;
+    return sscanf(line, "%llu,%lld,%lf", &epoch, threshold, cycle) == 3;
+}
+
+/* The "threshold,cycle" pairs of a log, in order, without repeats. */
+static int pair_sequence(const char *path, int (*parse)(const char *, long long *, double *),
+                         char seq[][64], int max) {
     FILE *f = fopen(path, "r");
     if (f == NULL) mp_die("cannot read %s", path);
     char line[kLine];
     int n = 0;
-    unsigned long long epoch;
     long long threshold;
     double cycle;
     while (fgets(line, sizeof line, f) != NULL) {
-        if (sscanf(line, "%llu,%lld,%lf", &epoch, &threshold, &cycle) != 3) continue;
+        if (!parse(line, &threshold, &cycle)) continue;
         char pair[64];
         snprintf(pair, sizeof pair, "%lld,%.3f", threshold, cycle);
         if ((n == 0 || strcmp(seq[n - 1], pair) != 0) && n < max) strcpy(seq[n++], pair);
@@ -140,10 +132,12 @@ int main(int argc, char **argv) {
     hvd_request_release(req);
     if (mp_rank == 0) {
         static char sampled[128][64], adopted[128][64];
-        int ns = sampled_sequence(log, sampled, 128);
+        int ns = pair_sequence(log, parse_sample, sampled, 128);
         if (ns < 10) mp_die("rank 0 sampled only %d parameter settings", ns);
         for (int r = 0; r < mp_size; ++r) {
-            int na = adopted_sequence(log, r, adopted, 128);
+            char path[kLine];
+            snprintf(path, sizeof path, "%s.%d", log, r);
+            int na = pair_sequence(path, parse_adoption, adopted, 128);
             /* the final choice is adopted after the last sampled point */
             if (na != ns && na != ns + 1)
                 mp_die("rank %d adopted %d settings, rank 0 sampled %d", r, na, ns);
