@@ -391,13 +391,20 @@ typedef enum {
                                            HVD_STALL_CHECK_TIME_SECONDS, default 60 */
     HVD_CONFIG_STALL_SHUTDOWN_TIME = 3, /* s: such ops then fail with HVD_ERR_TIMED_OUT and the
                                            job aborts; 0 never. HVD_STALL_SHUTDOWN_TIME_SECONDS */
-    HVD_CONFIG_AUTOTUNE = 4             /* 1: rank 0 tunes fusion threshold and cycle time online
+    HVD_CONFIG_AUTOTUNE = 4,            /* 1: rank 0 tunes fusion threshold and cycle time online
                                            (every point of a fixed grid, samples of
                                            HVD_AUTOTUNE_STEPS_PER_SAMPLE ops after
                                            HVD_AUTOTUNE_WARMUP_SAMPLES discarded ones, then the
                                            best point) and every rank follows; samples are logged
                                            as CSV to HVD_AUTOTUNE_LOG, what each rank adopted to
                                            HVD_AUTOTUNE_LOG.<rank>. HVD_AUTOTUNE, default 0 */
+    HVD_CONFIG_CACHE_CAPACITY = 5       /* entries of the response cache: an op of the global
+                                           process set that ran once is negotiated again by one
+                                           exchange of bit vectors among the ranks, without the
+                                           coordinator, while its name and parameters stay the
+                                           same; least recently used entries are evicted. Rank
+                                           0's value governs the job; 0 turns the cache off.
+                                           HVD_CACHE_CAPACITY, default 1024, at most 65536 */
 } hvd_config_key_t;
 
 /* Sets a knob of ctx, or with ctx NULL the process-wide default that contexts created later

@@ -16,6 +16,12 @@ void Coordinator::describe_tensor(Response &resp, const OpMeta &m) {
     resp.postscale = m.postscale;
 }
 
+uint32_t Coordinator::take_seq() {
+    uint32_t seq = next_seq_;
+    next_seq_ = next_seq_ % kNegotiatedSeqLimit + 1;
+    return seq;
+}
+
 Coordinator::Coordinator(int32_t size) {
     std::vector<int32_t> all(static_cast<size_t>(size));
     for (int32_t r = 0; r < size; ++r)
@@ -35,9 +41,8 @@ int32_t Coordinator::member_index(uint16_t set_id, int32_t rank) const {
     return it != m.end() && *it == rank ? static_cast<int32_t>(it - m.begin()) : -1;
 }
 
-void Coordinator::add_ready(int32_t rank, const std::vector<OpMeta> &metas,
-                            std::vector<Response> *out) {
-    for (const OpMeta &m : metas) {
+void Coordinator::add_ready(int32_t rank, const ReadyReport &report, std::vector<Response> *out) {
+    for (const OpMeta &m : report.metas) {
         int32_t index = member_index(m.set_id, rank);
         if (index < 0) {
             // The enqueue checks membership against the rank's own view; this only happens
@@ -46,7 +51,7 @@ void Coordinator::add_ready(int32_t rank, const std::vector<OpMeta> &metas,
             resp.name = m.name;
             resp.set_id = m.set_id;
             resp.type = m.type;
-            resp.seq = next_seq_++;
+            resp.seq = take_seq();
             resp.status = HVD_ERR_INVALID_ARG;
             resp.message = strprintf("%s '%s': rank %d is not a member of process set %u",
                                      op_type_name(m.type), m.name.c_str(), rank, m.set_id);
@@ -69,6 +74,7 @@ void Coordinator::add_ready(int32_t rank, const std::vector<OpMeta> &metas,
             p.by_member[index] = m;
             ++p.count;
         }
+        p.after_round = std::max(p.after_round, report.after_round);
         if (m.type == OpType::kJoin) {
             auto &joined = joined_[m.set_id];
             joined.resize(p.by_member.size(), false);
@@ -119,6 +125,7 @@ std::map<Coordinator::Key, Coordinator::Pending>::iterator Coordinator::try_comp
         }
     Response resp = complete(it->first, p);
     resp.group = group;
+    resp.after_round = p.after_round;
     *join_done |= resp.type == OpType::kJoin;
     emit(std::move(resp), group, group_size, out);
     return pending_.erase(it);
@@ -139,7 +146,7 @@ Response Coordinator::complete(const Key &key, Pending &p) {
     resp.name = key.second;
     resp.set_id = key.first;
     resp.type = metas[0].type;
-    resp.seq = next_seq_++;
+    resp.seq = take_seq();
     std::string err = validate_op(metas, ranks);
     if (!err.empty()) {
         resp.status = HVD_ERR_MISMATCH;
@@ -182,7 +189,7 @@ Response Coordinator::complete_with_joined(const Key &key, std::vector<OpMeta> &
     resp.name = key.second;
     resp.set_id = key.first;
     resp.type = metas[0].type;
-    resp.seq = next_seq_++;
+    resp.seq = take_seq();
     if (resp.type != OpType::kAllreduce) {
         int32_t joined_rank = -1;
         for (size_t i = 0; i < p.by_member.size() && joined_rank < 0; ++i)
@@ -252,7 +259,7 @@ void Coordinator::expire(uint16_t set_id, const std::string &name, int32_t statu
         resp.name = name;
         resp.set_id = set_id;
         resp.type = meta->type;
-        resp.seq = next_seq_++;
+        resp.seq = take_seq();
         resp.status = status;
         resp.message = message;
         resp.addressee = m[i];

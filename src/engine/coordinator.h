@@ -24,7 +24,7 @@ class Coordinator {
     // Records that global rank `rank` is ready for these ops; appends the responses that
     // became complete. A rank reporting for a set it is not in, or for an unknown set, gets an
     // error response of its own.
-    void add_ready(int32_t rank, const std::vector<OpMeta> &metas, std::vector<Response> *out);
+    void add_ready(int32_t rank, const ReadyReport &report, std::vector<Response> *out);
 
     // Members (global ranks) of a set the coordinator knows; empty if unknown.
     const std::vector<int32_t> &members(uint16_t set_id) const;
@@ -47,6 +47,7 @@ class Coordinator {
     struct Pending {
         std::vector<std::optional<OpMeta>> by_member;
         int32_t count = 0;
+        uint64_t after_round = 0;
         std::chrono::steady_clock::time_point since;
     };
     using Key = std::pair<uint16_t, std::string>;
@@ -63,6 +64,8 @@ class Coordinator {
     static void describe_tensor(Response &resp, const OpMeta &m);
     int32_t member_index(uint16_t set_id, int32_t rank) const;
 
+    // Sequence numbers of negotiated ops: 1 .. kNegotiatedSeqLimit, then again from 1.
+    uint32_t take_seq();
     uint32_t next_seq_ = 1;
     uint16_t next_set_id_ = 1;
     std::map<uint16_t, std::vector<int32_t>> sets_;  // set id -> members

@@ -11,6 +11,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "engine/control_tags.h"
 #include "engine/executor.h"
 #include "engine/fusion_planner.h"
 #include "engine/wire.h"
@@ -18,16 +19,6 @@
 namespace hvd::engine {
 
 namespace {
-
-// Control messages travel on the control channel of set 0; the sequence field says which.
-constexpr uint32_t kReadyMessage = 1;     // worker -> coordinator
-constexpr uint32_t kResponseMessage = 2;  // coordinator -> worker
-constexpr uint32_t kTuneMessage = 3;      // coordinator -> worker: autotuned parameters
-constexpr int32_t kCoordinator = 0;
-
-uint64_t control_tag(int32_t source, uint32_t kind) {
-    return transport::make_tag(transport::Channel::kControl, 0, source, kind);
-}
 
 // How long the engine polls before sleeping after its last piece of work.
 // Longest sleep: bounds how late an op timeout is noticed. Idle wake-ups at this period
@@ -46,10 +37,15 @@ Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, Abor
       abort_(abort),
       sets_(sets),
       timeline_(timeline),
-      config_(config) {
+      config_(config),
+      rounds_(size) {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: eventfd failed", rank));
-    if (rank_ == kCoordinator) coordinator_ = std::make_unique<Coordinator>(size_);
+    if (rank_ == kCoordinator) {
+        coordinator_ = std::make_unique<Coordinator>(size_);
+        cache_bits_ = std::make_unique<CacheBitAllocator>();
+        batches_sent_.assign(static_cast<size_t>(size_), 0);
+    }
     std::vector<int32_t> all(static_cast<size_t>(size));
     for (int32_t r = 0; r < size; ++r)
         all[r] = r;
@@ -137,7 +133,15 @@ void Engine::loop() {
             // Everything that became ready in this pass leaves as one batch: while this rank
             // was busy in a collective, ready reports piled up, and one batch lets the
             // fusion planner join them.
-            if (!outbox_.empty()) deliver_responses(std::exchange(outbox_, {}));
+            if (!outbox_.empty() || !undelivered_.empty())
+                deliver_responses(std::exchange(outbox_, {}));
+            worked |= advance_cache();
+            // A cached op handed to rank 0's own coordinator may have completed an op, and a
+            // vote may have let held responses go.
+            if (!outbox_.empty() || !undelivered_.empty()) {
+                deliver_responses(std::exchange(outbox_, {}));
+                worked |= advance_cache();
+            }
             worked |= run_responses();
             if (coordinator_) autotune_step();
             reap_sends();
@@ -179,15 +183,7 @@ bool Engine::take_new_requests() {
     if (held_.empty()) return false;
     // The cycle time lets more ops arrive to be reported (and fused) together.
     if (now < held_until()) return !fresh.empty();
-    std::vector<OpMeta> metas;
-    for (const RequestPtr &req : held_)
-        metas.push_back(req->meta);
-    held_.clear();
-    if (coordinator_) {
-        coordinator_->add_ready(rank_, metas, &outbox_);
-    } else {
-        send_control(kCoordinator, kReadyMessage, encode_ready(metas));
-    }
+    report_ready(std::exchange(held_, {}));
     return true;
 }
 
@@ -212,8 +208,7 @@ bool Engine::receive_control() {
                 throw Error(c.status, strprintf("rank %d: receiving the coordinator's answer "
                                                 "failed",
                                                 rank_));
-            for (Response &r : decode_responses(payload))
-                responses_.push_back(std::move(r));
+            accept_batch(decode_batch(payload));
             any = true;
         }
         while (transport_->try_recv_any(control_tag(kCoordinator, kTuneMessage),
@@ -225,12 +220,25 @@ bool Engine::receive_control() {
             any = true;
         }
     }
+    any |= receive_votes();
     return any;
 }
 
-void Engine::deliver_responses(std::vector<Response> responses) {
+void Engine::deliver_responses(std::vector<Response> emitted) {
+    // A response waits for the cache round its reports named (the coordinator's order is
+    // kept: what was emitted after it waits too).
+    for (Response &r : emitted)
+        undelivered_.push_back(std::move(r));
+    std::vector<Response> responses;
+    while (!undelivered_.empty() && undelivered_.front().after_round <= rounds_voted_) {
+        responses.push_back(std::move(undelivered_.front()));
+        undelivered_.pop_front();
+    }
     if (responses.empty()) return;
     plan_fusion(responses, static_cast<size_t>(config_->fusion_threshold_bytes.load()));
+    size_t capacity = static_cast<size_t>(config_->cache_capacity.load());
+    for (Response &r : responses)
+        if (ResponseCache::cacheable(r)) r.cache_bit = cache_bits_->assign(r.name, capacity);
     // Each rank gets, in emission order, the responses of the sets it belongs to.
     std::vector<std::vector<Response>> by_peer(static_cast<size_t>(size_));
     for (const Response &r : responses) {
@@ -243,11 +251,14 @@ void Engine::deliver_responses(std::vector<Response> responses) {
     }
     for (int32_t peer = 0; peer < size_; ++peer) {
         if (by_peer[peer].empty()) continue;
+        ResponseBatch batch;
+        batch.index = ++batches_sent_[peer];
+        batch.stamp = rounds_voted_;  // runs after the rounds started so far
+        batch.responses = std::move(by_peer[peer]);
         if (peer == rank_) {
-            for (Response &r : by_peer[peer])
-                responses_.push_back(std::move(r));
+            accept_batch(std::move(batch));
         } else {
-            send_control(peer, kResponseMessage, encode_responses(by_peer[peer]));
+            send_control(peer, kResponseMessage, encode_batch(batch));
         }
     }
 }
@@ -621,6 +632,7 @@ void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
         finish(kv.second, status, detail);
     pending_.clear();
     responses_.clear();
+    cached_waiting_.clear();
 }
 
 // ------------------------------------------------------------------ autotune

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <map>
 #include <memory>
@@ -19,9 +20,12 @@
 #include "collectives/comm.h"
 #include "engine/abort_state.h"
 #include "engine/autotuner.h"
+#include "engine/cache_bit_allocator.h"
+#include "engine/cache_round.h"
 #include "engine/coordinator.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
+#include "engine/response_cache.h"
 #include "engine/runtime_config.h"
 #include "engine/timeline.h"
 #include "transport/transport.h"
@@ -54,6 +58,10 @@ class Engine {
     // Tensor fusion statistics: collectives that ran several tensors, and those tensors.
     uint64_t fused_collectives() const { return fused_collectives_.load(); }
     uint64_t fused_tensors() const { return fused_tensors_.load(); }
+    // Response cache statistics: ops this rank ran from the cache (agreed by a round of bit
+    // vectors), and ops it ran as the coordinator's responses.
+    uint64_t cache_hits() const { return cache_hits_.load(); }
+    uint64_t negotiated() const { return negotiated_.load(); }
 
   private:
     struct OutgoingMessage {
@@ -89,6 +97,26 @@ class Engine {
     void fail_everything(hvd_status_t status, const std::string &detail);
     void finish(const RequestPtr &req, hvd_status_t status, const std::string &message);
     void sleep_until_work();
+
+    // Response cache (engine_cache.cc). Ready requests go to the cache's rounds or to the
+    // coordinator; batches of coordinator responses and finished rounds are put in the order
+    // rank 0 gave them, into responses_.
+    void report_ready(const std::vector<RequestPtr> &reqs);
+    void report_to_coordinator(const std::vector<OpMeta> &metas);
+    void accept_batch(ResponseBatch batch);
+    bool receive_votes();
+    bool advance_cache();
+    void cast_vote();
+    void run_round(const RoundOutcome &outcome);
+    void schedule_batch(ResponseBatch &batch);
+    void flush_cached(uint32_t bit);  // its waiting request goes to the coordinator instead
+    void cache_bit_changed(uint32_t bit);
+    void mark_stale_cached();
+    struct CachedWait {
+        RequestPtr req;
+        std::chrono::steady_clock::time_point since;
+        bool stale = false;  // waited too long: voted invalid, not ready
+    };
 
     const int32_t rank_;
     const int32_t size_;
@@ -132,6 +160,7 @@ class Engine {
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     std::vector<Response> outbox_;              // coordinator: emitted, not yet delivered
+    std::deque<Response> undelivered_;          // coordinator: waiting for a cache round
     collectives::ScratchBuffer scratch_;
     collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step
     std::chrono::steady_clock::time_point next_stall_check_{};
@@ -139,6 +168,27 @@ class Engine {
     std::atomic<uint64_t> fused_collectives_{0};
     std::atomic<uint64_t> fused_tensors_{0};
     bool transport_aborted_ = false;
+    // Response cache state (engine_cache.cc).
+    ResponseCache cache_;
+    std::unique_ptr<CacheBitAllocator> cache_bits_;  // rank 0
+    RoundTable rounds_;
+    uint64_t rounds_voted_ = 0;                      // rounds this rank voted in (rank 0: started)
+    uint64_t rounds_done_ = 0;                       // rounds put into responses_
+    std::map<uint32_t, CachedWait> cached_waiting_;  // by bit
+    BitVector invalid_;                              // to vote invalid in the next round
+    // Invalid bits of this rank's vote in the round in flight that still mean the op they
+    // meant when voted (the bit has not changed since).
+    std::set<uint32_t> voted_invalid_;
+    bool cache_news_ = false;       // something to vote on that the last vote did not have
+    bool cache_suspended_ = false;  // a rank has joined: everything goes to the coordinator
+    std::vector<OpMeta> flushed_;   // cached requests to report to the coordinator
+    std::chrono::steady_clock::time_point next_stale_check_{};
+    std::map<uint64_t, ResponseBatch> batches_in_;  // by index, not yet put in order
+    uint64_t batches_scheduled_ = 0;
+    std::vector<uint64_t> batches_sent_;  // rank 0: batches sent to each rank
+    uint32_t cached_seq_ = 0;
+    std::atomic<uint64_t> cache_hits_{0};
+    std::atomic<uint64_t> negotiated_{0};
 };
 
 }  // namespace hvd::engine

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "engine/response_cache.h"
 #include "engine/wire.h"
 
 namespace hvd::engine {
@@ -71,10 +72,11 @@ OpType read_op_type(WireReader &r) {
 
 }  // namespace
 
-std::string encode_ready(const std::vector<OpMeta> &metas) {
+std::string encode_ready(const ReadyReport &report) {
     WireWriter w;
-    w.u64(metas.size());
-    for (const OpMeta &m : metas) {
+    w.u64(report.after_round);
+    w.u64(report.metas.size());
+    for (const OpMeta &m : report.metas) {
         w.str(m.name);
         w.i32(m.set_id);
         w.u8(static_cast<uint8_t>(m.type));
@@ -94,10 +96,12 @@ std::string encode_ready(const std::vector<OpMeta> &metas) {
     return std::move(w.bytes());
 }
 
-std::vector<OpMeta> decode_ready(const std::string &bytes) {
+ReadyReport decode_ready(const std::string &bytes) {
     WireReader r(bytes);
+    ReadyReport report;
+    report.after_round = r.u64();
     uint64_t n = r.u64();
-    std::vector<OpMeta> metas;
+    std::vector<OpMeta> &metas = report.metas;
     for (uint64_t i = 0; i < n; ++i) {
         OpMeta m;
         m.name = r.str();
@@ -119,13 +123,15 @@ std::vector<OpMeta> decode_ready(const std::string &bytes) {
         m.group_size = r.i32();
         metas.push_back(std::move(m));
     }
-    return metas;
+    return report;
 }
 
-std::string encode_responses(const std::vector<Response> &responses) {
+std::string encode_batch(const ResponseBatch &batch) {
     WireWriter w;
-    w.u64(responses.size());
-    for (const Response &resp : responses) {
+    w.u64(batch.index);
+    w.u64(batch.stamp);
+    w.u64(batch.responses.size());
+    for (const Response &resp : batch.responses) {
         w.str(resp.name);
         w.i32(resp.set_id);
         w.u8(static_cast<uint8_t>(resp.type));
@@ -139,14 +145,18 @@ std::string encode_responses(const std::vector<Response> &responses) {
         w.f64(resp.prescale);
         w.f64(resp.postscale);
         w.u8(resp.fuse_next ? 1 : 0);
+        w.i32(resp.cache_bit);
     }
     return std::move(w.bytes());
 }
 
-std::vector<Response> decode_responses(const std::string &bytes) {
+ResponseBatch decode_batch(const std::string &bytes) {
     WireReader r(bytes);
+    ResponseBatch batch;
+    batch.index = r.u64();
+    batch.stamp = r.u64();
     uint64_t n = r.u64();
-    std::vector<Response> out;
+    std::vector<Response> &out = batch.responses;
     for (uint64_t i = 0; i < n; ++i) {
         Response resp;
         resp.name = r.str();
@@ -162,9 +172,12 @@ std::vector<Response> decode_responses(const std::string &bytes) {
         resp.prescale = r.f64();
         resp.postscale = r.f64();
         resp.fuse_next = r.u8() != 0;
+        resp.cache_bit = r.i32();
+        if (resp.cache_bit < -1 || resp.cache_bit >= static_cast<int32_t>(ResponseCache::kMaxBits))
+            throw Error(HVD_ERR_TRANSPORT, "malformed control message (cache bit)");
         out.push_back(std::move(resp));
     }
-    return out;
+    return batch;
 }
 
 }  // namespace hvd::engine

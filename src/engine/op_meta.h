@@ -41,6 +41,12 @@ struct OpMeta {
     int32_t group_size = 0;       // grouped ops: how many ops the group has
 };
 
+// Data tags carry 20 bits of an op's sequence number: the coordinator numbers the ops it
+// negotiates below kCachedSeqFlag, ops run from the response cache have it set, so the two
+// never share a tag while both could be in flight.
+constexpr uint32_t kCachedSeqFlag = 0x80000;
+constexpr uint32_t kNegotiatedSeqLimit = kCachedSeqFlag - 1;
+
 // The coordinator's verdict on one name, sent to every rank in the same order.
 struct Response {
     std::string name;
@@ -62,18 +68,36 @@ struct Response {
     // Tensor fusion: this allreduce runs as one collective with the next response (decided
     // by the coordinator, so every rank fuses the same way).
     bool fuse_next = false;
+    // Response cache: the bit every rank keeps this op under (chosen by rank 0), -1 for none.
+    int32_t cache_bit = -1;
     // Not sent: the group of a grouped op ("" for a lone op); the fusion planner fuses a
     // group's members only with each other.
     std::string group;
     // Not sent: >= 0 when the coordinator answers one rank alone (an error of that rank's).
     int32_t addressee = -1;
+    // Not sent: the cache round after which this response must run (the largest after_round
+    // of the reports that made it ready).
+    uint64_t after_round = 0;
 };
 
-// Encoding of the two control messages.
-std::string encode_ready(const std::vector<OpMeta> &metas);
-std::vector<OpMeta> decode_ready(const std::string &bytes);
-std::string encode_responses(const std::vector<Response> &responses);
-std::vector<Response> decode_responses(const std::string &bytes);
+// A rank's report of ops ready for negotiation. after_round: the cache round by which this
+// rank has voted every cached op it enqueued before these, so that their responses can be
+// ordered after those ops (cache_round.h).
+struct ReadyReport {
+    uint64_t after_round = 0;
+    std::vector<OpMeta> metas;
+};
+std::string encode_ready(const ReadyReport &report);
+ReadyReport decode_ready(const std::string &bytes);
+// A message of coordinator responses for one rank. index: 1, 2, ... per recipient; stamp: the
+// cache rounds rank 0 had started when it sent the batch (the batch runs after that round).
+struct ResponseBatch {
+    uint64_t index = 0;
+    uint64_t stamp = 0;
+    std::vector<Response> responses;
+};
+std::string encode_batch(const ResponseBatch &batch);
+ResponseBatch decode_batch(const std::string &bytes);
 
 // "[4,3]"
 std::string shape_string(const std::vector<int64_t> &shape);

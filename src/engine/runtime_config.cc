@@ -1,5 +1,6 @@
 #include "engine/runtime_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/env.h"
@@ -9,6 +10,8 @@
 namespace hvd::engine {
 
 namespace {
+
+constexpr int64_t kMaxCacheCapacity = 65536;  // ResponseCache::kMaxBits
 
 RuntimeConfig from_environment() {
     RuntimeConfig c;
@@ -22,6 +25,8 @@ RuntimeConfig from_environment() {
     int64_t shutdown = env_setting_int("STALL_SHUTDOWN_TIME_SECONDS", 0);
     c.stall_shutdown_s = shutdown < 0 ? 0 : shutdown;
     c.autotune = env_setting_bool("AUTOTUNE", false) ? 1 : 0;
+    int64_t capacity = env_setting_int("CACHE_CAPACITY", c.cache_capacity.load());
+    c.cache_capacity = capacity < 0 ? 0 : std::min<int64_t>(capacity, kMaxCacheCapacity);
     return c;
 }
 
@@ -43,6 +48,7 @@ void RuntimeConfig::copy_from(const RuntimeConfig &o) {
     stall_check_s = o.stall_check_s.load();
     stall_shutdown_s = o.stall_shutdown_s.load();
     autotune = o.autotune.load();
+    cache_capacity = o.cache_capacity.load();
 }
 
 bool RuntimeConfig::get(int32_t key, double *value, std::string *err) const {
@@ -61,6 +67,9 @@ bool RuntimeConfig::get(int32_t key, double *value, std::string *err) const {
             return true;
         case HVD_CONFIG_AUTOTUNE:
             *value = autotune.load();
+            return true;
+        case HVD_CONFIG_CACHE_CAPACITY:
+            *value = static_cast<double>(cache_capacity.load());
             return true;
         default:
             *err = strprintf("unknown configuration key %d", key);
@@ -92,6 +101,12 @@ bool RuntimeConfig::set(int32_t key, double v, std::string *err) {
                 return false;
             }
             autotune = v != 0 ? 1 : 0;
+            return true;
+        case HVD_CONFIG_CACHE_CAPACITY:
+            if (!in_range(v, static_cast<double>(kMaxCacheCapacity), err,
+                          "the response cache capacity (entries)"))
+                return false;
+            cache_capacity = static_cast<int64_t>(v);
             return true;
         default:
             *err = strprintf("unknown configuration key %d", key);

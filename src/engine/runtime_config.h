@@ -16,6 +16,7 @@ struct RuntimeConfig {
     std::atomic<int64_t> stall_check_s{60};    // 0: inspector off
     std::atomic<int64_t> stall_shutdown_s{0};  // 0: never
     std::atomic<int32_t> autotune{0};
+    std::atomic<int64_t> cache_capacity{1024};  // entries; rank 0's governs
 
     RuntimeConfig() = default;
     RuntimeConfig(const RuntimeConfig &other) { copy_from(other); }

@@ -19,31 +19,12 @@
 
 #include "capi/handles.h"
 #include "hvd/hvd.h"
+#include "inprocess_job.h"
 
 namespace {
 
-hvd_tensor_t tensor(void *data, int32_t dtype, int32_t ndim, const int64_t *shape) {
-    hvd_tensor_t t;
-    std::memset(&t, 0, sizeof t);
-    t.data = data;
-    t.dtype = dtype;
-    t.ndim = ndim;
-    t.shape = shape;
-    t.device_type = HVD_DEVICE_CPU;
-    return t;
-}
-
-// Joins the job behind `id` as `rank` of `size`; 30 s bound init and every op.
-hvd_status_t join_job(const hvd_unique_id_t &id, int32_t rank, int32_t size, hvd_context_h *ctx) {
-    hvd_init_params_t ip;
-    std::memset(&ip, 0, sizeof ip);
-    ip.field_mask = HVD_INIT_FIELD_RANK | HVD_INIT_FIELD_UNIQUE_ID | HVD_INIT_FIELD_TIMEOUT;
-    ip.rank = rank;
-    ip.size = size;
-    ip.unique_id = id;
-    ip.timeout_ms = 30000;
-    return hvd_init(&ip, ctx);
-}
+using inprocess_job::join_job;
+using inprocess_job::tensor;
 
 // Returns "" on success, else what went wrong (cmocka asserts are not thread-safe).
 std::string run_rank(const hvd_unique_id_t &id, int32_t rank, int32_t size) {
@@ -111,17 +92,7 @@ std::string run_rank(const hvd_unique_id_t &id, int32_t rank, int32_t size) {
 }
 
 void run_job(int32_t size) {
-    hvd_unique_id_t id;
-    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
-    std::vector<std::string> errors(static_cast<size_t>(size));
-    std::vector<std::thread> threads;
-    for (int32_t r = 0; r < size; ++r)
-        threads.emplace_back([&, r] { errors[r] = run_rank(id, r, size); });
-    for (auto &th : threads)
-        th.join();
-    for (int32_t r = 0; r < size; ++r) {
-        if (!errors[r].empty()) fail_msg("size %d rank %d: %s", size, r, errors[r].c_str());
-    }
+    inprocess_job::run_on_ranks(size, run_rank);
 }
 
 void test_one_rank(void **) {
@@ -193,19 +164,12 @@ std::string run_fusion_rank(const hvd_unique_id_t &id, int32_t rank, int32_t siz
 using FusionBody =
     std::function<std::string(const hvd_unique_id_t &, int32_t, int32_t, uint64_t *)>;
 uint64_t fused_tensors_on_ranks(int32_t size, const FusionBody &body) {
-    hvd_unique_id_t id;
-    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
-    std::vector<std::string> errors(size);
     std::vector<uint64_t> fused(size, 0);
-    std::vector<std::thread> threads;
+    inprocess_job::run_on_ranks(size, [&](const hvd_unique_id_t &id, int32_t r, int32_t n) {
+        return body(id, r, n, &fused[r]);
+    });
     for (int32_t r = 0; r < size; ++r)
-        threads.emplace_back([&, r] { errors[r] = body(id, r, size, &fused[r]); });
-    for (auto &th : threads)
-        th.join();
-    for (int32_t r = 0; r < size; ++r) {
-        if (!errors[r].empty()) fail_msg("rank %d: %s", r, errors[r].c_str());
         assert_int_equal(fused[r], fused[0]);
-    }
     return fused[0];
 }
 

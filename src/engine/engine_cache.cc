@@ -1,0 +1,236 @@
+// The engine's side of the response cache: which ready requests are negotiated by cache
+// rounds and which by the coordinator, the votes, and the one order in which every rank runs
+// coordinator batches and finished rounds (see cache_round.h for the protocol).
+#include <chrono>
+#include <utility>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "engine/control_tags.h"
+#include "engine/engine.h"
+#include "engine/fusion_planner.h"
+#include "engine/wire.h"
+
+namespace hvd::engine {
+
+namespace {
+
+// A cached op waiting this long for the other ranks is handed to the coordinator (on every
+// rank, through an invalid vote), whose stall inspector then names the ranks missing.
+constexpr auto kCachedWaitLimit = std::chrono::milliseconds(1000);
+constexpr auto kStaleCheckPeriod = std::chrono::milliseconds(100);
+
+}  // namespace
+
+void Engine::report_ready(const std::vector<RequestPtr> &reqs) {
+    std::vector<OpMeta> to_coordinator;
+    auto now = std::chrono::steady_clock::now();
+    for (const RequestPtr &req : reqs) {
+        uint32_t bit = 0;
+        ResponseCache::Lookup found = cache_.lookup(req->meta, &bit);
+        if (found == ResponseCache::Lookup::kHit && !cache_suspended_ &&
+            cached_waiting_.count(bit) == 0) {
+            cached_waiting_[bit] = CachedWait{req, now, false};
+            cache_news_ = true;
+            continue;
+        }
+        // Other ranks may hold the same op as a cache hit: an invalid vote sends theirs to
+        // the coordinator too.
+        if (found != ResponseCache::Lookup::kMiss) {
+            invalid_.set(bit);
+            cache_news_ = true;
+        }
+        // Other ranks wait in rounds for nothing from a joined rank; its vote tells them.
+        if (req->meta.type == OpType::kJoin && req->meta.set_id == 0) cache_news_ = true;
+        to_coordinator.push_back(req->meta);
+    }
+    report_to_coordinator(to_coordinator);
+}
+
+void Engine::report_to_coordinator(const std::vector<OpMeta> &metas) {
+    if (metas.empty()) return;
+    ReadyReport report;
+    // Cached ops enqueued before these are in this rank's votes up to this round: the
+    // responses to these run after it, so ops every rank enqueued earlier run earlier.
+    report.after_round = rounds_voted_ + (cache_news_ ? 1 : 0);
+    report.metas = metas;
+    if (coordinator_) {
+        coordinator_->add_ready(rank_, report, &outbox_);
+    } else {
+        send_control(kCoordinator, kReadyMessage, encode_ready(report));
+    }
+}
+
+void Engine::accept_batch(ResponseBatch batch) {
+    if (batch.index <= batches_scheduled_ || batches_in_.count(batch.index))
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("rank %d: coordinator batch %llu arrived twice", rank_,
+                              static_cast<unsigned long long>(batch.index)));
+    uint64_t index = batch.index;
+    batches_in_.emplace(index, std::move(batch));
+}
+
+bool Engine::receive_votes() {
+    bool any = false;
+    std::string payload;
+    transport::Completion c;
+    uint64_t mask = transport::kTagFullMask & ~transport::kTagSourceMask;
+    while (transport_->try_recv_any(control_tag(0, kVoteMessage), mask, &payload, &c)) {
+        if (c.status != HVD_OK)
+            throw Error(c.status, strprintf("rank %d: receiving a cache vote failed", rank_));
+        rounds_.add(transport::tag_source(c.sender_tag), decode_vote(payload), rounds_done_);
+        any = true;
+    }
+    return any;
+}
+
+// Puts coordinator batches and finished rounds into responses_ in rank 0's order: a batch
+// stamped s after round s, round k after the batches rank 0 sent before starting it.
+bool Engine::advance_cache() {
+    bool any = false;
+    mark_stale_cached();
+    for (;;) {
+        auto b = batches_in_.find(batches_scheduled_ + 1);
+        if (b != batches_in_.end() && b->second.stamp <= rounds_done_) {
+            schedule_batch(b->second);
+            batches_in_.erase(b);
+            ++batches_scheduled_;
+            any = true;
+            continue;
+        }
+        uint64_t next = rounds_done_ + 1;
+        if (rounds_voted_ == rounds_done_ && (cache_news_ || rounds_.any_vote(next))) {
+            cast_vote();
+            any = true;
+        }
+        if (rounds_.complete(next) && rounds_.batches_before(next) <= batches_scheduled_) {
+            run_round(rounds_.take(next));
+            any = true;
+            continue;
+        }
+        break;
+    }
+    report_to_coordinator(std::exchange(flushed_, {}));
+    return any;
+}
+
+void Engine::cast_vote() {
+    RoundVote vote;
+    vote.round = ++rounds_voted_;
+    for (const auto &kv : cached_waiting_)
+        if (!kv.second.stale) vote.ready.set(kv.first);
+    vote.invalid = std::exchange(invalid_, BitVector());
+    std::vector<uint32_t> invalid = vote.invalid.bits();
+    voted_invalid_ = std::set<uint32_t>(invalid.begin(), invalid.end());
+    vote.joined = joined_request(0) != nullptr;
+    vote.fusion_threshold = config_->fusion_threshold_bytes.load();
+    cache_news_ = false;
+    for (int32_t peer = 0; peer < size_; ++peer) {
+        if (coordinator_) vote.batches = batches_sent_[peer];
+        if (peer != rank_) send_control(peer, kVoteMessage, encode_vote(vote));
+    }
+    if (coordinator_) vote.batches = batches_sent_[rank_];
+    rounds_.add(rank_, std::move(vote), rounds_done_);
+}
+
+void Engine::run_round(const RoundOutcome &outcome) {
+    std::vector<Response> batch;
+    bool vote_again = false;
+    for (uint32_t bit : outcome.ready_everywhere.bits()) {
+        auto wait = cached_waiting_.find(bit);
+        // A bit changed since the last round may have meant another op when some rank voted.
+        if (cache_.touched(bit) || outcome.invalid.test(bit)) {
+            vote_again |= wait != cached_waiting_.end();
+            continue;
+        }
+        const Response *cached = cache_.response(bit);
+        if (wait == cached_waiting_.end() || cached == nullptr)
+            throw Error(HVD_ERR_INTERNAL,
+                        strprintf("rank %d: cache round %llu agreed on bit %u, which this rank "
+                                  "did not vote for",
+                                  rank_, static_cast<unsigned long long>(rounds_done_ + 1), bit));
+        Response resp = *cached;
+        resp.seq = kCachedSeqFlag | (cached_seq_++ & (kCachedSeqFlag - 1));
+        batch.push_back(std::move(resp));
+        cached_waiting_.erase(wait);
+        if (cache_bits_) cache_bits_->used(bit);
+    }
+    plan_fusion(batch, static_cast<size_t>(outcome.fusion_threshold));
+    cache_hits_.fetch_add(batch.size(), std::memory_order_relaxed);
+    for (Response &resp : batch)
+        responses_.push_back(std::move(resp));
+    for (uint32_t bit : outcome.invalid.bits()) {
+        if (cache_.touched(bit)) {
+            // Some votes may have meant the op the bit held before: keep the entry, and vote
+            // again where this rank's vote meant the current one.
+            if (voted_invalid_.count(bit) != 0) {
+                invalid_.set(bit);
+                vote_again = true;
+            }
+            continue;
+        }
+        flush_cached(bit);
+        if (const Response *cached = cache_.response(bit)) {
+            if (cache_bits_) cache_bits_->release(bit, cached->name);
+            cache_.erase(bit);
+        }
+    }
+    voted_invalid_.clear();
+    // While a rank is joined it never has cached ops ready: use the coordinator, which knows
+    // how joined ranks take part.
+    cache_suspended_ = outcome.any_joined;
+    if (cache_suspended_)
+        while (!cached_waiting_.empty())
+            flush_cached(cached_waiting_.begin()->first);
+    cache_.clear_touched();
+    ++rounds_done_;
+    if (vote_again) cache_news_ = true;
+}
+
+void Engine::schedule_batch(ResponseBatch &batch) {
+    for (Response &resp : batch.responses) {
+        if (resp.cache_bit >= 0) {
+            auto it = pending_.find({resp.set_id, resp.name});
+            const OpMeta *mine = it != pending_.end() ? &it->second->meta : nullptr;
+            for (uint32_t bit : cache_.put(static_cast<uint32_t>(resp.cache_bit), resp, mine))
+                cache_bit_changed(bit);
+        }
+        negotiated_.fetch_add(1, std::memory_order_relaxed);
+        responses_.push_back(std::move(resp));
+    }
+}
+
+// A bit now means another op (or none): a request waiting on it goes to the coordinator,
+// and an invalid vote this rank cast or meant to cast for it is moot.
+void Engine::cache_bit_changed(uint32_t bit) {
+    flush_cached(bit);
+    voted_invalid_.erase(bit);
+    invalid_.reset(bit);
+}
+
+void Engine::flush_cached(uint32_t bit) {
+    auto it = cached_waiting_.find(bit);
+    if (it == cached_waiting_.end()) return;
+    flushed_.push_back(it->second.req->meta);
+    cached_waiting_.erase(it);
+}
+
+void Engine::mark_stale_cached() {
+    if (cached_waiting_.empty()) return;
+    auto now = std::chrono::steady_clock::now();
+    if (now < next_stale_check_) return;
+    next_stale_check_ = now + kStaleCheckPeriod;
+    for (auto &kv : cached_waiting_) {
+        if (kv.second.stale || now - kv.second.since < kCachedWaitLimit) continue;
+        kv.second.stale = true;
+        invalid_.set(kv.first);
+        cache_news_ = true;
+        HVD_LOG(kDebug, rank_, "'%s' waited %lld ms as a cached op; handing it to the coordinator",
+                kv.second.req->meta.name.c_str(),
+                static_cast<long long>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now - kv.second.since)
+                        .count()));
+    }
+}
+
+}  // namespace hvd::engine

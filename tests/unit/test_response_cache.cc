@@ -1,0 +1,518 @@
+// The response cache: its parts (bit vectors, round table, vote encoding, the cache, rank 0's
+// LRU bit allocator) against hand-computed expectations, and jobs of 2-3 rank threads in which
+// repeated ops run from the cache (counters equal on every rank, results exact), changed
+// parameters renegotiate or fail as mismatches, capacity limits evict, joined ranks and a rank
+// that falls far behind do not hang.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capi/handles.h"
+#include "common/error.h"
+#include "engine/cache_bit_allocator.h"
+#include "engine/cache_round.h"
+#include "engine/response_cache.h"
+#include "hvd/hvd.h"
+#include "inprocess_job.h"
+
+namespace {
+
+using hvd::engine::BitVector;
+using hvd::engine::CacheBitAllocator;
+using hvd::engine::OpMeta;
+using hvd::engine::OpType;
+using hvd::engine::Response;
+using hvd::engine::ResponseCache;
+using hvd::engine::RoundOutcome;
+using hvd::engine::RoundTable;
+using hvd::engine::RoundVote;
+using inprocess_job::join_job;
+using inprocess_job::tensor;
+
+// ------------------------------------------------------------------ parts
+
+BitVector bits_of(std::initializer_list<uint32_t> bits) {
+    BitVector v;
+    for (uint32_t b : bits)
+        v.set(b);
+    return v;
+}
+
+void test_bit_vector(void **) {
+    BitVector a = bits_of({0, 5, 64, 200});
+    assert_true(a.test(200));
+    assert_false(a.test(199));
+    assert_false(a.test(100000));
+    BitVector b = bits_of({5, 200, 300});
+    BitVector both = a;
+    both.and_with(b);
+    assert_true(both.bits() == std::vector<uint32_t>({5, 200}));
+    BitVector either = a;
+    either.or_with(b);
+    assert_true(either.bits() == std::vector<uint32_t>({0, 5, 64, 200, 300}));
+    BitVector none = bits_of({1});
+    none.and_with(BitVector());
+    assert_true(none.empty());
+}
+
+template <typename F>
+void expect_transport_error(F f, const char *needle) {
+    try {
+        f();
+        fail_msg("expected an error containing '%s'", needle);
+    } catch (const hvd::Error &e) {
+        assert_int_equal(e.status(), HVD_ERR_TRANSPORT);
+        if (std::strstr(e.what(), needle) == nullptr)
+            fail_msg("'%s' does not contain '%s'", e.what(), needle);
+    }
+}
+
+RoundVote vote(uint64_t round, std::initializer_list<uint32_t> ready,
+               std::initializer_list<uint32_t> invalid = {}, bool joined = false) {
+    RoundVote v;
+    v.round = round;
+    v.ready = bits_of(ready);
+    v.invalid = bits_of(invalid);
+    v.joined = joined;
+    return v;
+}
+
+void test_round_table_combines_votes(void **) {
+    RoundTable t(3);
+    RoundVote zero = vote(1, {1, 2, 3}, {}, false);
+    zero.batches = 7;
+    zero.fusion_threshold = 4096;
+    t.add(0, zero, 0);
+    t.add(2, vote(1, {2, 3, 9}, {40}), 0);
+    assert_false(t.complete(1));
+    t.add(1, vote(1, {3, 2}, {}, true), 0);
+    t.add(2, vote(2, {}), 0);  // a rank already in the next round
+    assert_true(t.complete(1));
+    assert_true(t.batches_before(1) == 7);
+    RoundOutcome o = t.take(1);
+    assert_true(o.ready_everywhere.bits() == std::vector<uint32_t>({2, 3}));
+    assert_true(o.invalid.bits() == std::vector<uint32_t>({40}));
+    assert_true(o.any_joined);
+    assert_true(o.batches == 7);
+    assert_int_equal(o.fusion_threshold, 4096);
+    assert_false(t.complete(1));
+    assert_true(t.has_vote(2, 2));
+    expect_transport_error([&] { t.add(2, vote(2, {}), 1); }, "voted twice");
+    expect_transport_error([&] { t.add(0, vote(1, {}), 1); }, "has finished 1");
+    expect_transport_error([&] { t.add(0, vote(4, {}), 1); }, "round 4");
+    expect_transport_error([&] { t.add(3, vote(2, {}), 1); }, "unknown rank 3");
+}
+
+void test_vote_encoding(void **) {
+    RoundVote v = vote(42, {0, 63, 64, 1000}, {7});
+    v.joined = true;
+    v.batches = 9;
+    v.fusion_threshold = 1 << 20;
+    RoundVote back = hvd::engine::decode_vote(hvd::engine::encode_vote(v));
+    assert_true(back.round == 42);
+    assert_true(back.ready.bits() == v.ready.bits());
+    assert_true(back.invalid.bits() == std::vector<uint32_t>({7}));
+    assert_true(back.joined);
+    assert_true(back.batches == 9);
+    assert_int_equal(back.fusion_threshold, 1 << 20);
+    std::string bytes = hvd::engine::encode_vote(v);
+    expect_transport_error([&] { hvd::engine::decode_vote(bytes.substr(0, bytes.size() - 3)); },
+                           "truncated");
+    expect_transport_error([&] { hvd::engine::decode_vote(bytes + "x"); }, "trailing");
+}
+
+OpMeta meta(const char *name, std::vector<int64_t> shape) {
+    OpMeta m;
+    m.name = name;
+    m.type = OpType::kAllreduce;
+    m.dtype = HVD_DTYPE_FLOAT32;
+    m.shape = std::move(shape);
+    return m;
+}
+
+Response response_for(const OpMeta &m) {
+    Response r;
+    r.name = m.name;
+    r.type = m.type;
+    r.dtype = m.dtype;
+    r.shape = m.shape;
+    return r;
+}
+
+void test_cache_lookup_put_and_touched(void **) {
+    ResponseCache c;
+    OpMeta a = meta("a", {4});
+    uint32_t bit = 99;
+    assert_true(c.lookup(a, &bit) == ResponseCache::Lookup::kMiss);
+    assert_true(c.put(3, response_for(a), &a) == std::vector<uint32_t>({3}));
+    assert_true(c.touched(3));
+    c.clear_touched();
+    assert_false(c.touched(3));
+    assert_true(c.lookup(a, &bit) == ResponseCache::Lookup::kHit);
+    assert_int_equal(bit, 3);
+    OpMeta wider = meta("a", {5});
+    assert_true(c.lookup(wider, &bit) == ResponseCache::Lookup::kChanged);
+    OpMeta other_set = a;
+    other_set.set_id = 2;
+    assert_true(c.lookup(other_set, &bit) == ResponseCache::Lookup::kMiss);
+    // The name moves to another bit: both bits change.
+    assert_true(c.put(5, response_for(wider), &wider) == std::vector<uint32_t>({5, 3}));
+    assert_null(c.response(3));
+    assert_true(c.lookup(wider, &bit) == ResponseCache::Lookup::kHit && bit == 5);
+    // An entry this rank took part in without enqueuing never hits here.
+    OpMeta b = meta("b", {1});
+    c.put(6, response_for(b), nullptr);
+    assert_true(c.lookup(b, &bit) == ResponseCache::Lookup::kChanged);
+    c.clear_touched();
+    c.erase(6);
+    assert_true(c.touched(6));
+    assert_true(c.lookup(b, &bit) == ResponseCache::Lookup::kMiss);
+    assert_int_equal(c.size(), 1);
+
+    Response ok = response_for(a);
+    assert_true(ResponseCache::cacheable(ok));
+    Response failed = ok;
+    failed.status = HVD_ERR_MISMATCH;
+    Response grouped = ok;
+    grouped.group = "g";
+    Response in_set = ok;
+    in_set.set_id = 1;
+    Response barrier = ok;
+    barrier.type = OpType::kBarrier;
+    Response one_rank = ok;
+    one_rank.addressee = 1;
+    for (const Response &r : {failed, grouped, in_set, barrier, one_rank})
+        assert_false(ResponseCache::cacheable(r));
+}
+
+void test_bit_allocator_evicts_least_recently_used(void **) {
+    CacheBitAllocator bits;
+    assert_int_equal(bits.assign("a", 2), 0);
+    assert_int_equal(bits.assign("b", 2), 1);
+    assert_int_equal(bits.assign("a", 2), 0);  // known name: same bit, now most recent
+    assert_int_equal(bits.assign("c", 2), 1);  // evicts b
+    bits.used(1);                              // c more recent than a
+    assert_int_equal(bits.assign("d", 2), 0);  // evicts a
+    bits.release(1, "not c");                  // stale release: kept
+    assert_int_equal(bits.assign("c", 2), 1);
+    bits.release(1, "c");
+    assert_int_equal(bits.assign("e", 3), 1);  // released bits are reused first
+    assert_int_equal(bits.assign("f", 3), 2);
+    assert_int_equal(bits.assign("g", 0), -1);  // capacity 0: everything evicted, cache off
+    assert_int_equal(bits.assign("d", 1), 0);   // d was evicted: a fresh assignment
+}
+
+// ------------------------------------------------------------------ jobs
+
+struct Counters {
+    uint64_t hits = 0;
+    uint64_t negotiated = 0;
+};
+
+// Each rank records its engine's counters before finalizing.
+std::vector<Counters> g_counters;
+
+std::string finish_rank(hvd_context_h ctx, int32_t rank, std::string err) {
+    g_counters[rank].hits = ctx->ctx->engine().cache_hits();
+    g_counters[rank].negotiated = ctx->ctx->engine().negotiated();
+    if (hvd_finalize(ctx) != HVD_OK && err.empty()) err = "finalize failed";
+    return err;
+}
+
+void run_counted(int32_t size, const inprocess_job::RankBody &body) {
+    g_counters.assign(static_cast<size_t>(size), Counters());
+    inprocess_job::run_on_ranks(size, body);
+    // Rounds and coordinator batches run in one order on every rank: equal counts.
+    for (int32_t r = 1; r < size; ++r) {
+        assert_int_equal(g_counters[r].hits, g_counters[0].hits);
+        assert_int_equal(g_counters[r].negotiated, g_counters[0].negotiated);
+    }
+}
+
+hvd_status_t wait(hvd_request_h req) {
+    hvd_status_t s = hvd_request_wait(req, 30000);
+    hvd_request_release(req);
+    return s;
+}
+
+hvd_op_params_t params(uint64_t fields) {
+    hvd_op_params_t p;
+    std::memset(&p, 0, sizeof p);
+    p.field_mask = fields;
+    return p;
+}
+
+// One iteration of the five data collectives under fixed names, values depending on the
+// iteration; each result is checked against a reference computed here.
+std::string five_collectives(hvd_context_h ctx, int32_t rank, int32_t size, int it) {
+    auto v = [it](int32_t r, int i) { return static_cast<float>(r * 100 + it * 7 + i); };
+    // allreduce "grad" [17]
+    std::vector<float> grad(17);
+    for (int i = 0; i < 17; ++i)
+        grad[i] = v(rank, i);
+    int64_t gshape[1] = {17};
+    hvd_tensor_t g = tensor(grad.data(), HVD_DTYPE_FLOAT32, 1, gshape);
+    hvd_op_params_t named = params(HVD_OP_FIELD_NAME);
+    named.name = "grad";
+    hvd_request_h ar, ag, bc, a2a, rs;
+    if (hvd_allreduce_enqueue(ctx, &g, &g, &named, &ar) != HVD_OK) return "allreduce enqueue";
+    // allgather "rows": rank r gives r + 1 rows of 2
+    std::vector<int32_t> rows(static_cast<size_t>(2 * (rank + 1)));
+    for (size_t i = 0; i < rows.size(); ++i)
+        rows[i] = rank * 1000 + it * 10 + static_cast<int32_t>(i);
+    int64_t rshape[2] = {rank + 1, 2};
+    hvd_tensor_t rt = tensor(rows.data(), HVD_DTYPE_INT32, 2, rshape);
+    named.name = "rows";
+    if (hvd_allgather_enqueue(ctx, &rt, &named, &ag) != HVD_OK) return "allgather enqueue";
+    // broadcast "b" from the last rank
+    double b[3] = {-1, -1, -1};
+    if (rank == size - 1)
+        for (int i = 0; i < 3; ++i)
+            b[i] = it + i * 0.5;
+    int64_t bshape[1] = {3};
+    hvd_tensor_t bt = tensor(b, HVD_DTYPE_FLOAT64, 1, bshape);
+    hvd_op_params_t bp = params(HVD_OP_FIELD_NAME | HVD_OP_FIELD_ROOT);
+    bp.name = "b";
+    bp.root_rank = size - 1;
+    if (hvd_broadcast_enqueue(ctx, &bt, &bt, &bp, &bc) != HVD_OK) return "broadcast enqueue";
+    // alltoall "x": one row to every rank, value sender*10 + receiver + it
+    std::vector<int64_t> x(static_cast<size_t>(size));
+    for (int32_t q = 0; q < size; ++q)
+        x[q] = rank * 10 + q + it;
+    int64_t xshape[1] = {size};
+    hvd_tensor_t xt = tensor(x.data(), HVD_DTYPE_INT64, 1, xshape);
+    std::vector<int32_t> ones(static_cast<size_t>(size), 1);
+    hvd_op_params_t xp = params(HVD_OP_FIELD_NAME | HVD_OP_FIELD_SPLITS);
+    xp.name = "x";
+    xp.splits = ones.data();
+    xp.num_splits = size;
+    if (hvd_alltoall_enqueue(ctx, &xt, &xp, &a2a) != HVD_OK) return "alltoall enqueue";
+    // reducescatter "rs": 2 * size elements, each rank gets 2
+    std::vector<float> sc(static_cast<size_t>(2 * size));
+    for (int i = 0; i < 2 * size; ++i)
+        sc[i] = v(rank, i);
+    int64_t sshape[1] = {2 * size};
+    hvd_tensor_t st = tensor(sc.data(), HVD_DTYPE_FLOAT32, 1, sshape);
+    named.name = "rs";
+    if (hvd_reducescatter_enqueue(ctx, &st, &named, &rs) != HVD_OK) return "reducescatter enqueue";
+
+    if (wait(ar) != HVD_OK) return "allreduce failed";
+    for (int i = 0; i < 17; ++i) {
+        float want = 0;
+        for (int32_t r = 0; r < size; ++r)
+            want += v(r, i);
+        if (grad[i] != want) return "allreduce result wrong";
+    }
+    hvd_tensor_t out;
+    if (hvd_request_wait(ag, 30000) != HVD_OK || hvd_request_output(ag, 0, &out) != HVD_OK)
+        return "allgather failed";
+    const int32_t *got = static_cast<const int32_t *>(out.data);
+    size_t k = 0;
+    for (int32_t r = 0; r < size; ++r)
+        for (int32_t i = 0; i < 2 * (r + 1); ++i)
+            if (got[k++] != r * 1000 + it * 10 + i) return "allgather result wrong";
+    hvd_request_release(ag);
+    if (wait(bc) != HVD_OK) return "broadcast failed";
+    for (int i = 0; i < 3; ++i)
+        if (b[i] != it + i * 0.5) return "broadcast result wrong";
+    if (hvd_request_wait(a2a, 30000) != HVD_OK || hvd_request_output(a2a, 0, &out) != HVD_OK)
+        return "alltoall failed";
+    const int64_t *got64 = static_cast<const int64_t *>(out.data);
+    for (int32_t q = 0; q < size; ++q)
+        if (got64[q] != q * 10 + rank + it) return "alltoall result wrong";
+    hvd_request_release(a2a);
+    if (hvd_request_wait(rs, 30000) != HVD_OK || hvd_request_output(rs, 0, &out) != HVD_OK)
+        return "reducescatter failed";
+    const float *gotf = static_cast<const float *>(out.data);
+    for (int i = 0; i < 2; ++i) {
+        float want = 0;
+        for (int32_t r = 0; r < size; ++r)
+            want += v(r, 2 * rank + i);
+        if (gotf[i] != want) return "reducescatter result wrong";
+    }
+    hvd_request_release(rs);
+    return "";
+}
+
+constexpr int kIterations = 20;
+
+void test_repeated_ops_run_from_the_cache(void **) {
+    for (int32_t size : {2, 3}) {
+        run_counted(size, [](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
+            hvd_context_h ctx;
+            if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+            std::string err;
+            for (int it = 0; it < kIterations && err.empty(); ++it)
+                err = five_collectives(ctx, rank, n, it);
+            return finish_rank(ctx, rank, err);
+        });
+        // The first iteration is negotiated; a later op misses only if a rank fell 1 s
+        // behind (then the coordinator takes it over).
+        if (g_counters[0].hits < 5 * (kIterations - 1) - 10 || g_counters[0].negotiated > 15)
+            fail_msg("%d ranks: %llu cache hits, %llu negotiated of %d ops", size,
+                     static_cast<unsigned long long>(g_counters[0].hits),
+                     static_cast<unsigned long long>(g_counters[0].negotiated), 5 * kIterations);
+    }
+}
+
+// Allreduce "w" whose shape changes every third iteration (each change renegotiates), and at
+// iteration 7 rank 1 alone changes its dtype: a mismatch error on every rank, not a hang;
+// the op after it works again.
+void test_changed_parameters_renegotiate(void **) {
+    run_counted(2, [](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
+        hvd_context_h ctx;
+        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+        std::string err;
+        for (int it = 0; it < 12 && err.empty(); ++it) {
+            int64_t len = 4 + (it / 3) % 2;
+            std::vector<double> d(static_cast<size_t>(len));
+            for (int64_t i = 0; i < len; ++i)
+                d[i] = rank + it + static_cast<double>(i);
+            int64_t shape[1] = {len};
+            bool odd_one_out = it == 7 && rank == 1;
+            hvd_tensor_t t =
+                tensor(d.data(), odd_one_out ? HVD_DTYPE_FLOAT32 : HVD_DTYPE_FLOAT64, 1, shape);
+            hvd_op_params_t p = params(HVD_OP_FIELD_NAME);
+            p.name = "w";
+            hvd_request_h req;
+            if (hvd_allreduce_enqueue(ctx, &t, &t, &p, &req) != HVD_OK)
+                return finish_rank(ctx, rank, "enqueue failed");
+            hvd_status_t s = wait(req);
+            if (it == 7) {
+                if (s != HVD_ERR_MISMATCH) err = "iteration 7: expected a mismatch";
+                continue;
+            }
+            if (s != HVD_OK) err = "allreduce failed at iteration " + std::to_string(it);
+            for (int64_t i = 0; i < len && err.empty(); ++i)
+                if (d[i] != 1 + 2 * (it + static_cast<double>(i))) err = "result wrong";
+        }
+        return finish_rank(ctx, rank, err);
+    });
+    assert_true(g_counters[0].hits >= 4);
+}
+
+// Rank 0 sets the capacity: 0 turns the cache off; 2 with five names in turn evicts on every
+// op (and nothing may go wrong).
+void run_with_capacity(int32_t size, double capacity) {
+    run_counted(size, [capacity](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
+        hvd_context_h ctx;
+        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+        if (hvd_config_set(ctx, HVD_CONFIG_CACHE_CAPACITY, capacity) != HVD_OK)
+            return finish_rank(ctx, rank, "setting the capacity failed");
+        std::string err;
+        static const char *kNames[] = {"n0", "n1", "n2", "n3", "n4"};
+        for (int it = 0; it < 30 && err.empty(); ++it) {
+            int32_t value = rank * 3 + it;
+            int64_t shape[1] = {1};
+            hvd_tensor_t t = tensor(&value, HVD_DTYPE_INT32, 1, shape);
+            hvd_op_params_t p = params(HVD_OP_FIELD_NAME);
+            p.name = kNames[it % 5];
+            hvd_request_h req;
+            if (hvd_allreduce_enqueue(ctx, &t, &t, &p, &req) != HVD_OK || wait(req) != HVD_OK)
+                err = "allreduce failed";
+            else if (value != 3 * n * (n - 1) / 2 + n * it)
+                err = "result wrong";
+        }
+        return finish_rank(ctx, rank, err);
+    });
+}
+
+void test_capacity_zero_turns_the_cache_off(void **) {
+    run_with_capacity(2, 0);
+    assert_int_equal(g_counters[0].hits, 0);
+    assert_int_equal(g_counters[0].negotiated, 30);
+}
+
+void test_small_capacity_evicts(void **) {
+    run_with_capacity(3, 2);
+    assert_int_equal(g_counters[0].hits, 0);  // every name was evicted before its next use
+    run_with_capacity(3, 5);
+    assert_true(g_counters[0].hits >= 20);
+}
+
+// Uneven batches: rank r runs 8 + 3r cached allreduces, then joins; ranks that joined take
+// part with zeros (the coordinator takes over from the cache while anyone is joined).
+void test_join_with_cached_ops(void **) {
+    run_counted(3, [](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
+        hvd_context_h ctx;
+        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+        std::string err;
+        int mine = 8 + 3 * rank;
+        for (int it = 0; it < mine && err.empty(); ++it) {
+            float value = static_cast<float>(rank + 1) * 100 + it;
+            int64_t shape[1] = {1};
+            hvd_tensor_t t = tensor(&value, HVD_DTYPE_FLOAT32, 1, shape);
+            hvd_op_params_t p = params(HVD_OP_FIELD_NAME);
+            p.name = "step";
+            hvd_request_h req;
+            if (hvd_allreduce_enqueue(ctx, &t, &t, &p, &req) != HVD_OK || wait(req) != HVD_OK) {
+                err = "allreduce failed at iteration " + std::to_string(it);
+                break;
+            }
+            float want = 0;
+            for (int32_t r = 0; r < n; ++r)
+                if (it < 8 + 3 * r) want += static_cast<float>(r + 1) * 100 + it;
+            if (value != want) err = "result wrong at iteration " + std::to_string(it);
+        }
+        hvd_request_h join;
+        int64_t last = -1;
+        if (err.empty() && (hvd_join_enqueue(ctx, nullptr, &join) != HVD_OK ||
+                            hvd_request_wait(join, 30000) != HVD_OK ||
+                            hvd_request_value(join, &last) != HVD_OK || last != n - 1))
+            err = "join failed";
+        return finish_rank(ctx, rank, err);
+    });
+}
+
+// Rank 1 enqueues a cached op 1.5 s after rank 0: rank 0's cached wait is handed to the
+// coordinator; the op completes, and the cache works again afterwards.
+void test_slow_rank_falls_back_to_the_coordinator(void **) {
+    run_counted(2, [](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
+        hvd_context_h ctx;
+        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+        std::string err;
+        for (int it = 0; it < 8 && err.empty(); ++it) {
+            if (it == 3 && rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            int64_t value = rank + it;
+            int64_t shape[1] = {1};
+            hvd_tensor_t t = tensor(&value, HVD_DTYPE_INT64, 1, shape);
+            hvd_op_params_t p = params(HVD_OP_FIELD_NAME);
+            p.name = "late";
+            hvd_request_h req;
+            if (hvd_allreduce_enqueue(ctx, &t, &t, &p, &req) != HVD_OK || wait(req) != HVD_OK)
+                err = "allreduce failed at iteration " + std::to_string(it);
+            else if (value != 1 + 2 * it)
+                err = "result wrong";
+        }
+        return finish_rank(ctx, rank, err);
+    });
+    assert_true(g_counters[0].hits >= 4);
+}
+
+}  // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bit_vector),
+        cmocka_unit_test(test_round_table_combines_votes),
+        cmocka_unit_test(test_vote_encoding),
+        cmocka_unit_test(test_cache_lookup_put_and_touched),
+        cmocka_unit_test(test_bit_allocator_evicts_least_recently_used),
+        cmocka_unit_test(test_repeated_ops_run_from_the_cache),
+        cmocka_unit_test(test_changed_parameters_renegotiate),
+        cmocka_unit_test(test_capacity_zero_turns_the_cache_off),
+        cmocka_unit_test(test_small_capacity_evicts),
+        cmocka_unit_test(test_join_with_cached_ops),
+        cmocka_unit_test(test_slow_rank_falls_back_to_the_coordinator),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
