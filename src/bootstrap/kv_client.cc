@@ -26,10 +26,21 @@ namespace {
 constexpr int64_t kPollSliceMs = 1000;
 constexpr size_t kMaxReadPerCall = size_t{4} << 20;
 constexpr int kSessionRetryMs = 20;
+// A libhvd server sends its CHALLENGE as soon as it accepts a connection. A connection that
+// stays silent reached something else that holds the port (e.g. a socket accepted by another
+// process while the port was free between two sessions of the job): waiting for the CHALLENGE
+// is bounded per connection (doubling up to the cap, for a server slowed by load), then the
+// client reconnects. Once HELLO is sent the server may have taken the rank, so the answer to
+// HELLO is awaited until the overall deadline: abandoning it could make the rank look dead.
+constexpr int64_t kChallengeWaitMs = 2000;
+constexpr int64_t kChallengeWaitMaxMs = 8000;
 
-// The server answered with a transient REJECT (kRejectRetryPrefix): reconnect.
+// Reconnect: the server answered with a transient REJECT (kRejectRetryPrefix), closed the
+// connection during the handshake, or (silent) sent no CHALLENGE in time.
 struct SessionEnded : std::runtime_error {
-    using std::runtime_error::runtime_error;
+    explicit SessionEnded(const std::string &what, bool silent_peer = false)
+        : std::runtime_error(what), silent(silent_peer) {}
+    bool silent;
 };
 
 }  // namespace
@@ -52,8 +63,8 @@ struct KvClient::Impl {
     bool lost_reported = false;
     bool left = false;  // bye() called
 
-    void handshake(const std::string &secret, const Deadline &deadline);
-    Frame read_handshake_frame(const Deadline &deadline);
+    void handshake(const std::string &secret, const Deadline &deadline, int64_t challenge_wait_ms);
+    Frame read_handshake_frame(const Deadline &deadline, const char *what_missing);
     void send(const std::string &bytes, const Deadline &deadline);
     bool pump(const Deadline &deadline, bool wait);
     void dispatch(const Frame &f);
@@ -126,15 +137,15 @@ void KvClient::Impl::dispatch(const Frame &f) {
 
 // ------------------------------------------------------------------ handshake
 
-Frame KvClient::Impl::read_handshake_frame(const Deadline &deadline) {
+Frame KvClient::Impl::read_handshake_frame(const Deadline &deadline, const char *what_missing) {
     Frame f;
     for (;;) {
         if (in.next(&f)) return f;
         if (deadline.expired())
             throw Error(HVD_ERR_TIMED_OUT,
-                        strprintf("rendezvous at %s: rank %d got no handshake answer before "
-                                  "the deadline",
-                                  where.c_str(), rank));
+                        strprintf("rendezvous at %s: rank %d got no handshake answer (%s) "
+                                  "before the deadline",
+                                  where.c_str(), rank, what_missing));
         if (!wait_readable(fd.get(), deadline, kPollSliceMs)) continue;
         if (read_available(fd.get(), in.buffer(), kMaxHandshakeFrameBytes) == ReadResult::kClosed) {
             if (in.next(&f)) return f;  // e.g. a REJECT sent just before closing
@@ -148,8 +159,20 @@ Frame KvClient::Impl::read_handshake_frame(const Deadline &deadline) {
     }
 }
 
-void KvClient::Impl::handshake(const std::string &secret, const Deadline &deadline) {
-    Frame challenge = read_handshake_frame(deadline);
+void KvClient::Impl::handshake(const std::string &secret, const Deadline &deadline,
+                               int64_t challenge_wait_ms) {
+    Frame challenge;
+    try {
+        challenge = read_handshake_frame(
+            Deadline::earlier(deadline, Deadline::after_ms(challenge_wait_ms)), "CHALLENGE");
+    } catch (const Error &e) {
+        if (e.status() != HVD_ERR_TIMED_OUT || deadline.expired()) throw;
+        throw SessionEnded(
+            strprintf("rendezvous at %s sent rank %d no CHALLENGE within %lld ms "
+                      "(not a rendezvous server?)",
+                      where.c_str(), rank, static_cast<long long>(challenge_wait_ms)),
+            true);
+    }
     expect_frame(challenge, KvMsg::kChallenge, 2, "rendezvous at " + where);
     uint32_t version = decode_u32(challenge.fields[0]);
     if (version != kKvProtocolVersion)
@@ -162,13 +185,21 @@ void KvClient::Impl::handshake(const std::string &secret, const Deadline &deadli
                     strprintf("rendezvous at %s sent a malformed challenge", where.c_str()));
 
     std::string client_nonce = new_nonce();
-    send(encode_frame(KvMsg::kHello,
-                      {encode_u32(kKvProtocolVersion), encode_u32(static_cast<uint32_t>(rank)),
-                       encode_u32(static_cast<uint32_t>(size)), client_nonce,
-                       proof_field(client_proof(secret, server_nonce, rank, size))}),
-         deadline);
+    std::string hello = encode_frame(
+        KvMsg::kHello, {encode_u32(kKvProtocolVersion), encode_u32(static_cast<uint32_t>(rank)),
+                        encode_u32(static_cast<uint32_t>(size)), client_nonce,
+                        proof_field(client_proof(secret, server_nonce, rank, size))});
+    try {
+        // send_all, not send(): a failure here must not mark the server lost (lose_server),
+        // since the client reconnects.
+        send_all(fd.get(), hello, deadline, "rendezvous at " + where);
+    } catch (const Error &e) {
+        // Reset right after its CHALLENGE: typically a session's server shutting down.
+        if (e.status() != HVD_ERR_TRANSPORT) throw;
+        throw SessionEnded(e.what());
+    }
 
-    Frame answer = read_handshake_frame(deadline);
+    Frame answer = read_handshake_frame(deadline, "answer to its HELLO");
     if (answer.type == KvMsg::kReject && answer.fields.size() == 1 &&
         answer.fields[0].rfind(kRejectRetryPrefix, 0) == 0)
         throw SessionEnded(strprintf("rendezvous at %s: rank %d: %s", where.c_str(), rank,
@@ -264,15 +295,30 @@ KvClient::KvClient(const std::string &addr, int port, const std::string &secret,
                               size, impl_->where.c_str()));
     impl_->rank = rank;
     impl_->size = size;
+    int64_t challenge_wait_ms = kChallengeWaitMs;
+    int connections = 0;
+    std::string last_retry;  // why the previous connection was given up, for the final error
+    auto history = [&] {
+        return connections < 2 ? std::string()
+                               : strprintf(" (connection %d; the previous one: %s)", connections,
+                                           last_retry.c_str());
+    };
     for (;;) {
-        impl_->fd = connect_tcp(addr, port, deadline);
+        impl_->fd = connect_tcp(addr, port, deadline);  // closes the previous connection
         impl_->in = FrameDecoder(kMaxHandshakeFrameBytes);
+        ++connections;
         try {
-            impl_->handshake(secret, deadline);
+            impl_->handshake(secret, deadline, challenge_wait_ms);
             break;
         } catch (const SessionEnded &e) {
-            if (deadline.expired()) throw Error(HVD_ERR_TIMED_OUT, e.what());
+            if (deadline.expired()) throw Error(HVD_ERR_TIMED_OUT, e.what() + history());
+            HVD_LOG(kDebug, rank, "rendezvous: reconnecting: %s", e.what());
+            last_retry = e.what();
+            if (e.silent) challenge_wait_ms = std::min(2 * challenge_wait_ms, kChallengeWaitMaxMs);
             std::this_thread::sleep_for(std::chrono::milliseconds(kSessionRetryMs));
+        } catch (const Error &e) {
+            if (connections < 2) throw;
+            throw Error(e.status(), e.what() + history());
         }
     }
     impl_->fd_num.store(impl_->fd.get());

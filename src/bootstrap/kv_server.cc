@@ -162,7 +162,15 @@ void KvServer::Impl::reap() {
 
 void KvServer::Impl::depart(Conn &c) {
     table.drop_waiters(c.id);
-    if (!c.authed) return;
+    if (!c.authed) {
+        // No rank is lost; but a client that connected and went away unanswered is worth a
+        // line when a rank never joins.
+        HVD_LOG(kDebug, -1,
+                "rendezvous server: closed the connection from %s before its "
+                "handshake: %s",
+                c.peer.c_str(), c.why.c_str());
+        return;
+    }
     --num_authed;
     if (num_authed == 0) idle_deadline = Deadline::after_ms(idle_timeout_ms);
     if (c.said_bye) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <thread>
 
@@ -26,6 +27,8 @@ namespace {
 constexpr int64_t kFileAttemptMs = 2000;
 // A sleep of the finalize barrier between transport events (it also ends when the barrier does).
 constexpr int kFinalizePollMs = 5;
+// Pause before looking up the rendezvous file again after a failed attempt.
+constexpr int kFileRetryMs = 20;
 
 bool is_loopback(const std::string &addr) {
     return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
@@ -115,6 +118,8 @@ void Context::rendezvous(const Deadline &deadline) {
             return;
         } catch (const Error &) {
             if (deadline.expired()) throw;
+            // A stale file (an earlier session's server) fails at once: do not spin on it.
+            std::this_thread::sleep_for(std::chrono::milliseconds(kFileRetryMs));
         }
     }
 }

@@ -367,6 +367,34 @@ void test_hostname_and_adopted_size(void **) {
     assert_true(server.wait_finished(Deadline::after_ms(kTimeoutMs)));
 }
 
+// Between two sessions of a job the rendezvous port is free, and another process may take it
+// and accept a rank's connection without ever speaking. The client gives up on a connection
+// that sends no CHALLENGE within 2 s and reaches the real server on its next try, instead of
+// waiting out its whole init deadline.
+void test_silent_peer_on_the_port_then_the_server(void **) {
+    Fd foreign = listen_tcp(kLoopback, 0);
+    int port = bound_port(foreign.get());
+    Outcome o;
+    std::thread client([&] {
+        o = catching([&] {
+            KvClient c(kLoopback, port, kSecret, 0, 1, Deadline::after_ms(15000));
+            c.bye();
+        });
+    });
+    Deadline accept_by = Deadline::after_ms(kTimeoutMs);
+    while (!wait_readable(foreign.get(), accept_by, 100) && !accept_by.expired()) {
+    }
+    Fd held = accept_tcp(foreign.get());  // accepted, never answered
+    foreign.reset();                      // the listener goes; `held` stays open
+    auto t0 = Clock::now();
+    KvServer server(kLoopback, port, kSecret, 1, kTimeoutMs);
+    client.join();
+    if (o.status != HVD_OK) fail_msg("%s", o.message.c_str());
+    int64_t waited = ms_since(t0);
+    if (waited > 6000) fail_msg("the client reached the server after %lld ms", (long long)waited);
+    assert_true(server.wait_finished(Deadline::after_ms(kTimeoutMs)));
+}
+
 }  // namespace
 
 int main(void) {
@@ -383,6 +411,7 @@ int main(void) {
         cmocka_unit_test(test_client_before_server),
         cmocka_unit_test(test_connect_timeout),
         cmocka_unit_test(test_hostname_and_adopted_size),
+        cmocka_unit_test(test_silent_peer_on_the_port_then_the_server),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
