@@ -392,8 +392,7 @@ void Engine::run_fused(Response first, RequestPtr first_req) {
     fused_collectives_.fetch_add(1, std::memory_order_relaxed);
     fused_tensors_.fetch_add(reqs.size(), std::memory_order_relaxed);
     if (s != HVD_OK) s = settle_failure(resps.front(), s, &message);
-    for (const RequestPtr &r : reqs)
-        finish(r, s, message);
+    finish_all(reqs, s, message);
 }
 
 void Engine::trace_start_op(Request &req) {
@@ -606,12 +605,24 @@ void Engine::check_timeouts() {
 }
 
 void Engine::finish(const RequestPtr &req, hvd_status_t status, const std::string &message) {
+    finish_all({req}, status, message);
+}
+
+// Every request is settled before any waiter is woken (see Request::complete).
+void Engine::finish_all(const std::vector<RequestPtr> &reqs, hvd_status_t status,
+                        const std::string &message) {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        in_flight_names_.erase({req->meta.set_id, req->meta.name});
+        for (const RequestPtr &req : reqs)
+            in_flight_names_.erase({req->meta.set_id, req->meta.name});
     }
-    req->complete(status, message);
-    if (RequestPtr parent = req->parent.lock()) parent->member_done(status, message);
+    std::vector<bool> settled(reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i)
+        settled[i] = reqs[i]->settle(status, message);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        if (settled[i]) reqs[i]->notify();
+        if (RequestPtr parent = reqs[i]->parent.lock()) parent->member_done(status, message);
+    }
 }
 
 void Engine::fail_everything(hvd_status_t status, const std::string &detail) {

@@ -96,6 +96,8 @@ class Engine {
     void await_failure_report();
     void fail_everything(hvd_status_t status, const std::string &detail);
     void finish(const RequestPtr &req, hvd_status_t status, const std::string &message);
+    void finish_all(const std::vector<RequestPtr> &reqs, hvd_status_t status,
+                    const std::string &message);
     void sleep_until_work();
 
     // Response cache (engine_cache.cc). Ready requests go to the cache's rounds or to the

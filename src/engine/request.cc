@@ -33,14 +33,12 @@ size_t TensorRef::bytes() const {
     return elements() * dtype_size(dtype);
 }
 
-void Request::complete(hvd_status_t status, const std::string &message) {
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (status_ != HVD_INPROGRESS) return;
-        status_ = status;
-        message_ = message;
-    }
-    cv_.notify_all();
+bool Request::settle(hvd_status_t status, const std::string &message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status_ != HVD_INPROGRESS) return false;
+    status_ = status;
+    message_ = message;
+    return true;
 }
 
 void Request::member_done(hvd_status_t status, const std::string &message) {

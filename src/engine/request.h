@@ -60,8 +60,15 @@ class Request {
     Deadline deadline;    // op timeout
     bool traced = false;  // its NEGOTIATE span is open on the timeline (engine thread only)
 
-    // Completion. Thread-safe; complete() wins once, later calls are ignored.
-    void complete(hvd_status_t status, const std::string &message);
+    // Completion. Thread-safe; complete() wins once, later calls are ignored. It is settle()
+    // then notify(): the engine settles a whole fused run before it wakes anyone, so a woken
+    // caller finds the run's later requests complete instead of sleeping again on each.
+    void complete(hvd_status_t status, const std::string &message) {
+        if (settle(status, message)) notify();
+    }
+    // Records the final status (false if there was one already); wakes nobody.
+    bool settle(hvd_status_t status, const std::string &message);
+    void notify() { cv_.notify_all(); }
     hvd_status_t status() const;
     // Waits until complete or the deadline; returns status() (HVD_INPROGRESS on expiry).
     hvd_status_t wait(const Deadline &until);
