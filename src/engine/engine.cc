@@ -94,16 +94,16 @@ hvd_status_t Engine::enqueue_group(const std::vector<RequestPtr> &reqs, std::str
             *err = strprintf("rank %d: the context is finalizing", rank_);
             return HVD_ERR_NOT_READY;
         }
-        std::set<Key> names;
-        for (const RequestPtr &req : reqs) {
-            Key key{req->meta.set_id, req->meta.name};
-            if (in_flight_names_.count(key) || !names.insert(key).second) {
-                *err = strprintf("rank %d: an op named '%s' is already in flight", rank_,
-                                 req->meta.name.c_str());
-                return HVD_ERR_INVALID_ARG;
-            }
+        // Names go in one by one; on a clash, the ones this call added come out again.
+        for (size_t i = 0; i < reqs.size(); ++i) {
+            if (in_flight_names_.insert({reqs[i]->meta.set_id, reqs[i]->meta.name}).second)
+                continue;
+            for (size_t j = 0; j < i; ++j)
+                in_flight_names_.erase({reqs[j]->meta.set_id, reqs[j]->meta.name});
+            *err = strprintf("rank %d: an op named '%s' is already in flight", rank_,
+                             reqs[i]->meta.name.c_str());
+            return HVD_ERR_INVALID_ARG;
         }
-        in_flight_names_.insert(names.begin(), names.end());
         queue_.insert(queue_.end(), reqs.begin(), reqs.end());
         for (const RequestPtr &req : reqs)
             timeline_->begin(req->meta.name, "QUEUE");
@@ -172,7 +172,7 @@ bool Engine::take_new_requests() {
     auto now = std::chrono::steady_clock::now();
     if (!fresh.empty() && held_.empty()) held_since_ = now;
     for (RequestPtr &req : fresh) {
-        pending_[{req->meta.set_id, req->meta.name}] = req;
+        add_pending(req);
         if (timeline_->active()) {
             timeline_->end(req->meta.name);  // QUEUE
             timeline_->begin(req->meta.name, "NEGOTIATE_" + upper_op_name(req->meta.type));
@@ -315,8 +315,7 @@ bool Engine::run_responses() {
                         strprintf("rank %d: the coordinator scheduled '%s' (process set %u), "
                                   "which this rank never enqueued",
                                   rank_, resp.name.c_str(), resp.set_id));
-        RequestPtr req = it->second;
-        pending_.erase(it);
+        RequestPtr req = take_pending(it);
         any = true;
         if (autotuner_ && resp.status == HVD_OK) autotuner_->record(response_bytes(resp));
         if (resp.fuse_next && resp.status == HVD_OK) {
@@ -346,8 +345,7 @@ void Engine::run_fused(Response first, RequestPtr first_req) {
         auto it = pending_.find({next.set_id, next.name});
         RequestPtr req;
         if (it != pending_.end()) {
-            req = it->second;
-            pending_.erase(it);
+            req = take_pending(it);
         } else if (const Request *join = joined_request(next.set_id)) {
             req = zeros_like(next, *join);
         } else {
@@ -473,10 +471,24 @@ hvd_status_t Engine::settle_failure(const Response &resp, hvd_status_t s, std::s
     return abort_->status();  // a dead peer, when that is the cause
 }
 
+void Engine::add_pending(const RequestPtr &req) {
+    pending_[{req->meta.set_id, req->meta.name}] = req;
+    if (req->meta.type == OpType::kJoin) ++pending_joins_[req->meta.set_id];
+}
+
+RequestPtr Engine::take_pending(PendingMap::iterator it) {
+    RequestPtr req = std::move(it->second);
+    pending_.erase(it);
+    if (req->meta.type == OpType::kJoin && --pending_joins_[req->meta.set_id] == 0)
+        pending_joins_.erase(req->meta.set_id);
+    return req;
+}
+
 const Request *Engine::joined_request(uint16_t set_id) const {
-    for (auto it = pending_.lower_bound({set_id, std::string()});
-         it != pending_.end() && it->first.first == set_id; ++it)
-        if (it->second->meta.type == OpType::kJoin) return it->second.get();
+    if (pending_joins_.count(set_id) == 0) return nullptr;
+    for (const auto &kv : pending_)
+        if (kv.first.first == set_id && kv.second->meta.type == OpType::kJoin)
+            return kv.second.get();
     return nullptr;
 }
 
@@ -509,16 +521,13 @@ void Engine::run_membership_change(const Response &resp, Request &req) {
     uint16_t id = static_cast<uint16_t>(req.meta.root);
     sets_->remove(id);
     // Ops this rank queued on the set can never run now.
-    for (auto it = pending_.begin(); it != pending_.end();) {
-        if (it->first.first != id) {
-            ++it;
-            continue;
-        }
-        finish(it->second, HVD_ERR_INVALID_ARG,
+    std::vector<Key> doomed;
+    for (const auto &kv : pending_)
+        if (kv.first.first == id) doomed.push_back(kv.first);
+    for (const Key &key : doomed)
+        finish(take_pending(pending_.find(key)), HVD_ERR_INVALID_ARG,
                strprintf("rank %d: process set %u was destroyed before '%s' ran", rank_, id,
-                         it->first.second.c_str()));
-        it = pending_.erase(it);
-    }
+                         key.second.c_str()));
 }
 
 void Engine::await_failure_report() {
@@ -642,6 +651,7 @@ void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
     for (auto &kv : pending_)
         finish(kv.second, status, detail);
     pending_.clear();
+    pending_joins_.clear();
     responses_.clear();
     cached_waiting_.clear();
 }

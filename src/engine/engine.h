@@ -15,6 +15,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "collectives/comm.h"
@@ -74,6 +76,12 @@ class Engine {
     bool receive_control();
     bool run_responses();
     using Key = std::pair<uint16_t, std::string>;  // (process set, name)
+    struct KeyHash {
+        size_t operator()(const Key &k) const {
+            return std::hash<std::string>()(k.second) ^ (size_t{k.first} * 0x9e3779b97f4a7c15u);
+        }
+    };
+    using PendingMap = std::unordered_map<Key, RequestPtr, KeyHash>;
 
     void deliver_responses(std::vector<Response> responses);
     std::vector<int32_t> recipients(const Response &r) const;
@@ -137,7 +145,7 @@ class Engine {
     // Shared with callers (guarded by mu_).
     std::mutex mu_;
     std::vector<RequestPtr> queue_;
-    std::set<Key> in_flight_names_;
+    std::unordered_set<Key, KeyHash> in_flight_names_;
     std::map<std::pair<uint16_t, int>, uint64_t> auto_name_counters_;
 
     // Engine-thread state.
@@ -157,8 +165,11 @@ class Engine {
     // Timeline: closes the request's NEGOTIATE span and opens the span of its op.
     void trace_start_op(Request &req);
     void trace_end_op(const Request &req);
-    std::map<Key, RequestPtr> pending_;  // reported to the coordinator, not yet run
-    std::list<Response> responses_;      // agreed order, not yet run
+    PendingMap pending_;  // reported (to the coordinator or the cache), not yet run
+    std::map<uint16_t, int> pending_joins_;  // joins in pending_, by set
+    void add_pending(const RequestPtr &req);
+    RequestPtr take_pending(PendingMap::iterator it);
+    std::list<Response> responses_;  // agreed order, not yet run
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     std::vector<Response> outbox_;              // coordinator: emitted, not yet delivered
