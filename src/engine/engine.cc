@@ -84,10 +84,14 @@ std::string Engine::auto_name(OpType type, uint16_t set_id) {
 }
 
 hvd_status_t Engine::enqueue(const RequestPtr &req, std::string *err) {
-    return enqueue_group({req}, err);
+    return enqueue_span(&req, 1, err);
 }
 
 hvd_status_t Engine::enqueue_group(const std::vector<RequestPtr> &reqs, std::string *err) {
+    return enqueue_span(reqs.data(), reqs.size(), err);
+}
+
+hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string *err) {
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stop_requested_) {
@@ -95,7 +99,7 @@ hvd_status_t Engine::enqueue_group(const std::vector<RequestPtr> &reqs, std::str
             return HVD_ERR_NOT_READY;
         }
         // Names go in one by one; on a clash, the ones this call added come out again.
-        for (size_t i = 0; i < reqs.size(); ++i) {
+        for (size_t i = 0; i < n; ++i) {
             if (in_flight_names_.insert({reqs[i]->meta.set_id, reqs[i]->meta.name}).second)
                 continue;
             for (size_t j = 0; j < i; ++j)
@@ -104,9 +108,10 @@ hvd_status_t Engine::enqueue_group(const std::vector<RequestPtr> &reqs, std::str
                              reqs[i]->meta.name.c_str());
             return HVD_ERR_INVALID_ARG;
         }
-        queue_.insert(queue_.end(), reqs.begin(), reqs.end());
-        for (const RequestPtr &req : reqs)
-            timeline_->begin(req->meta.name, "QUEUE");
+        queue_.insert(queue_.end(), reqs, reqs + n);
+        if (timeline_->active())
+            for (size_t i = 0; i < n; ++i)
+                timeline_->begin(reqs[i]->meta.name, "QUEUE");
         work_queued_.store(true);
     }
     // An engine that is awake (running or spinning) sees work_queued_ without a system call.

@@ -50,6 +50,11 @@ class Engine {
     hvd_status_t enqueue(const RequestPtr &req, std::string *err);
     // Thread-safe. Queues every member of a group, or none of them (a name in flight).
     hvd_status_t enqueue_group(const std::vector<RequestPtr> &reqs, std::string *err);
+
+  private:
+    hvd_status_t enqueue_span(const RequestPtr *reqs, size_t n, std::string *err);
+
+  public:
     // Thread-safe. Makes the engine thread look at its queue and the abort state now.
     void wake();
 
