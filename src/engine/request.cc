@@ -1,25 +1,36 @@
 #include "engine/request.h"
 
-#include <sys/mman.h>
-
 #include <new>
 
 #include "common/dtype.h"
+#include "engine/buffer_pool.h"
 
 namespace hvd::engine {
 
+void OwnedBuffer::release() {
+    if (pooled_capacity_ > 0) {
+        pool_give(PooledBlock{data_, pooled_capacity_});
+    } else {
+        std::free(data_);
+    }
+    data_ = nullptr;
+    size_ = 0;
+    pooled_capacity_ = 0;
+}
+
 void OwnedBuffer::resize(size_t n) {
-    constexpr size_t kHugePage = 2 * 1024 * 1024;
-    data_.reset();
-    size_ = n;
+    release();
     if (n == 0) return;
-    bool huge = n >= kHugePage;
-    size_t align = huge ? kHugePage : 64;
-    size_t padded = (n + align - 1) / align * align;  // aligned_alloc wants a multiple
-    char *p = static_cast<char *>(std::aligned_alloc(align, padded));
-    if (p == nullptr) throw std::bad_alloc();
-    if (huge) ::madvise(p, padded, MADV_HUGEPAGE);  // advice only: failure is harmless
-    data_.reset(p);
+    if (n >= kPoolMinBytes) {
+        PooledBlock b = pool_take(n);
+        data_ = b.data;
+        pooled_capacity_ = b.capacity;
+    } else {
+        constexpr size_t kAlign = 64;
+        data_ = static_cast<char *>(std::aligned_alloc(kAlign, (n + kAlign - 1) / kAlign * kAlign));
+        if (data_ == nullptr) throw std::bad_alloc();
+    }
+    size_ = n;
 }
 
 size_t TensorRef::elements() const {

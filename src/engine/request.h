@@ -31,25 +31,29 @@ struct TensorRef {
 
 // Library-owned output memory. Not zero-filled: the collective writes every byte, and
 // zero-filling a large output first would cost a whole extra pass over it (measured: page
-// faults and memset were ~45% of a 64 MiB allgather). Large outputs sit on transparent huge
-// pages: 512 times fewer page faults, and fewer pages for single-copy transfers to pin.
+// faults and memset were ~45% of a 64 MiB allgather). Outputs of 1 MiB and more come from
+// the buffer pool (buffer_pool.h): reused, on transparent huge pages, so they are neither
+// faulted in nor zeroed by the kernel again on every op.
 class OwnedBuffer {
   public:
+    OwnedBuffer() = default;
+    OwnedBuffer(const OwnedBuffer &) = delete;
+    OwnedBuffer &operator=(const OwnedBuffer &) = delete;
+    ~OwnedBuffer() { release(); }
     void resize(size_t n);
     void resize_zeroed(size_t n) {
         resize(n);
-        if (n) std::memset(data_.get(), 0, n);
+        if (n) std::memset(data_, 0, n);
     }
-    char *data() { return data_.get(); }
-    const char *data() const { return data_.get(); }
+    char *data() { return data_; }
+    const char *data() const { return data_; }
     size_t size() const { return size_; }
 
   private:
-    struct Free {
-        void operator()(char *p) const { std::free(p); }
-    };
-    std::unique_ptr<char, Free> data_;
+    void release();
+    char *data_ = nullptr;
     size_t size_ = 0;
+    size_t pooled_capacity_ = 0;  // > 0: the block came from the pool
 };
 
 class Request {
