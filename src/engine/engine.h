@@ -112,6 +112,8 @@ class Engine {
     void finish_all(const std::vector<RequestPtr> &reqs, hvd_status_t status,
                     const std::string &message);
     void sleep_until_work();
+    static bool has_cpu_to_spin_on();
+    std::chrono::microseconds idle_spin_{0};  // set by the engine thread at start
 
     // Response cache (engine_cache.cc). Ready requests go to the cache's rounds or to the
     // coordinator; batches of coordinator responses and finished rounds are put in the order
