@@ -125,7 +125,10 @@ void Context::rendezvous(const Deadline &deadline) {
 }
 
 void Context::connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline) {
-    transport_ = transport::make_ucx_transport(rank_, size_);
+    bool single_host = true;
+    for (const std::string &h : hosts)
+        single_host &= h == hosts[rank_];
+    transport_ = transport::make_ucx_transport(rank_, size_, single_host);
     std::string mine = transport_->local_address();
     std::vector<std::string> all =
         kv_->all_gather("ucx", bootstrap::to_hex(mine.data(), mine.size()), deadline);

@@ -2,6 +2,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -59,9 +60,12 @@ struct Slot {
 
 class UcxTransport final : public Transport {
   public:
-    UcxTransport(int32_t rank, int32_t size) : rank_(rank), size_(size) {
+    UcxTransport(int32_t rank, int32_t size, bool single_host) : rank_(rank), size_(size) {
         ucp_config_t *config = nullptr;
         check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read", rank_);
+        if (single_host && std::getenv("UCX_RNDV_THRESH") == nullptr)
+            check_ucs(ucp_config_modify(config, "RNDV_THRESH", kSingleHostRndvThresh),
+                      "ucp_config_modify(RNDV_THRESH)", rank_);
         ucp_params_t params{};
         params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
         params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -427,8 +431,8 @@ class UcxTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size) {
-    return std::make_unique<UcxTransport>(rank, size);
+std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size, bool single_host) {
+    return std::make_unique<UcxTransport>(rank, size, single_host);
 }
 
 void connect_local_transports(const std::vector<Transport *> &transports) {
