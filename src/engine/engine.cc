@@ -170,7 +170,9 @@ void Engine::loop() {
 }
 
 bool Engine::take_new_requests() {
-    std::vector<RequestPtr> fresh;
+    // Member vectors swapped with queue_, cleared but never freed: no allocation per pass.
+    std::vector<RequestPtr> &fresh = fresh_;
+    fresh.clear();
     if (work_queued_.load()) {
         std::lock_guard<std::mutex> lock(mu_);
         fresh.swap(queue_);
@@ -190,7 +192,9 @@ bool Engine::take_new_requests() {
     if (held_.empty()) return false;
     // The cycle time lets more ops arrive to be reported (and fused) together.
     if (now < held_until()) return !fresh.empty();
-    report_ready(std::exchange(held_, {}));
+    report_ready(held_);
+    held_.clear();
+    fresh.clear();
     return true;
 }
 
@@ -337,8 +341,12 @@ bool Engine::run_responses() {
 // A run of allreduces the coordinator chained with fuse_next: one collective for all. The
 // whole run arrived in one message, so it is all in responses_ now.
 void Engine::run_fused(Response first, RequestPtr first_req) {
-    std::vector<Response> resps;
-    std::vector<RequestPtr> reqs;
+    // Member vectors, cleared but kept: freeing a run's 64 KiB of responses made malloc
+    // consolidate its free lists on every fused run.
+    std::vector<Response> &resps = fused_resps_;
+    std::vector<RequestPtr> &reqs = fused_reqs_;
+    resps.clear();
+    reqs.clear();
     resps.push_back(std::move(first));
     reqs.push_back(std::move(first_req));
     while (resps.back().fuse_next) {
@@ -398,6 +406,8 @@ void Engine::run_fused(Response first, RequestPtr first_req) {
     fused_tensors_.fetch_add(reqs.size(), std::memory_order_relaxed);
     if (s != HVD_OK) s = settle_failure(resps.front(), s, &message);
     finish_all(reqs, s, message);
+    resps.clear();
+    reqs.clear();
 }
 
 void Engine::trace_start_op(Request &req) {

@@ -167,6 +167,9 @@ class Engine {
     uint64_t tune_epoch_ = 0;
     // Cycle time: requests taken from the queue but held back to be reported together.
     std::vector<RequestPtr> held_;
+    std::vector<RequestPtr> fresh_;      // take_new_requests' swap partner of queue_
+    std::vector<Response> fused_resps_;  // run_fused's run, kept for its capacity
+    std::vector<RequestPtr> fused_reqs_;
     std::chrono::steady_clock::time_point held_since_{};
     std::chrono::steady_clock::time_point held_until() const;
     // Timeline: closes the request's NEGOTIATE span and opens the span of its op.
