@@ -12,10 +12,11 @@ namespace hvd::transport {
 // Creates the UCP context and worker. Throws hvd::Error(HVD_ERR_TRANSPORT) with UCX's message.
 // single_host: every peer is on this host; then, unless UCX_RNDV_THRESH is set, messages
 // below kSingleHostRndvThresh go eagerly through shared memory instead of UCX's rendezvous
-// (2 ranks, --bind: 32 KiB allreduce 16.7 -> 9.5 us, 128 KiB 30.4 -> 23.7 us; from 256 KiB on
-// the single-copy rendezvous is faster).
+// (2 ranks, --bind: 32 KiB allreduce 16.7 -> 9.6 us, 64 KiB 25.2 -> 14.5 us). Not higher:
+// with 256K, UCX 1.13 hit an assertion purging pending eager sends when a peer died
+// mid-transfer (mp.peer_killed_midway.np3, 4 of 61 runs; 0 of 50 with 128K).
 std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size, bool single_host = false);
-constexpr const char *kSingleHostRndvThresh = "256K";
+constexpr const char *kSingleHostRndvThresh = "128K";
 
 // Connects a set of transports living in one process (tests: N ranks as N threads): gathers
 // their addresses and calls connect() on each.
