@@ -557,8 +557,9 @@ void Engine::await_failure_report() {
 }
 
 // Horovod's stall inspector, on the coordinator: ops some ranks enqueued and others did not
-// are named in the log with the missing ranks once per check period; past the shutdown time
-// (if set) they fail on the ranks that enqueued them and the job aborts.
+// are named in the log with the missing ranks once per check period; once one of them passes
+// the shutdown time (if set), every waiting op fails on the ranks that enqueued it, each with
+// its own line naming the ranks missing, and the job aborts.
 void Engine::inspect_stalls() {
     const int64_t check_s = config_->stall_check_s.load();
     const int64_t shutdown_s = config_->stall_shutdown_s.load();
@@ -567,9 +568,10 @@ void Engine::inspect_stalls() {
     next_stall_check_ = now + std::chrono::seconds(1);
     std::vector<Response> expired;
     std::string shutdown_detail;
-    for (const Coordinator::Waiting &w : coordinator_->waiting()) {
+    std::vector<std::pair<const Coordinator::Waiting *, std::string>> lines;
+    std::vector<Coordinator::Waiting> waiting = coordinator_->waiting();
+    for (const Coordinator::Waiting &w : waiting) {
         int64_t age = std::chrono::duration_cast<std::chrono::seconds>(now - w.since).count();
-        if (age < check_s) continue;
         std::string missing;
         for (int32_t r : w.missing_ranks)
             missing += strprintf("%s%d", missing.empty() ? "" : ",", r);
@@ -577,17 +579,20 @@ void Engine::inspect_stalls() {
             "'%s' (process set %u) has waited %lld s: not yet enqueued "
             "on rank(s) %s",
             w.name.c_str(), w.set_id, static_cast<long long>(age), missing.c_str());
+        lines.emplace_back(&w, line);
+        if (age < check_s) continue;
         auto &last = stall_warned_[{w.set_id, w.name}];
         if (now - last >= std::chrono::seconds(check_s)) {
             HVD_LOG(kWarning, rank_, "stall inspector: %s", line.c_str());
             last = now;
         }
-        if (shutdown_s > 0 && age >= shutdown_s) {
-            std::string detail = "stall shutdown: " + line;
-            coordinator_->expire(w.set_id, w.name, HVD_ERR_TIMED_OUT, detail, &expired);
-            if (shutdown_detail.empty()) shutdown_detail = detail;
-        }
+        if (shutdown_s > 0 && age >= shutdown_s && shutdown_detail.empty())
+            shutdown_detail = "stall shutdown: " + line;
     }
+    if (!shutdown_detail.empty())
+        for (const auto &wl : lines)
+            coordinator_->expire(wl.first->set_id, wl.first->name, HVD_ERR_TIMED_OUT,
+                                 "stall shutdown: " + wl.second, &expired);
     for (auto it = stall_warned_.begin(); it != stall_warned_.end();)
         it = now - it->second > std::chrono::seconds(2 * check_s) ? stall_warned_.erase(it)
                                                                   : std::next(it);
@@ -607,6 +612,7 @@ void Engine::reap_sends_for(std::chrono::milliseconds limit) {
             all_done &= m.completion.done;
         if (all_done) break;
     }
+    advance_cache();  // this rank's own batch of the responses just sent
     run_responses();
 }
 
