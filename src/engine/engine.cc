@@ -140,15 +140,7 @@ void Engine::loop() {
             // Everything that became ready in this pass leaves as one batch: while this rank
             // was busy in a collective, ready reports piled up, and one batch lets the
             // fusion planner join them.
-            if (!outbox_.empty() || !undelivered_.empty())
-                deliver_responses(std::exchange(outbox_, {}));
-            worked |= advance_cache();
-            // A cached op handed to rank 0's own coordinator may have completed an op, and a
-            // vote may have let held responses go.
-            if (!outbox_.empty() || !undelivered_.empty()) {
-                deliver_responses(std::exchange(outbox_, {}));
-                worked |= advance_cache();
-            }
+            worked |= order_responses();
             worked |= run_responses();
             if (coordinator_) autotune_step();
             reap_sends();
@@ -167,6 +159,20 @@ void Engine::loop() {
                                       : strprintf("rank %d: context finalized before the op "
                                                   "completed",
                                                   rank_));
+}
+
+// Coordinator responses out, then cache rounds and batches in order into responses_. A second
+// pass when that produced more: a cached op handed to rank 0's own coordinator may have
+// completed an op, and a vote may have let held responses go.
+bool Engine::order_responses() {
+    bool any = false;
+    for (int pass = 0; pass < 2; ++pass) {
+        if (!outbox_.empty() || !undelivered_.empty())
+            deliver_responses(std::exchange(outbox_, {}));
+        any |= advance_cache();
+        if (outbox_.empty() && undelivered_.empty()) break;
+    }
+    return any;
 }
 
 bool Engine::take_new_requests() {
@@ -194,7 +200,6 @@ bool Engine::take_new_requests() {
     if (now < held_until()) return !fresh.empty();
     report_ready(held_);
     held_.clear();
-    fresh.clear();
     return true;
 }
 
@@ -405,7 +410,7 @@ void Engine::run_fused(Response first, RequestPtr first_req) {
     fused_collectives_.fetch_add(1, std::memory_order_relaxed);
     fused_tensors_.fetch_add(reqs.size(), std::memory_order_relaxed);
     if (s != HVD_OK) s = settle_failure(resps.front(), s, &message);
-    finish_all(reqs, s, message);
+    finish_all(reqs.data(), reqs.size(), s, message);
     resps.clear();
     reqs.clear();
 }
@@ -568,19 +573,23 @@ void Engine::inspect_stalls() {
     next_stall_check_ = now + std::chrono::seconds(1);
     std::vector<Response> expired;
     std::string shutdown_detail;
-    std::vector<std::pair<const Coordinator::Waiting *, std::string>> lines;
-    std::vector<Coordinator::Waiting> waiting = coordinator_->waiting();
-    for (const Coordinator::Waiting &w : waiting) {
-        int64_t age = std::chrono::duration_cast<std::chrono::seconds>(now - w.since).count();
+    auto age_of = [&](const Coordinator::Waiting &w) {
+        return static_cast<int64_t>(
+            std::chrono::duration_cast<std::chrono::seconds>(now - w.since).count());
+    };
+    auto describe = [&](const Coordinator::Waiting &w) {
         std::string missing;
         for (int32_t r : w.missing_ranks)
             missing += strprintf("%s%d", missing.empty() ? "" : ",", r);
-        std::string line = strprintf(
-            "'%s' (process set %u) has waited %lld s: not yet enqueued "
-            "on rank(s) %s",
-            w.name.c_str(), w.set_id, static_cast<long long>(age), missing.c_str());
-        lines.emplace_back(&w, line);
+        return strprintf("'%s' (process set %u) has waited %lld s: not yet enqueued on rank(s) %s",
+                         w.name.c_str(), w.set_id, static_cast<long long>(age_of(w)),
+                         missing.c_str());
+    };
+    std::vector<Coordinator::Waiting> waiting = coordinator_->waiting();
+    for (const Coordinator::Waiting &w : waiting) {
+        int64_t age = age_of(w);
         if (age < check_s) continue;
+        std::string line = describe(w);
         auto &last = stall_warned_[{w.set_id, w.name}];
         if (now - last >= std::chrono::seconds(check_s)) {
             HVD_LOG(kWarning, rank_, "stall inspector: %s", line.c_str());
@@ -590,9 +599,9 @@ void Engine::inspect_stalls() {
             shutdown_detail = "stall shutdown: " + line;
     }
     if (!shutdown_detail.empty())
-        for (const auto &wl : lines)
-            coordinator_->expire(wl.first->set_id, wl.first->name, HVD_ERR_TIMED_OUT,
-                                 "stall shutdown: " + wl.second, &expired);
+        for (const Coordinator::Waiting &w : waiting)
+            coordinator_->expire(w.set_id, w.name, HVD_ERR_TIMED_OUT,
+                                 "stall shutdown: " + describe(w), &expired);
     for (auto it = stall_warned_.begin(); it != stall_warned_.end();)
         it = now - it->second > std::chrono::seconds(2 * check_s) ? stall_warned_.erase(it)
                                                                   : std::next(it);
@@ -637,22 +646,22 @@ void Engine::check_timeouts() {
 }
 
 void Engine::finish(const RequestPtr &req, hvd_status_t status, const std::string &message) {
-    finish_all({req}, status, message);
+    finish_all(&req, 1, status, message);
 }
 
-// Every request is settled before any waiter is woken (see Request::complete).
-void Engine::finish_all(const std::vector<RequestPtr> &reqs, hvd_status_t status,
+// Every request is settled before any waiter is woken (see Request::complete). Waking a
+// request that was complete already is harmless: its waiters check the status.
+void Engine::finish_all(const RequestPtr *reqs, size_t n, hvd_status_t status,
                         const std::string &message) {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        for (const RequestPtr &req : reqs)
-            in_flight_names_.erase({req->meta.set_id, req->meta.name});
+        for (size_t i = 0; i < n; ++i)
+            in_flight_names_.erase({reqs[i]->meta.set_id, reqs[i]->meta.name});
     }
-    std::vector<bool> settled(reqs.size());
-    for (size_t i = 0; i < reqs.size(); ++i)
-        settled[i] = reqs[i]->settle(status, message);
-    for (size_t i = 0; i < reqs.size(); ++i) {
-        if (settled[i]) reqs[i]->notify();
+    for (size_t i = 0; i < n; ++i)
+        reqs[i]->settle(status, message);
+    for (size_t i = 0; i < n; ++i) {
+        reqs[i]->notify();
         if (RequestPtr parent = reqs[i]->parent.lock()) parent->member_done(status, message);
     }
 }

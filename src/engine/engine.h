@@ -78,6 +78,7 @@ class Engine {
 
     void loop();
     bool take_new_requests();
+    bool order_responses();
     bool receive_control();
     bool run_responses();
     using Key = std::pair<uint16_t, std::string>;  // (process set, name)
@@ -109,7 +110,7 @@ class Engine {
     void await_failure_report();
     void fail_everything(hvd_status_t status, const std::string &detail);
     void finish(const RequestPtr &req, hvd_status_t status, const std::string &message);
-    void finish_all(const std::vector<RequestPtr> &reqs, hvd_status_t status,
+    void finish_all(const RequestPtr *reqs, size_t n, hvd_status_t status,
                     const std::string &message);
     void sleep_until_work();
     static bool has_cpu_to_spin_on();
