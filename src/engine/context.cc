@@ -125,9 +125,7 @@ void Context::rendezvous(const Deadline &deadline) {
 }
 
 void Context::connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline) {
-    bool single_host = true;
-    for (const std::string &h : hosts)
-        single_host &= h == hosts[rank_];
+    bool single_host = placement_.local_size == size_;  // placement_ comes from the same hosts
     transport_ = transport::make_ucx_transport(rank_, size_, single_host);
     std::string mine = transport_->local_address();
     std::vector<std::string> all =

@@ -14,7 +14,7 @@ namespace hvd::transport {
 // below kSingleHostRndvThresh go eagerly through shared memory instead of UCX's rendezvous
 // (2 ranks, --bind: 32 KiB allreduce 16.7 -> 9.6 us, 64 KiB 25.2 -> 14.5 us). Not higher:
 // with 256K, UCX 1.13 hit an assertion purging pending eager sends when a peer died
-// mid-transfer (mp.peer_killed_midway.np3, 4 of 61 runs; 0 of 50 with 128K).
+// mid-transfer (mp.peer_killed_midway.np3, 4 of 61 runs; 0 of 65 with 128K).
 std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size, bool single_host = false);
 constexpr const char *kSingleHostRndvThresh = "128K";
 
