@@ -51,19 +51,12 @@ void write_bits(WireWriter &w, const BitVector &b) {
     size_t n = b.words().size();
     while (n > 0 && b.words()[n - 1] == 0)
         --n;
-    w.u64(n);
-    for (size_t i = 0; i < n; ++i)
-        w.u64(b.words()[i]);
+    w.array(b.words().data(), n);
 }
 
 BitVector read_bits(WireReader &r) {
-    uint64_t n = r.u64();
-    if (n > ResponseCache::kMaxBits / 64)
-        throw Error(HVD_ERR_TRANSPORT, "malformed cache vote (bit vector too long)");
     BitVector b;
-    b.words().resize(n);
-    for (uint64_t &word : b.words())
-        word = r.u64();
+    b.words() = r.array<uint64_t>(ResponseCache::kMaxBits / 64, "cache vote bit vector");
     return b;
 }
 

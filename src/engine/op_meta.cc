@@ -49,19 +49,15 @@ std::string shape_string(const std::vector<int64_t> &shape) {
 
 namespace {
 
+// Most entries a shape, split list or first-dimension list may have on the wire.
+constexpr uint64_t kMaxListEntries = UINT64_C(1) << 24;
+
 void write_dims(WireWriter &w, const std::vector<int64_t> &dims) {
-    w.u64(dims.size());
-    for (int64_t d : dims)
-        w.i64(d);
+    w.array(dims.data(), dims.size());
 }
 
 std::vector<int64_t> read_dims(WireReader &r) {
-    uint64_t n = r.u64();
-    if (n > (UINT64_C(1) << 24)) throw Error(HVD_ERR_TRANSPORT, "malformed control message");
-    std::vector<int64_t> dims(n);
-    for (auto &d : dims)
-        d = r.i64();
-    return dims;
+    return r.array<int64_t>(kMaxListEntries, "dimensions");
 }
 
 OpType read_op_type(WireReader &r) {
@@ -87,9 +83,7 @@ std::string encode_ready(const ReadyReport &report) {
         w.i32(m.root);
         w.f64(m.prescale);
         w.f64(m.postscale);
-        w.u64(m.splits.size());
-        for (int32_t v : m.splits)
-            w.i32(v);
+        w.array(m.splits.data(), m.splits.size());
         w.str(m.group);
         w.i32(m.group_size);
     }
@@ -114,11 +108,7 @@ ReadyReport decode_ready(const std::string &bytes) {
         m.root = r.i32();
         m.prescale = r.f64();
         m.postscale = r.f64();
-        uint64_t ns = r.u64();
-        if (ns > (UINT64_C(1) << 24)) throw Error(HVD_ERR_TRANSPORT, "malformed control message");
-        m.splits.resize(ns);
-        for (auto &v : m.splits)
-            v = r.i32();
+        m.splits = r.array<int32_t>(kMaxListEntries, "splits");
         m.group = r.str();
         m.group_size = r.i32();
         metas.push_back(std::move(m));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 
@@ -21,6 +22,12 @@ class WireWriter {
     void str(const std::string &s) {
         u64(s.size());
         out_.append(s);
+    }
+    // n elements of a plain integer type, after their count.
+    template <typename T>
+    void array(const T *p, size_t n) {
+        u64(n);
+        raw(p, n * sizeof(T));
     }
     std::string &bytes() { return out_; }
 
@@ -46,6 +53,19 @@ class WireReader {
         std::string s = in_.substr(pos_, n);
         pos_ += n;
         return s;
+    }
+    // An array written by WireWriter::array; more than max_count elements is malformed.
+    template <typename T>
+    std::vector<T> array(uint64_t max_count, const char *what) {
+        uint64_t n = u64();
+        if (n > max_count)
+            throw Error(HVD_ERR_TRANSPORT, strprintf("malformed control message (%s: %llu entries)",
+                                                     what, static_cast<unsigned long long>(n)));
+        need(n * sizeof(T));
+        std::vector<T> v(n);
+        if (n) std::memcpy(v.data(), in_.data() + pos_, n * sizeof(T));
+        pos_ += n * sizeof(T);
+        return v;
     }
     bool at_end() const { return pos_ == in_.size(); }
 
