@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -221,16 +222,22 @@ struct Counters {
 // Each rank records its engine's counters before finalizing.
 std::vector<Counters> g_counters;
 
-std::string finish_rank(hvd_context_h ctx, int32_t rank, std::string err) {
-    g_counters[rank].hits = ctx->ctx->engine().cache_hits();
-    g_counters[rank].negotiated = ctx->ctx->engine().negotiated();
-    if (hvd_finalize(ctx) != HVD_OK && err.empty()) err = "finalize failed";
-    return err;
-}
+// One rank's part of a job on its joined context: "" or what went wrong.
+using ContextBody = std::function<std::string(hvd_context_h ctx, int32_t rank, int32_t size)>;
 
-void run_counted(int32_t size, const inprocess_job::RankBody &body) {
+// Runs body on every rank of a new job of `size` ranks, records each rank's counters, and
+// checks they agree.
+void run_counted(int32_t size, const ContextBody &body) {
     g_counters.assign(static_cast<size_t>(size), Counters());
-    inprocess_job::run_on_ranks(size, body);
+    inprocess_job::run_on_ranks(size, [&](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
+        hvd_context_h ctx;
+        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+        std::string err = body(ctx, rank, n);
+        g_counters[rank].hits = ctx->ctx->engine().cache_hits();
+        g_counters[rank].negotiated = ctx->ctx->engine().negotiated();
+        if (hvd_finalize(ctx) != HVD_OK && err.empty()) err = "finalize failed";
+        return err;
+    });
     // Rounds and coordinator batches run in one order on every rank: equal counts.
     for (int32_t r = 1; r < size; ++r) {
         assert_int_equal(g_counters[r].hits, g_counters[0].hits);
@@ -249,6 +256,15 @@ hvd_op_params_t params(uint64_t fields) {
     std::memset(&p, 0, sizeof p);
     p.field_mask = fields;
     return p;
+}
+
+// Allreduces t in place under `name` and waits: the enqueue's or the op's status.
+hvd_status_t allreduce_named(hvd_context_h ctx, hvd_tensor_t *t, const char *name) {
+    hvd_op_params_t p = params(HVD_OP_FIELD_NAME);
+    p.name = name;
+    hvd_request_h req;
+    hvd_status_t s = hvd_allreduce_enqueue(ctx, t, t, &p, &req);
+    return s != HVD_OK ? s : wait(req);
 }
 
 // One iteration of the five data collectives under fixed names, values depending on the
@@ -347,13 +363,11 @@ constexpr int kIterations = 20;
 
 void test_repeated_ops_run_from_the_cache(void **) {
     for (int32_t size : {2, 3}) {
-        run_counted(size, [](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
-            hvd_context_h ctx;
-            if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+        run_counted(size, [](hvd_context_h ctx, int32_t rank, int32_t n) {
             std::string err;
             for (int it = 0; it < kIterations && err.empty(); ++it)
                 err = five_collectives(ctx, rank, n, it);
-            return finish_rank(ctx, rank, err);
+            return err;
         });
         // The first iteration is negotiated; a later op misses only if a rank fell 1 s
         // behind (then the coordinator takes it over).
@@ -368,9 +382,7 @@ void test_repeated_ops_run_from_the_cache(void **) {
 // iteration 7 rank 1 alone changes its dtype: a mismatch error on every rank, not a hang;
 // the op after it works again.
 void test_changed_parameters_renegotiate(void **) {
-    run_counted(2, [](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
-        hvd_context_h ctx;
-        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+    run_counted(2, [](hvd_context_h ctx, int32_t rank, int32_t n) {
         std::string err;
         for (int it = 0; it < 12 && err.empty(); ++it) {
             int64_t len = 4 + (it / 3) % 2;
@@ -381,12 +393,7 @@ void test_changed_parameters_renegotiate(void **) {
             bool odd_one_out = it == 7 && rank == 1;
             hvd_tensor_t t =
                 tensor(d.data(), odd_one_out ? HVD_DTYPE_FLOAT32 : HVD_DTYPE_FLOAT64, 1, shape);
-            hvd_op_params_t p = params(HVD_OP_FIELD_NAME);
-            p.name = "w";
-            hvd_request_h req;
-            if (hvd_allreduce_enqueue(ctx, &t, &t, &p, &req) != HVD_OK)
-                return finish_rank(ctx, rank, "enqueue failed");
-            hvd_status_t s = wait(req);
+            hvd_status_t s = allreduce_named(ctx, &t, "w");
             if (it == 7) {
                 if (s != HVD_ERR_MISMATCH) err = "iteration 7: expected a mismatch";
                 continue;
@@ -395,7 +402,7 @@ void test_changed_parameters_renegotiate(void **) {
             for (int64_t i = 0; i < len && err.empty(); ++i)
                 if (d[i] != 1 + 2 * (it + static_cast<double>(i))) err = "result wrong";
         }
-        return finish_rank(ctx, rank, err);
+        return err;
     });
     assert_true(g_counters[0].hits >= 4);
 }
@@ -403,26 +410,21 @@ void test_changed_parameters_renegotiate(void **) {
 // Rank 0 sets the capacity: 0 turns the cache off; 2 with five names in turn evicts on every
 // op (and nothing may go wrong).
 void run_with_capacity(int32_t size, double capacity) {
-    run_counted(size, [capacity](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
-        hvd_context_h ctx;
-        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+    run_counted(size, [capacity](hvd_context_h ctx, int32_t rank, int32_t n) {
         if (hvd_config_set(ctx, HVD_CONFIG_CACHE_CAPACITY, capacity) != HVD_OK)
-            return finish_rank(ctx, rank, "setting the capacity failed");
+            return std::string("setting the capacity failed");
         std::string err;
         static const char *kNames[] = {"n0", "n1", "n2", "n3", "n4"};
         for (int it = 0; it < 30 && err.empty(); ++it) {
             int32_t value = rank * 3 + it;
             int64_t shape[1] = {1};
             hvd_tensor_t t = tensor(&value, HVD_DTYPE_INT32, 1, shape);
-            hvd_op_params_t p = params(HVD_OP_FIELD_NAME);
-            p.name = kNames[it % 5];
-            hvd_request_h req;
-            if (hvd_allreduce_enqueue(ctx, &t, &t, &p, &req) != HVD_OK || wait(req) != HVD_OK)
+            if (allreduce_named(ctx, &t, kNames[it % 5]) != HVD_OK)
                 err = "allreduce failed";
             else if (value != 3 * n * (n - 1) / 2 + n * it)
                 err = "result wrong";
         }
-        return finish_rank(ctx, rank, err);
+        return err;
     });
 }
 
@@ -442,19 +444,14 @@ void test_small_capacity_evicts(void **) {
 // Uneven batches: rank r runs 8 + 3r cached allreduces, then joins; ranks that joined take
 // part with zeros (the coordinator takes over from the cache while anyone is joined).
 void test_join_with_cached_ops(void **) {
-    run_counted(3, [](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
-        hvd_context_h ctx;
-        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+    run_counted(3, [](hvd_context_h ctx, int32_t rank, int32_t n) {
         std::string err;
         int mine = 8 + 3 * rank;
         for (int it = 0; it < mine && err.empty(); ++it) {
             float value = static_cast<float>(rank + 1) * 100 + it;
             int64_t shape[1] = {1};
             hvd_tensor_t t = tensor(&value, HVD_DTYPE_FLOAT32, 1, shape);
-            hvd_op_params_t p = params(HVD_OP_FIELD_NAME);
-            p.name = "step";
-            hvd_request_h req;
-            if (hvd_allreduce_enqueue(ctx, &t, &t, &p, &req) != HVD_OK || wait(req) != HVD_OK) {
+            if (allreduce_named(ctx, &t, "step") != HVD_OK) {
                 err = "allreduce failed at iteration " + std::to_string(it);
                 break;
             }
@@ -469,31 +466,26 @@ void test_join_with_cached_ops(void **) {
                             hvd_request_wait(join, 30000) != HVD_OK ||
                             hvd_request_value(join, &last) != HVD_OK || last != n - 1))
             err = "join failed";
-        return finish_rank(ctx, rank, err);
+        return err;
     });
 }
 
 // Rank 1 enqueues a cached op 1.5 s after rank 0: rank 0's cached wait is handed to the
 // coordinator; the op completes, and the cache works again afterwards.
 void test_slow_rank_falls_back_to_the_coordinator(void **) {
-    run_counted(2, [](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
-        hvd_context_h ctx;
-        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
+    run_counted(2, [](hvd_context_h ctx, int32_t rank, int32_t n) {
         std::string err;
         for (int it = 0; it < 8 && err.empty(); ++it) {
             if (it == 3 && rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
             int64_t value = rank + it;
             int64_t shape[1] = {1};
             hvd_tensor_t t = tensor(&value, HVD_DTYPE_INT64, 1, shape);
-            hvd_op_params_t p = params(HVD_OP_FIELD_NAME);
-            p.name = "late";
-            hvd_request_h req;
-            if (hvd_allreduce_enqueue(ctx, &t, &t, &p, &req) != HVD_OK || wait(req) != HVD_OK)
+            if (allreduce_named(ctx, &t, "late") != HVD_OK)
                 err = "allreduce failed at iteration " + std::to_string(it);
             else if (value != 1 + 2 * it)
                 err = "result wrong";
         }
-        return finish_rank(ctx, rank, err);
+        return err;
     });
     assert_true(g_counters[0].hits >= 4);
 }
