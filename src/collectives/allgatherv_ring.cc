@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "collectives/collectives.h"
+#include "collectives/shm_sync.h"
 #include "common/log.h"
 
 namespace hvd::collectives {
@@ -69,6 +70,7 @@ hvd_status_t run(const Comm &comm, const void *in, const Blocks &blk) {
 hvd_status_t allgatherv(Comm &comm, const void *in, void *out, const std::vector<size_t> &bytes) {
     hvd_status_t st = check_args(comm, in, out, bytes);
     if (st != HVD_OK) return st;
+    if (comm.shm != nullptr) return allgatherv_shm(comm, in, out, bytes);
     return comm.guarded(kName, [&] {
         int32_t n = comm.size();
         // The block offsets live in scratch (the ring itself needs none): no allocation.

@@ -1,5 +1,6 @@
 // allreduce(): validation, the single-member fast path, and the choice of algorithm by size.
 #include "collectives/collectives.h"
+#include "collectives/shm_sync.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "reduce/reduce.h"
@@ -27,6 +28,8 @@ hvd_status_t check_allreduce_args(const Comm &comm, const void *buf, size_t coun
 hvd_status_t allreduce(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op) {
     hvd_status_t st = check_allreduce_args(comm, buf, count, dtype, op, "allreduce");
     if (st != HVD_OK || comm.size() == 1 || count == 0) return st;
+    // One host: through shared memory, no transport.
+    if (comm.shm != nullptr) return allreduce_shm(comm, buf, count, dtype, op);
     // Recursive doubling moves the whole buffer log2(n) times but in only log2(n) rounds;
     // the ring moves 2(n-1)/n of it in 2(n-1) rounds. Rounds dominate small messages,
     // bytes large ones.

@@ -1,5 +1,6 @@
 // broadcast(): validation, the trivial cases, and the choice of algorithm by size.
 #include "collectives/collectives.h"
+#include "collectives/shm_sync.h"
 #include "common/log.h"
 
 namespace hvd::collectives {
@@ -23,6 +24,7 @@ hvd_status_t check_broadcast_args(const Comm &comm, const void *buf, size_t byte
 hvd_status_t broadcast(Comm &comm, void *buf, size_t bytes, int32_t root_index) {
     hvd_status_t st = check_broadcast_args(comm, buf, bytes, root_index, "broadcast");
     if (st != HVD_OK || comm.size() == 1 || bytes == 0) return st;
+    if (comm.shm != nullptr) return broadcast_shm(comm, buf, bytes, root_index);
     // The tree finishes in log2(n) message latencies but the root sends the whole buffer
     // log2(n) times; the chain sends it once per link and pays n-2 chunk latencies to fill.
     // With two ranks both are one link, and one whole message beats chunks (2 ranks, --bind:

@@ -14,6 +14,10 @@
 #include "common/error.h"
 #include "transport/transport.h"
 
+namespace hvd::shm {
+class Group;
+}
+
 namespace hvd::collectives {
 
 // Memory that an algorithm needs for the duration of one call: receive buffers and the
@@ -48,6 +52,10 @@ struct Comm {
     Deadline deadline;
     const std::atomic<int32_t> *abort_status = nullptr;  // nonzero: fail with that status
     ScratchBuffer *scratch = nullptr;
+    // The shared-memory group of a single-host job, for a Comm whose members are exactly the
+    // group's members in order (the global process set); null otherwise. When set, the
+    // dispatching entry points move data through it instead of the transport.
+    shm::Group *shm = nullptr;
 
     int32_t size() const { return static_cast<int32_t>(members.size()); }
     int32_t global_rank() const { return members[my_index]; }

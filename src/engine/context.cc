@@ -57,6 +57,7 @@ Context::Context(const InitConfig &config) : config_(config) {
     std::vector<std::string> hosts = kv_->all_gather("host", topology::this_host_name(), deadline);
     placement_ = topology::place_rank(hosts, rank_);
     connect_transport(hosts, deadline);
+    attach_shared_memory(deadline);
     choose_spin_window();
     // Horovod's HVD_TIMELINE records the coordinator's view, on rank 0.
     if (const char *path = env_setting("TIMELINE"); path != nullptr && rank_ == 0)
@@ -64,6 +65,7 @@ Context::Context(const InitConfig &config) : config_(config) {
     engine_ = std::make_unique<Engine>(rank_, size_, transport_.get(), &abort_, &sets_, &timeline_,
                                        &runtime_);
     monitor_ = std::make_unique<FailureMonitor>(rank_, std::move(kv_), &abort_, engine_.get());
+    engine_->use_shared_memory(shm_.get());
     engine_->start();
     monitor_->start();
     HVD_LOG(kDebug, rank_, "joined a job of %d ranks (local %d/%d, cross %d/%d)", size_,
@@ -138,6 +140,49 @@ void Context::connect_transport(const std::vector<std::string> &hosts, const Dea
     transport_->connect(all, same_host);
 }
 
+void Context::attach_shared_memory(const Deadline &deadline) {
+    if (size_ < 2 || placement_.local_size != size_ || !env_setting_bool("SHM", true)) return;
+    std::unique_ptr<shm::Group> group;
+    std::string problem;
+    if (rank_ == 0) {
+        try {
+            group = shm::Group::create(size_, rank_, shm::slot_bytes_setting());
+            kv_->put("shm", strprintf("%s %016llx", group->name().c_str(),
+                                      static_cast<unsigned long long>(group->nonce())));
+        } catch (const Error &e) {
+            problem = e.what();
+            kv_->put("shm", "");
+        }
+    } else {
+        std::string offer = kv_->get("shm", deadline);
+        size_t space = offer.find(' ');
+        if (space == std::string::npos) {
+            problem = "rank 0 has no segment to offer";
+        } else {
+            try {
+                uint64_t nonce = std::stoull(offer.substr(space + 1), nullptr, 16);
+                group = shm::Group::open(offer.substr(0, space), nonce, size_, rank_);
+            } catch (const Error &e) {
+                problem = e.what();
+            } catch (const std::exception &) {
+                problem = "malformed offer '" + offer + "'";
+            }
+        }
+    }
+    std::vector<std::string> mapped = kv_->all_gather("shm-mapped", group ? "1" : "0", deadline);
+    if (group) group->unlink();  // every rank that could has mapped it: no name left behind
+    for (int32_t r = 0; r < size_; ++r) {
+        if (mapped[r] == "1") continue;
+        if (r == rank_)
+            HVD_LOG(kWarning, rank_,
+                    "no shared memory for the collectives of this single-host job (%s): they "
+                    "go through the transport",
+                    problem.c_str());
+        return;
+    }
+    shm_ = std::move(group);
+}
+
 void Context::choose_spin_window() {
     long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
     int64_t us = placement_.local_size > cpus ? 0 : 50;
@@ -194,6 +239,7 @@ void Context::finalize() {
         }
     }
     engine_.reset();
+    shm_.reset();
     transport_.reset();
     if (kv) {
         if (!abort_.aborted()) kv->bye();

@@ -14,6 +14,7 @@
 #include "engine/process_set_table.h"
 #include "engine/runtime_config.h"
 #include "engine/timeline.h"
+#include "shm/shm_group.h"
 #include "topology/host_topology.h"
 #include "transport/transport.h"
 
@@ -58,6 +59,9 @@ class Context {
     // Polling before sleeping pays off only while every local rank has a CPU of its own.
     void choose_spin_window();
     void connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline);
+    // A single-host job maps one shared-memory segment for its collectives; any rank that
+    // cannot (HVD_SHM=0, /dev/shm absent or full) makes all of them stay on the transport.
+    void attach_shared_memory(const Deadline &deadline);
     void finalize_barrier(bootstrap::KvClient &kv, const Deadline &deadline);
 
     InitConfig config_;
@@ -72,6 +76,7 @@ class Context {
     std::shared_ptr<bootstrap::KvServer> server_;  // when this process hosts the rendezvous
     std::unique_ptr<bootstrap::KvClient> kv_;      // during init; then owned by monitor_
     std::unique_ptr<transport::Transport> transport_;
+    std::unique_ptr<shm::Group> shm_;  // declared before engine_: outlives it
     std::unique_ptr<Engine> engine_;
     std::unique_ptr<FailureMonitor> monitor_;
     bool finalized_ = false;

@@ -476,6 +476,8 @@ collectives::Comm Engine::make_comm(const Response &resp, const Request &req) {
     comm.deadline = req.deadline;
     comm.abort_status = abort_->flag();
     comm.scratch = &scratch_;
+    // Every rank is a member (in rank order): the shared-memory group's rounds stay in step.
+    if (shm_ != nullptr && set->size() == size_) comm.shm = shm_;
     return comm;
 }
 

@@ -32,6 +32,10 @@
 #include "engine/timeline.h"
 #include "transport/transport.h"
 
+namespace hvd::shm {
+class Group;
+}
+
 namespace hvd::engine {
 
 class Engine {
@@ -41,6 +45,10 @@ class Engine {
     ~Engine();  // stops the thread if still running
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
+
+    // The single-host job's shared-memory group (owned by the context, outlives the engine):
+    // collectives of process sets with every rank go through it. Call before start().
+    void use_shared_memory(shm::Group *group) { shm_ = group; }
 
     void start();
     // Stops the thread; requests not yet completed fail with HVD_ERR_ABORTED.
@@ -139,6 +147,7 @@ class Engine {
     const int32_t rank_;
     const int32_t size_;
     transport::Transport *transport_;
+    shm::Group *shm_ = nullptr;
     AbortState *abort_;
     int wake_fd_ = -1;
     std::thread thread_;

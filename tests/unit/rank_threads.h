@@ -13,6 +13,7 @@
 
 #include "collectives/collectives.h"
 #include "common/half.h"
+#include "shm/shm_group.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace rank_threads {
@@ -21,6 +22,9 @@ using hvd::collectives::Comm;
 using hvd::collectives::ScratchBuffer;
 
 constexpr int64_t kDeadlineMs = 30000;
+// One page per slot half: the shared-memory algorithms cross many chunk boundaries even for
+// the small cases.
+constexpr size_t kTestSlotBytes = 4096;
 inline uint32_t g_next_seq = 1;  // each collective call gets a fresh one, the same on all ranks
 
 struct World {
@@ -32,6 +36,10 @@ struct World {
             raw.push_back(transports.back().get());
         }
         hvd::transport::connect_local_transports(raw);
+        shm.push_back(hvd::shm::Group::create(n, 0, kTestSlotBytes));
+        for (int32_t r = 1; r < n; ++r)
+            shm.push_back(hvd::shm::Group::open(shm[0]->name(), shm[0]->nonce(), n, r));
+        shm[0]->unlink();
     }
     // Each rank closes its transport on its own thread, as separate processes would: a
     // closing endpoint waits for its peer's acknowledgement, which needs the peer's progress.
@@ -46,6 +54,9 @@ struct World {
 
     std::vector<std::unique_ptr<hvd::transport::Transport>> transports;
     std::vector<std::unique_ptr<ScratchBuffer>> scratch;
+    // A shared-memory group over the same ranks (member r is rank r). A Comm uses it only when
+    // a test sets comm.shm; every test that does runs all ranks, so the rounds stay in step.
+    std::vector<std::unique_ptr<hvd::shm::Group>> shm;
 };
 
 inline Comm make_comm(World &w, int32_t rank, uint32_t seq, int64_t deadline_ms = kDeadlineMs) {

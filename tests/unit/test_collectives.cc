@@ -97,9 +97,9 @@ int64_t expected_value(int32_t n, size_t i, int32_t dtype, int32_t op) {
 
 // ---------------------------------------------------------------- allreduce
 
-enum class Algo { kDispatch, kRecursiveDoubling, kRing, kRingTinyChunks };
+enum class Algo { kDispatch, kRecursiveDoubling, kRing, kRingTinyChunks, kShm };
 constexpr Algo kAlgos[] = {Algo::kDispatch, Algo::kRecursiveDoubling, Algo::kRing,
-                           Algo::kRingTinyChunks};
+                           Algo::kRingTinyChunks, Algo::kShm};
 constexpr int32_t kOps[] = {HVD_OP_SUM, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
 
 hvd_status_t run_allreduce(Algo algo, Comm &comm, void *buf, size_t count, int32_t dtype,
@@ -116,6 +116,9 @@ hvd_status_t run_allreduce(Algo algo, Comm &comm, void *buf, size_t count, int32
         // window wraps around many times even for small counts.
         case Algo::kRingTinyChunks:
             return c::allreduce_ring(comm, buf, count, dtype, op, 24);
+        // Through the world's shared-memory group: the dispatcher picks it once comm.shm is set.
+        case Algo::kShm:
+            return c::allreduce(comm, buf, count, dtype, op);
     }
     return HVD_ERR_INTERNAL;
 }
@@ -142,6 +145,7 @@ void check_allreduce_cases(int32_t n, Algo algo, const std::vector<ReduceCase> &
     }
     assert_all_ok(run_ranks(w, cases.size(), [&](int32_t r, size_t k, Comm &comm) {
         const ReduceCase &c = cases[k];
+        if (algo == Algo::kShm) comm.shm = w.shm[r].get();
         return run_allreduce(algo, comm, bufs[r][k].data(), c.count, c.dtype, c.op);
     }));
     for (size_t k = 0; k < cases.size(); ++k) {
@@ -180,7 +184,7 @@ void test_allreduce_large(void **) {
         {HVD_DTYPE_INT64, HVD_OP_SUM, kCount},        {HVD_DTYPE_FLOAT16, HVD_OP_SUM, kCount},
         {HVD_DTYPE_BFLOAT16, HVD_OP_PRODUCT, kCount}, {HVD_DTYPE_UINT8, HVD_OP_MAX, kCount}};
     for (int32_t n = 2; n <= kMaxRanks; ++n)
-        for (Algo algo : {Algo::kDispatch, Algo::kRecursiveDoubling, Algo::kRing})
+        for (Algo algo : {Algo::kDispatch, Algo::kRecursiveDoubling, Algo::kRing, Algo::kShm})
             check_allreduce_cases(n, algo, cases);
 }
 
@@ -200,6 +204,7 @@ void check_bitwise_identical(int32_t n, Algo algo, int32_t dtype, size_t count) 
         }
     }
     assert_all_ok(run_ranks(w, 1, [&](int32_t r, size_t, Comm &comm) {
+        if (algo == Algo::kShm) comm.shm = w.shm[r].get();
         return run_allreduce(algo, comm, bufs[r].data(), count, dtype, HVD_OP_SUM);
     }));
     double tol = dtype == HVD_DTYPE_FLOAT32 ? 1e-5 : 0.05;  // 16-bit floats round each step
@@ -220,7 +225,7 @@ void test_allreduce_bitwise_identical_on_every_rank(void **) {
             check_bitwise_identical(n, algo, HVD_DTYPE_FLOAT16, 1000);
             check_bitwise_identical(n, algo, HVD_DTYPE_BFLOAT16, 333);
         }
-        for (Algo algo : {Algo::kRecursiveDoubling, Algo::kRing})
+        for (Algo algo : {Algo::kRecursiveDoubling, Algo::kRing, Algo::kShm})
             check_bitwise_identical(n, algo, HVD_DTYPE_FLOAT32, 100003);
     }
 }
@@ -231,7 +236,8 @@ uint8_t block_byte(int32_t rank, size_t j) {
     return static_cast<uint8_t>(rank * 31 + j * 7 + 1);
 }
 
-void check_allgatherv(int32_t n, const std::vector<size_t> &bytes, bool in_place) {
+void check_allgatherv(int32_t n, const std::vector<size_t> &bytes, bool in_place,
+                      bool shm = false) {
     World &w = *g_worlds[n];
     size_t total = 0;
     std::vector<size_t> offset(n);
@@ -248,6 +254,7 @@ void check_allgatherv(int32_t n, const std::vector<size_t> &bytes, bool in_place
     }
     assert_all_ok(run_ranks(w, 1, [&](int32_t r, size_t, Comm &comm) {
         const void *src = in_place ? out[r].data() + offset[r] : in[r].data();
+        if (shm) comm.shm = w.shm[r].get();
         return hvd::collectives::allgatherv(comm, src, out[r].data(), bytes);
     }));
     for (int32_t r = 0; r < n; ++r) {
@@ -265,16 +272,18 @@ void test_allgatherv_ragged(void **) {
         std::vector<size_t> ragged(kSizes, kSizes + n), zeros(n, 0), one_large(n, 3);
         one_large[n / 2] = 300000;
         for (bool in_place : {false, true}) {
-            check_allgatherv(n, ragged, in_place);
-            check_allgatherv(n, zeros, in_place);
-            check_allgatherv(n, one_large, in_place);
+            for (bool shm : {false, true}) {
+                check_allgatherv(n, ragged, in_place, shm);
+                check_allgatherv(n, zeros, in_place, shm);
+                check_allgatherv(n, one_large, in_place, shm);
+            }
         }
     }
 }
 
 // ---------------------------------------------------------------- broadcast
 
-enum class Bcast { kDispatch, kTree, kChain, kChainTinyChunks };
+enum class Bcast { kDispatch, kTree, kChain, kChainTinyChunks, kShm };
 
 hvd_status_t run_broadcast(Bcast algo, Comm &comm, void *buf, size_t bytes, int32_t root) {
     namespace c = hvd::collectives;
@@ -287,6 +296,8 @@ hvd_status_t run_broadcast(Bcast algo, Comm &comm, void *buf, size_t bytes, int3
             return c::broadcast_chain(comm, buf, bytes, root);
         case Bcast::kChainTinyChunks:
             return c::broadcast_chain(comm, buf, bytes, root, 1000);
+        case Bcast::kShm:  // comm.shm is set: the dispatcher picks it
+            return c::broadcast(comm, buf, bytes, root);
     }
     return HVD_ERR_INTERNAL;
 }
@@ -304,6 +315,7 @@ void check_broadcast(int32_t n, Bcast algo, size_t bytes) {
             bufs[root].push_back(std::move(b));
         }
     assert_all_ok(run_ranks(w, n, [&](int32_t r, size_t root, Comm &comm) {
+        if (algo == Bcast::kShm) comm.shm = w.shm[r].get();
         return run_broadcast(algo, comm, bufs[root][r].data(), bytes, static_cast<int32_t>(root));
     }));
     for (int32_t root = 0; root < n; ++root)
@@ -318,8 +330,10 @@ void check_broadcast(int32_t n, Bcast algo, size_t bytes) {
 
 void test_broadcast_every_root(void **) {
     for (int32_t n = 1; n <= kMaxRanks; ++n) {
-        for (size_t bytes : {0, 1, 1000, 600000})
+        for (size_t bytes : {0, 1, 1000, 600000}) {
             check_broadcast(n, Bcast::kDispatch, bytes);
+            check_broadcast(n, Bcast::kShm, bytes);
+        }
         for (size_t bytes : {1, 10007}) {
             check_broadcast(n, Bcast::kTree, bytes);
             check_broadcast(n, Bcast::kChain, bytes);
@@ -343,13 +357,17 @@ void test_larger_groups(void **) {
         for (Algo algo : kAlgos)
             check_allreduce_cases(n, algo, cases);
         check_allreduce_cases(n, Algo::kRing, large);
+        check_allreduce_cases(n, Algo::kShm, large);
         check_bitwise_identical(n, Algo::kRecursiveDoubling, HVD_DTYPE_FLOAT32, 1000);
         check_bitwise_identical(n, Algo::kRing, HVD_DTYPE_FLOAT32, 1000);
+        check_bitwise_identical(n, Algo::kShm, HVD_DTYPE_FLOAT32, 1000);
         std::vector<size_t> ragged(n);
         for (int32_t r = 0; r < n; ++r)
             ragged[r] = static_cast<size_t>(r % 3) * 101;
         check_allgatherv(n, ragged, /*in_place=*/false);
+        check_allgatherv(n, ragged, /*in_place=*/false, /*shm=*/true);
         check_broadcast(n, Bcast::kTree, 1000);
+        check_broadcast(n, Bcast::kShm, 10007);
         check_broadcast(n, Bcast::kChainTinyChunks, 10007);
     }
 }

@@ -1,0 +1,74 @@
+// Ragged allgather through the shared-memory group of a single-host job: in round k every
+// member copies piece k (slot-sized) of its block into its slot, then copies every other
+// member's piece k into place; as many rounds as the largest block has pieces.
+#include <cstring>
+
+#include "collectives/collectives.h"
+#include "collectives/shm_sync.h"
+#include "common/log.h"
+
+namespace hvd::collectives {
+
+namespace {
+constexpr const char *kName = "shm allgatherv";
+}
+
+hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
+                            const std::vector<size_t> &bytes) {
+    hvd_status_t st = check_shm_comm(comm, kName);
+    if (st != HVD_OK) return st;
+    const int32_t n = comm.size();
+    if (bytes.size() != static_cast<size_t>(n)) {
+        HVD_LOG(kError, comm.global_rank(), "%s: %zu block sizes for %d members", kName,
+                bytes.size(), n);
+        return HVD_ERR_INVALID_ARG;
+    }
+    size_t total = 0, largest = 0;
+    auto *offset = static_cast<size_t *>(comm.scratch->get(n * sizeof(size_t)));
+    for (int32_t m = 0; m < n; ++m) {
+        offset[m] = total;
+        total += bytes[m];
+        largest = bytes[m] > largest ? bytes[m] : largest;
+    }
+    const int32_t me = comm.my_index;
+    if ((out == nullptr && total > 0) || (in == nullptr && bytes[me] > 0)) {
+        HVD_LOG(kError, comm.global_rank(), "%s: null buffer", kName);
+        return HVD_ERR_INVALID_ARG;
+    }
+    if (total == 0) return HVD_OK;
+    char *o = static_cast<char *>(out);
+    const char *mine = static_cast<const char *>(in);
+    const bool own_in_place = mine == o + offset[me];
+    if (n == 1) {
+        if (!own_in_place) std::memmove(o, mine, bytes[0]);
+        return HVD_OK;
+    }
+    return comm.guarded(kName, [&] {
+        ShmSync sync(comm, kName);
+        shm::Group &g = sync.group();
+        const size_t piece = g.slot_bytes();
+        for (size_t at = 0; at < largest; at += piece) {
+            uint64_t t = 0;
+            hvd_status_t s = sync.begin(&t);
+            if (s != HVD_OK) return s;
+            size_t own = at < bytes[me] ? (bytes[me] - at < piece ? bytes[me] - at : piece) : 0;
+            if (own > 0) std::memcpy(g.slot(me, t), mine + at, own);
+            sync.post(shm::Counter::kReady, t);
+            s = sync.all(shm::Counter::kReady, t, "to stage its block");
+            if (s != HVD_OK) return s;
+            for (int32_t m = 0; m < n; ++m) {
+                if (at >= bytes[m]) continue;
+                size_t len = bytes[m] - at < piece ? bytes[m] - at : piece;
+                if (m != me) {
+                    std::memcpy(o + offset[m] + at, g.slot(m, t), len);
+                } else if (!own_in_place) {
+                    std::memcpy(o + offset[m] + at, mine + at, len);
+                }
+            }
+            sync.post(shm::Counter::kDone, t);
+        }
+        return HVD_OK;
+    });
+}
+
+}  // namespace hvd::collectives

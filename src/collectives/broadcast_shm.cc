@@ -1,0 +1,43 @@
+// Broadcast through the shared-memory group of a single-host job: per chunk of the slot size,
+// the root copies the chunk into its slot and every other member copies it out. The root runs
+// up to two chunks ahead (the two halves of its slot).
+#include <cstring>
+
+#include "collectives/collectives.h"
+#include "collectives/shm_sync.h"
+
+namespace hvd::collectives {
+
+namespace {
+constexpr const char *kName = "shm broadcast";
+}
+
+hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_index) {
+    hvd_status_t st = check_broadcast_args(comm, buf, bytes, root_index, kName);
+    if (st == HVD_OK) st = check_shm_comm(comm, kName);
+    if (st != HVD_OK || comm.size() == 1 || bytes == 0) return st;
+    return comm.guarded(kName, [&] {
+        ShmSync sync(comm, kName);
+        shm::Group &g = sync.group();
+        char *b = static_cast<char *>(buf);
+        const bool root = sync.me() == root_index;
+        for (size_t done = 0; done < bytes; done += g.slot_bytes()) {
+            size_t len = bytes - done < g.slot_bytes() ? bytes - done : g.slot_bytes();
+            uint64_t t = 0;
+            hvd_status_t s = root ? sync.begin(&t) : (t = g.next_round(), HVD_OK);
+            if (s != HVD_OK) return s;
+            if (root) {
+                std::memcpy(g.slot(root_index, t), b + done, len);
+                sync.post(shm::Counter::kReady, t);
+            } else {
+                s = sync.one(root_index, shm::Counter::kReady, t, "to stage its chunk");
+                if (s != HVD_OK) return s;
+                std::memcpy(b + done, g.slot(root_index, t), len);
+            }
+            sync.post(shm::Counter::kDone, t);
+        }
+        return HVD_OK;
+    });
+}
+
+}  // namespace hvd::collectives

@@ -1,0 +1,60 @@
+// The waits of the shared-memory collectives, bound to one call's Comm: each failure is
+// reported with the algorithm, the rank waited for and what it was expected to do, and ends
+// the transport's operations like every other collective's failure.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/comm.h"
+#include "shm/shm_group.h"
+
+namespace hvd::collectives {
+
+class ShmSync {
+  public:
+    ShmSync(const Comm &comm, const char *algorithm)
+        : comm_(comm), group_(*comm.shm), algorithm_(algorithm) {}
+
+    shm::Group &group() const { return group_; }
+    int32_t me() const { return comm_.my_index; }
+
+    // Starts the next round: waits until this member's slot half for it is free.
+    hvd_status_t begin(uint64_t *round);
+    // Waits until every other member's counter c reached `round`; what: what they were doing.
+    hvd_status_t all(shm::Counter c, uint64_t round, const char *what);
+    // Waits for one member.
+    hvd_status_t one(int32_t member, shm::Counter c, uint64_t round, const char *what);
+    void post(shm::Counter c, uint64_t round) { group_.post(c, round); }
+
+  private:
+    hvd_status_t failed(hvd_status_t s, int32_t laggard, const char *what) const;
+
+    const Comm &comm_;
+    shm::Group &group_;
+    const char *algorithm_;
+};
+
+// Elements [first, first + count) of `total` that member `index` of n handles when a chunk is
+// split among members: equal shares of whole 64-byte lines (the last share takes the rest).
+struct Share {
+    size_t first;
+    size_t count;
+};
+Share share_of(size_t total, size_t element_bytes, int32_t n, int32_t index);
+
+// The shared-memory algorithms (single host, comm.shm set; same contracts as the dispatching
+// allreduce / allgatherv / broadcast in collectives.h). Up to shm_one_shot_max_bytes()
+// (env HVD_SHM_ONE_SHOT_MAX_BYTES) an allreduce stages the whole buffer once and every member
+// reduces all of it; above, chunks of the slot size are reduced one share per member.
+hvd_status_t allreduce_shm(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
+hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
+                            const std::vector<size_t> &bytes);
+hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_index);
+
+constexpr size_t kShmOneShotMaxBytes = 16 * 1024;
+size_t shm_one_shot_max_bytes();
+
+// HVD_ERR_INVALID_ARG (logged) unless comm.shm is set and matches comm's members.
+hvd_status_t check_shm_comm(const Comm &comm, const char *algorithm);
+
+}  // namespace hvd::collectives

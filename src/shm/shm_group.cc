@@ -1,0 +1,286 @@
+#include "shm/shm_group.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include "common/env.h"
+#include "common/error.h"
+#include "transport/transport.h"
+
+namespace hvd::shm {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x3168766473686d31ULL;  // "1mhsdvh1"
+constexpr uint32_t kLayoutVersion = 1;
+constexpr size_t kPage = 4096;
+constexpr size_t kMaxSlotBytes = size_t{64} << 20;
+// Longest single futex sleep: bounds how late an abort or the deadline is seen.
+constexpr int64_t kMaxSleepMs = 10;
+// Counter polls between two looks at the clock and the abort flag while spinning.
+constexpr int kPollsPerCheck = 64;
+
+size_t round_up(size_t v, size_t to) {
+    return (v + to - 1) / to * to;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
+// Shared (not FUTEX_PRIVATE): the word lives in a mapping of several processes.
+void futex_wait(uint32_t *word, uint32_t expected, int64_t ms) {
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000;
+    ::syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futex_wake(uint32_t *word) {
+    ::syscall(SYS_futex, word, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+std::string errno_text(const char *call, int err) {
+    return strprintf("%s: %s", call, std::strerror(err));
+}
+
+uint64_t random_u64() {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+}  // namespace
+
+struct Group::Header {
+    uint64_t magic;
+    uint32_t version;
+    int32_t size;
+    uint64_t slot_bytes;
+    uint64_t nonce;
+};
+
+// One member's counters (written by it, polled by the others) and its sleep flag and bell
+// (the futex word the others ring), on separate 128-byte lines so polling one does not steal
+// the other's line.
+struct Group::Control {
+    alignas(128) uint64_t counters[3];
+    alignas(128) uint32_t sleeping;
+    uint32_t bell;
+};
+
+namespace {
+
+size_t controls_offset() {
+    return kPage;
+}
+
+size_t slots_offset(int32_t size) {
+    return controls_offset() + round_up(static_cast<size_t>(size) * 256, kPage);
+}
+
+size_t layout_bytes(int32_t size, size_t slot_bytes) {
+    return slots_offset(size) + static_cast<size_t>(size) * 2 * slot_bytes;
+}
+
+}  // namespace
+
+size_t slot_bytes_setting() {
+    int64_t v = env_setting_int("SHM_SLOT_BYTES", static_cast<int64_t>(kDefaultSlotBytes));
+    if (v <= 0) v = static_cast<int64_t>(kDefaultSlotBytes);
+    size_t bytes = round_up(static_cast<size_t>(v), kPage);
+    return bytes > kMaxSlotBytes ? kMaxSlotBytes : bytes;
+}
+
+Group::Group(std::string name, void *base, size_t bytes, int32_t size, int32_t my_index,
+             size_t slot_bytes, bool owns_name)
+    : name_(std::move(name)),
+      base_(base),
+      bytes_(bytes),
+      size_(size),
+      my_index_(my_index),
+      slot_bytes_(slot_bytes),
+      owns_name_(owns_name) {}
+
+std::unique_ptr<Group> Group::create(int32_t size, int32_t my_index, size_t slot_bytes) {
+    static_assert(sizeof(Control) == 256, "one member's control block is 256 bytes");
+    if (size < 1 || my_index < 0 || my_index >= size || slot_bytes == 0 || slot_bytes % kPage != 0)
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("shared memory group: bad size %d, index %d or slot bytes %zu", size,
+                              my_index, slot_bytes));
+    std::string name = strprintf("/hvd-%d-%016llx", static_cast<int>(::getpid()),
+                                 static_cast<unsigned long long>(random_u64()));
+    int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) throw Error(HVD_ERR_TRANSPORT, errno_text(("shm_open " + name).c_str(), errno));
+    size_t bytes = layout_bytes(size, slot_bytes);
+    // Reserve the pages now: a full /dev/shm fails here, not with SIGBUS mid-collective.
+    int err = ::ftruncate(fd, static_cast<off_t>(bytes)) != 0
+                  ? errno
+                  : ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    void *base = MAP_FAILED;
+    if (err == 0) {
+        base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+        if (base == MAP_FAILED) err = errno;
+    }
+    ::close(fd);
+    if (err != 0) {
+        ::shm_unlink(name.c_str());
+        throw Error(HVD_ERR_TRANSPORT, strprintf("shared memory segment %s of %zu bytes: %s",
+                                                 name.c_str(), bytes, std::strerror(err)));
+    }
+    auto *h = static_cast<Header *>(base);
+    h->version = kLayoutVersion;
+    h->size = size;
+    h->slot_bytes = slot_bytes;
+    h->nonce = random_u64();
+    __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE);
+    return std::unique_ptr<Group>(
+        new Group(std::move(name), base, bytes, size, my_index, slot_bytes, true));
+}
+
+std::unique_ptr<Group> Group::open(const std::string &name, uint64_t nonce, int32_t size,
+                                   int32_t my_index) {
+    if (size < 1 || my_index < 0 || my_index >= size)
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("shared memory group: bad size %d or index %d", size, my_index));
+    int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) throw Error(HVD_ERR_TRANSPORT, errno_text(("shm_open " + name).c_str(), errno));
+    struct stat st;
+    int err = ::fstat(fd, &st) != 0 ? errno : 0;
+    size_t bytes = err == 0 ? static_cast<size_t>(st.st_size) : 0;
+    void *base = MAP_FAILED;
+    if (err == 0 && bytes >= kPage) {
+        base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+        if (base == MAP_FAILED) err = errno;
+    }
+    ::close(fd);
+    if (base == MAP_FAILED)
+        throw Error(HVD_ERR_TRANSPORT, strprintf("shared memory segment %s: %s", name.c_str(),
+                                                 err != 0 ? std::strerror(err) : "too small"));
+    const auto *h = static_cast<const Header *>(base);
+    const char *problem = nullptr;
+    if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != kMagic || h->version != kLayoutVersion)
+        problem = "not a libhvd segment of this version";
+    else if (h->nonce != nonce)
+        problem = "another job's segment (nonce differs)";
+    else if (h->size != size)
+        problem = "made for another number of ranks";
+    else if (h->slot_bytes == 0 || h->slot_bytes % kPage != 0 ||
+             layout_bytes(size, h->slot_bytes) != bytes)
+        problem = "its size does not match its header";
+    if (problem != nullptr) {
+        ::munmap(base, bytes);
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("shared memory segment %s: %s", name.c_str(), problem));
+    }
+    return std::unique_ptr<Group>(
+        new Group(name, base, bytes, size, my_index, h->slot_bytes, false));
+}
+
+Group::~Group() {
+    unlink();
+    ::munmap(base_, bytes_);
+}
+
+uint64_t Group::nonce() const {
+    return header()->nonce;
+}
+
+void Group::unlink() {
+    if (!owns_name_) return;
+    ::shm_unlink(name_.c_str());
+    owns_name_ = false;
+}
+
+Group::Header *Group::header() const {
+    return static_cast<Header *>(base_);
+}
+
+Group::Control *Group::control(int32_t member) const {
+    return reinterpret_cast<Control *>(static_cast<char *>(base_) + controls_offset()) + member;
+}
+
+char *Group::slot(int32_t member, uint64_t round) const {
+    size_t index = static_cast<size_t>(member) * 2 + (round & 1);
+    return static_cast<char *>(base_) + slots_offset(size_) + index * slot_bytes_;
+}
+
+bool Group::reached(int32_t member, Counter c, uint64_t round) const {
+    const uint64_t *word = &control(member)->counters[static_cast<int>(c)];
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE) >= round;
+}
+
+void Group::post(Counter c, uint64_t round) {
+    // Sequentially consistent, paired with sleep_once(): either this store is seen by the
+    // sleeper's last look, or the sleeper's flag is seen here and its bell rung.
+    __atomic_store_n(&control(my_index_)->counters[static_cast<int>(c)], round, __ATOMIC_SEQ_CST);
+    for (int32_t m = 0; m < size_; ++m) {
+        if (m == my_index_) continue;
+        Control *other = control(m);
+        if (__atomic_load_n(&other->sleeping, __ATOMIC_SEQ_CST) == 0) continue;
+        __atomic_fetch_add(&other->bell, 1, __ATOMIC_SEQ_CST);
+        futex_wake(&other->bell);
+    }
+}
+
+void Group::sleep_once(int32_t member, Counter c, uint64_t round, const Deadline &deadline) {
+    Control *me = control(my_index_);
+    __atomic_store_n(&me->sleeping, 1, __ATOMIC_SEQ_CST);
+    uint32_t bell = __atomic_load_n(&me->bell, __ATOMIC_SEQ_CST);
+    const uint64_t *word = &control(member)->counters[static_cast<int>(c)];
+    if (__atomic_load_n(word, __ATOMIC_SEQ_CST) < round)
+        futex_wait(&me->bell, bell, deadline.remaining_ms(kMaxSleepMs));
+    __atomic_store_n(&me->sleeping, 0, __ATOMIC_RELAXED);
+}
+
+hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadline &deadline,
+                         const std::atomic<int32_t> *abort_status) {
+    if (reached(member, c, round)) return HVD_OK;
+    const auto spin_until = std::chrono::steady_clock::now() + transport::spin_window();
+    for (;;) {
+        for (int i = 0; i < kPollsPerCheck; ++i) {
+            if (reached(member, c, round)) return HVD_OK;
+            cpu_relax();
+        }
+        if (abort_status != nullptr) {
+            int32_t a = abort_status->load(std::memory_order_acquire);
+            if (a != 0) return static_cast<hvd_status_t>(a);
+        }
+        if (deadline.expired()) return HVD_ERR_TIMED_OUT;
+        if (std::chrono::steady_clock::now() >= spin_until) sleep_once(member, c, round, deadline);
+    }
+}
+
+hvd_status_t Group::wait_all(Counter c, uint64_t round, const Deadline &deadline,
+                             const std::atomic<int32_t> *abort_status, int32_t *laggard) {
+    for (int32_t m = 0; m < size_; ++m) {
+        if (m == my_index_) continue;
+        hvd_status_t s = wait(m, c, round, deadline, abort_status);
+        if (s != HVD_OK) {
+            *laggard = m;
+            return s;
+        }
+    }
+    return HVD_OK;
+}
+
+hvd_status_t Group::wait_slot_free(uint64_t round, const Deadline &deadline,
+                                   const std::atomic<int32_t> *abort_status, int32_t *laggard) {
+    if (round <= 2) return HVD_OK;
+    return wait_all(Counter::kDone, round - 2, deadline, abort_status, laggard);
+}
+
+}  // namespace hvd::shm

@@ -1,0 +1,105 @@
+// The ranks of a single-host job as members of one shared-memory segment: a staging slot per
+// member (two halves, used by alternate rounds) and per-member progress counters. The
+// single-host collectives (collectives/*_shm.cc) move data through the slots with plain loads
+// and stores, paced by the counters: no transport, no page pinning, no kernel on the data path.
+//
+// Rounds: every collective on the group takes one or more rounds, numbered 1, 2, ... in the
+// order the members run them (the same on all, as for every collective). In round t a member
+// uses its slot half t % 2, and signals its progress by raising its own counters to t. A
+// member writes half t % 2 only after every member's kDone counter reached t - 2 (everyone has
+// finished reading that half's previous round).
+//
+// Waiting: spin for transport::spin_window(), then sleep on a futex in the segment (the poster
+// wakes members that said they sleep). Every wait ends at the deadline or when the abort flag
+// is raised (the failure monitor raises it when a peer process dies).
+//
+// One thread per member uses a Group (the engine thread). Members may be threads of one
+// process (tests) or separate processes.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/deadline.h"
+#include "hvd/hvd.h"
+
+namespace hvd::shm {
+
+enum class Counter : int {
+    kReady = 0,    // this member's data for the round is in its slot
+    kReduced = 1,  // this member's share of a reduction is in its slot
+    kDone = 2,     // this member has finished reading the round's slots
+};
+
+// Bytes of one slot half unless HVD_SHM_SLOT_BYTES says otherwise (rounded up to whole pages).
+constexpr size_t kDefaultSlotBytes = 256 * 1024;
+size_t slot_bytes_setting();
+
+class Group {
+  public:
+    // Creates and maps a new segment for `size` members under a fresh name; this process is
+    // member `my_index`. Throws hvd::Error(HVD_ERR_TRANSPORT) naming the call that failed
+    // (e.g. /dev/shm full or absent), HVD_ERR_INVALID_ARG for a bad size or index.
+    static std::unique_ptr<Group> create(int32_t size, int32_t my_index, size_t slot_bytes);
+    // Maps the segment another member created. Throws HVD_ERR_TRANSPORT if it is absent or its
+    // header does not match (size, layout version, nonce).
+    static std::unique_ptr<Group> open(const std::string &name, uint64_t nonce, int32_t size,
+                                       int32_t my_index);
+    ~Group();  // unmaps (and unlinks the name if this member created it and still holds it)
+    Group(const Group &) = delete;
+    Group &operator=(const Group &) = delete;
+
+    // The segment's name and nonce, for the other members' open().
+    const std::string &name() const { return name_; }
+    uint64_t nonce() const;
+    // Removes the segment's name (the memory stays while anyone maps it). The creator calls
+    // it once every member has mapped the segment, so nothing is left behind by a crash.
+    void unlink();
+
+    int32_t size() const { return size_; }
+    int32_t my_index() const { return my_index_; }
+    size_t slot_bytes() const { return slot_bytes_; }
+
+    // The next round number: every member gets the same sequence.
+    uint64_t next_round() { return ++round_; }
+    // Member m's slot half for round t (slot_bytes() bytes, page aligned).
+    char *slot(int32_t member, uint64_t round) const;
+
+    // Raises this member's counter c to `round` (release: writes to the slots before it are
+    // visible to a member that sees the new value) and wakes sleeping members.
+    void post(Counter c, uint64_t round);
+    // Waits until member m's counter c is at least `round` (acquire). HVD_OK, HVD_ERR_TIMED_OUT,
+    // or the abort status.
+    hvd_status_t wait(int32_t member, Counter c, uint64_t round, const Deadline &deadline,
+                      const std::atomic<int32_t> *abort_status);
+    // The same for every member; *laggard gets the member waited for when it fails.
+    hvd_status_t wait_all(Counter c, uint64_t round, const Deadline &deadline,
+                          const std::atomic<int32_t> *abort_status, int32_t *laggard);
+    // Before writing this member's slot in `round`: every member finished round - 2.
+    hvd_status_t wait_slot_free(uint64_t round, const Deadline &deadline,
+                                const std::atomic<int32_t> *abort_status, int32_t *laggard);
+
+  private:
+    struct Header;
+    struct Control;
+    Group(std::string name, void *base, size_t bytes, int32_t size, int32_t my_index,
+          size_t slot_bytes, bool owns_name);
+    Header *header() const;
+    Control *control(int32_t member) const;
+    bool reached(int32_t member, Counter c, uint64_t round) const;
+    void sleep_once(int32_t member, Counter c, uint64_t round, const Deadline &deadline);
+
+    std::string name_;
+    void *base_;
+    size_t bytes_;
+    int32_t size_;
+    int32_t my_index_;
+    size_t slot_bytes_;
+    bool owns_name_;
+    uint64_t round_ = 0;
+};
+
+}  // namespace hvd::shm

@@ -1,0 +1,173 @@
+// The shared-memory group on its own: segment checks, counters and slots, and the waits of the
+// shared-memory collectives when a member is missing, late or the context aborts. Ranks are
+// threads mapping the same segment, as processes of one host would.
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+extern "C" {
+#include <cmocka.h>
+}
+// clang-format on
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "collectives/collectives.h"
+#include "collectives/shm_sync.h"
+#include "common/error.h"
+#include "rank_threads.h"
+#include "shm/shm_group.h"
+
+namespace {
+
+using hvd::shm::Counter;
+using hvd::shm::Group;
+using namespace rank_threads;
+
+// Runs f, which must throw hvd::Error; returns its status (HVD_OK if it did not throw).
+template <typename F>
+hvd_status_t thrown_status(F &&f) {
+    try {
+        f();
+    } catch (const hvd::Error &e) {
+        return e.status();
+    }
+    return HVD_OK;
+}
+
+void test_open_checks_the_segment(void **) {
+    auto g = Group::create(3, 0, 8192);
+    assert_int_equal(g->size(), 3);
+    assert_int_equal(g->slot_bytes(), 8192);
+    const std::string name = g->name();
+    const uint64_t nonce = g->nonce();
+    assert_int_equal(thrown_status([&] { Group::open(name, nonce ^ 1, 3, 1); }), HVD_ERR_TRANSPORT);
+    assert_int_equal(thrown_status([&] { Group::open(name, nonce, 2, 1); }), HVD_ERR_TRANSPORT);
+    assert_int_equal(thrown_status([&] { Group::open(name, nonce, 3, 3); }), HVD_ERR_INVALID_ARG);
+    auto other = Group::open(name, nonce, 3, 2);
+    assert_int_equal(other->slot_bytes(), 8192);
+    g->unlink();  // mapped members keep the memory; the name is gone
+    assert_int_equal(thrown_status([&] { Group::open(name, nonce, 3, 1); }), HVD_ERR_TRANSPORT);
+    assert_int_equal(thrown_status([&] { Group::create(0, 0, 4096); }), HVD_ERR_INVALID_ARG);
+    assert_int_equal(thrown_status([&] { Group::create(2, 0, 1000); }), HVD_ERR_INVALID_ARG);
+}
+
+// Both mappings see the same bytes; halves alternate by round; a post is seen by a wait.
+void test_slots_and_counters_are_shared(void **) {
+    auto a = Group::create(2, 0, 4096);
+    auto b = Group::open(a->name(), a->nonce(), 2, 1);
+    a->unlink();
+    assert_ptr_not_equal(a->slot(1, 1), a->slot(1, 2));
+    assert_ptr_equal(a->slot(1, 1), a->slot(1, 3));
+    assert_int_equal(reinterpret_cast<uintptr_t>(a->slot(0, 1)) % 4096, 0);
+    std::memcpy(b->slot(1, 1), "hello", 6);
+    assert_string_equal(a->slot(1, 1), "hello");
+    hvd::Deadline soon = hvd::Deadline::after_ms(50);
+    assert_int_equal(a->wait(1, Counter::kReady, 1, soon, nullptr), HVD_ERR_TIMED_OUT);
+    b->post(Counter::kReady, 1);
+    assert_int_equal(a->wait(1, Counter::kReady, 1, hvd::Deadline::after_ms(50), nullptr), HVD_OK);
+    // Counters are independent, and a later round covers earlier ones.
+    assert_int_equal(a->wait(1, Counter::kDone, 1, hvd::Deadline::after_ms(10), nullptr),
+                     HVD_ERR_TIMED_OUT);
+    b->post(Counter::kDone, 5);
+    assert_int_equal(a->wait(1, Counter::kDone, 4, hvd::Deadline::after_ms(10), nullptr), HVD_OK);
+}
+
+Comm shm_comm(World &w, int32_t rank, int64_t deadline_ms) {
+    Comm c = make_comm(w, rank, g_next_seq++, deadline_ms);
+    c.shm = w.shm[rank].get();
+    return c;
+}
+
+// Only rank 0 calls: it gives up at its deadline, naming no success.
+void test_missing_member_times_out(void **) {
+    World w(2);
+    std::vector<float> buf(100000, 1.0f);
+    Comm comm = shm_comm(w, 0, 200);
+    auto start = std::chrono::steady_clock::now();
+    assert_int_equal(hvd::collectives::allreduce_shm(comm, buf.data(), buf.size(),
+                                                     HVD_DTYPE_FLOAT32, HVD_OP_SUM),
+                     HVD_ERR_TIMED_OUT);
+    auto waited = std::chrono::steady_clock::now() - start;
+    assert_true(waited >= std::chrono::milliseconds(150));
+    assert_true(waited < std::chrono::seconds(10));
+}
+
+// Another thread raises the context's abort flag: a member waiting for the root's chunk
+// returns with the flag's status.
+void test_abort_flag_ends_the_wait(void **) {
+    World w(3);
+    std::atomic<int32_t> abort_flag{0};
+    std::vector<uint8_t> buf(100000, 7);
+    Comm comm = shm_comm(w, 1, kDeadlineMs);
+    comm.abort_status = &abort_flag;
+    std::thread raiser([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        abort_flag.store(HVD_ERR_PEER_FAILED);
+    });
+    hvd_status_t st = hvd::collectives::broadcast_shm(comm, buf.data(), buf.size(), 0);
+    raiser.join();
+    assert_int_equal(st, HVD_ERR_PEER_FAILED);
+}
+
+// With no spinning at all (an oversubscribed host) every wait sleeps on the futex and is woken
+// by the poster; a member arriving late each time still gets exact results.
+void test_sleeping_members_are_woken(void **) {
+    const auto saved = hvd::transport::spin_window();
+    hvd::transport::set_spin_window(std::chrono::microseconds(0));
+    World w(3);
+    const size_t kCount = 5000;  // several chunks of the test slot size
+    std::vector<std::vector<int32_t>> bufs(3, std::vector<int32_t>(kCount));
+    std::vector<hvd_status_t> status = run_ranks(w, 20, [&](int32_t r, size_t call, Comm &comm) {
+        comm.shm = w.shm[r].get();
+        if (r == static_cast<int32_t>(call % 3))
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        for (size_t i = 0; i < kCount; ++i)
+            bufs[r][i] = static_cast<int32_t>(i + call) * (r + 1);
+        hvd_status_t s =
+            hvd::collectives::allreduce(comm, bufs[r].data(), kCount, HVD_DTYPE_INT32, HVD_OP_SUM);
+        for (size_t i = 0; i < kCount && s == HVD_OK; ++i)
+            if (bufs[r][i] != static_cast<int32_t>(i + call) * 6) s = HVD_ERR_INTERNAL;
+        return s;
+    });
+    hvd::transport::set_spin_window(saved);
+    assert_all_ok(status);
+}
+
+// share_of splits in whole cache lines and covers every element exactly once.
+void test_shares_cover_the_chunk(void **) {
+    for (size_t esz : {1, 2, 4, 8})
+        for (int32_t n = 1; n <= 5; ++n)
+            for (size_t total : {0, 1, 15, 16, 17, 1000, 4096}) {
+                size_t next = 0;
+                for (int32_t m = 0; m < n; ++m) {
+                    hvd::collectives::Share s = hvd::collectives::share_of(total, esz, n, m);
+                    if (s.count == 0) continue;
+                    assert_int_equal(s.first, next);
+                    assert_int_equal((s.first * esz) % 64, 0);
+                    next += s.count;
+                }
+                assert_int_equal(next, total);
+            }
+}
+
+}  // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_open_checks_the_segment),
+        cmocka_unit_test(test_slots_and_counters_are_shared),
+        cmocka_unit_test(test_missing_member_times_out),
+        cmocka_unit_test(test_abort_flag_ends_the_wait),
+        cmocka_unit_test(test_sleeping_members_are_woken),
+        cmocka_unit_test(test_shares_cover_the_chunk),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
