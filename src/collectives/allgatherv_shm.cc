@@ -1,6 +1,8 @@
-// Ragged allgather through the shared-memory group of a single-host job: in round k every
-// member copies piece k (slot-sized) of its block into its slot, then copies every other
-// member's piece k into place; as many rounds as the largest block has pieces.
+// Ragged allgather through the shared-memory group of a single-host job.
+// Staged: in round k every member copies piece k (slot-sized) of its block into its slot, then
+// copies every other member's piece k into place; as many rounds as the largest block has
+// pieces. Single copy (blocks in the group's single-copy range): every member publishes its
+// block's address and reads the others' blocks straight from their processes, one round.
 #include <cstring>
 
 #include "collectives/collectives.h"
@@ -46,6 +48,22 @@ hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
     return comm.guarded(kName, [&] {
         ShmSync sync(comm, kName);
         shm::Group &g = sync.group();
+        if (g.single_copy(largest)) {
+            uint64_t t = 0;
+            hvd_status_t s = sync.begin(&t);
+            if (s != HVD_OK) return s;
+            sync.publish(t, mine, bytes[me]);
+            sync.post(shm::Counter::kReady, t);
+            s = sync.all(shm::Counter::kReady, t, "to publish its block");
+            if (s != HVD_OK) return s;
+            if (!own_in_place && bytes[me] > 0) std::memcpy(o + offset[me], mine, bytes[me]);
+            for (int32_t m = 0; m < n && s == HVD_OK; ++m)
+                if (m != me && bytes[m] > 0) s = sync.fetch(m, t, o + offset[m], bytes[m]);
+            if (s != HVD_OK) return s;
+            sync.post(shm::Counter::kDone, t);
+            // The others read this rank's input: it stays untouched until they are done.
+            return sync.all(shm::Counter::kDone, t, "to read this rank's block");
+        }
         const size_t piece = g.slot_bytes();
         for (size_t at = 0; at < largest; at += piece) {
             uint64_t t = 0;

@@ -1,6 +1,9 @@
-// Broadcast through the shared-memory group of a single-host job: per chunk of the slot size,
-// the root copies the chunk into its slot and every other member copies it out. The root runs
-// up to two chunks ahead (the two halves of its slot).
+// Broadcast through the shared-memory group of a single-host job.
+// Staged: per chunk of the slot size, the root copies the chunk into its slot and every other
+// member copies it out; the root runs up to two chunks ahead (the two halves of its slot).
+// Single copy (sizes in the group's single-copy range): the root publishes its buffer's address and
+// the others read it straight from its process. Either way the root returns once everyone has
+// the data.
 #include <cstring>
 
 #include "collectives/collectives.h"
@@ -21,6 +24,22 @@ hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_ind
         shm::Group &g = sync.group();
         char *b = static_cast<char *>(buf);
         const bool root = sync.me() == root_index;
+        uint64_t last = 0;
+        if (g.single_copy(bytes)) {
+            uint64_t t = 0;
+            hvd_status_t s = root ? sync.begin(&t) : (t = g.next_round(), HVD_OK);
+            if (s != HVD_OK) return s;
+            if (root) {
+                sync.publish(t, b, bytes);
+                sync.post(shm::Counter::kReady, t);
+                sync.post(shm::Counter::kDone, t);
+                return sync.all(shm::Counter::kDone, t, "to read the root's buffer");
+            }
+            s = sync.one(root_index, shm::Counter::kReady, t, "to publish its buffer");
+            if (s == HVD_OK) s = sync.fetch(root_index, t, b, bytes);
+            if (s == HVD_OK) sync.post(shm::Counter::kDone, t);
+            return s;
+        }
         for (size_t done = 0; done < bytes; done += g.slot_bytes()) {
             size_t len = bytes - done < g.slot_bytes() ? bytes - done : g.slot_bytes();
             uint64_t t = 0;
@@ -35,8 +54,11 @@ hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_ind
                 std::memcpy(b + done, g.slot(root_index, t), len);
             }
             sync.post(shm::Counter::kDone, t);
+            last = t;
         }
-        return HVD_OK;
+        // The root waits until every member has its copy: a root that ran ahead would have its
+        // next op's negotiation wait for the slower members anyway, and asleep by then.
+        return root ? sync.all(shm::Counter::kDone, last, "to copy the last chunk") : HVD_OK;
     });
 }
 

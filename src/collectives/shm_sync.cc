@@ -1,6 +1,8 @@
 // Waiting on the shared-memory group within a collective, and the split of a chunk into shares.
 #include "collectives/shm_sync.h"
 
+#include <cstring>
+
 #include "common/env.h"
 #include "common/log.h"
 
@@ -22,6 +24,34 @@ hvd_status_t ShmSync::all(shm::Counter c, uint64_t round, const char *what) {
 hvd_status_t ShmSync::one(int32_t member, shm::Counter c, uint64_t round, const char *what) {
     hvd_status_t s = group_.wait(member, c, round, comm_.deadline, comm_.abort_status);
     return s == HVD_OK ? s : failed(s, member, what);
+}
+
+namespace {
+struct BlockAddress {
+    uint64_t addr;
+    uint64_t len;
+};
+}  // namespace
+
+void ShmSync::publish(uint64_t round, const void *addr, size_t len) {
+    BlockAddress a{reinterpret_cast<uint64_t>(addr), len};
+    std::memcpy(group_.slot(comm_.my_index, round), &a, sizeof a);
+}
+
+hvd_status_t ShmSync::fetch(int32_t member, uint64_t round, void *dst, size_t len) {
+    BlockAddress a;
+    std::memcpy(&a, group_.slot(member, round), sizeof a);
+    if (a.len != len)
+        return comm_.abort_with(HVD_ERR_INTERNAL,
+                                strprintf("%s: rank %d published %llu bytes, expected %zu "
+                                          "(members disagree on sizes)",
+                                          algorithm_, comm_.members[member],
+                                          static_cast<unsigned long long>(a.len), len));
+    std::string error;
+    hvd_status_t s = group_.read_remote(member, a.addr, dst, len, &error);
+    if (s == HVD_OK) return s;
+    return comm_.abort_with(
+        s, strprintf("%s: rank %d: %s", algorithm_, comm_.members[member], error.c_str()));
 }
 
 hvd_status_t ShmSync::failed(hvd_status_t s, int32_t laggard, const char *what) const {

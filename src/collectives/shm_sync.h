@@ -26,6 +26,12 @@ class ShmSync {
     hvd_status_t one(int32_t member, shm::Counter c, uint64_t round, const char *what);
     void post(shm::Counter c, uint64_t round) { group_.post(c, round); }
 
+    // Single copy: this member publishes where its block lives (in its slot for `round`,
+    // before posting kReady); another member, having seen that kReady, copies it straight
+    // from this member's process. Its length must be `len` (members agree on sizes).
+    void publish(uint64_t round, const void *addr, size_t len);
+    hvd_status_t fetch(int32_t member, uint64_t round, void *dst, size_t len);
+
   private:
     hvd_status_t failed(hvd_status_t s, int32_t laggard, const char *what) const;
 

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,7 +23,7 @@ namespace hvd::shm {
 namespace {
 
 constexpr uint64_t kMagic = 0x3168766473686d31ULL;  // "1mhsdvh1"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;
 constexpr size_t kPage = 4096;
 constexpr size_t kMaxSlotBytes = size_t{64} << 20;
 // Longest single futex sleep: bounds how late an abort or the deadline is seen.
@@ -80,6 +81,8 @@ struct Group::Control {
     alignas(128) uint64_t counters[3];
     alignas(128) uint32_t sleeping;
     uint32_t bell;
+    int32_t pid;    // the member's process, for single-copy reads
+    uint64_t self;  // this block's address in the member's own mapping
 };
 
 namespace {
@@ -113,7 +116,11 @@ Group::Group(std::string name, void *base, size_t bytes, int32_t size, int32_t m
       size_(size),
       my_index_(my_index),
       slot_bytes_(slot_bytes),
-      owns_name_(owns_name) {}
+      owns_name_(owns_name) {
+    Control *me = control(my_index);
+    me->pid = static_cast<int32_t>(::getpid());
+    me->self = reinterpret_cast<uint64_t>(me);
+}
 
 std::unique_ptr<Group> Group::create(int32_t size, int32_t my_index, size_t slot_bytes) {
     static_assert(sizeof(Control) == 256, "one member's control block is 256 bytes");
@@ -281,6 +288,41 @@ hvd_status_t Group::wait_slot_free(uint64_t round, const Deadline &deadline,
                                    const std::atomic<int32_t> *abort_status, int32_t *laggard) {
     if (round <= 2) return HVD_OK;
     return wait_all(Counter::kDone, round - 2, deadline, abort_status, laggard);
+}
+
+bool Group::probe_single_copy() const {
+    for (int32_t m = 0; m < size_; ++m) {
+        if (m == my_index_) continue;
+        const Control *other = control(m);
+        Control copy;
+        std::string ignored;
+        if (read_remote(m, other->self, &copy, sizeof copy, &ignored) != HVD_OK) return false;
+        if (copy.pid != other->pid || copy.self != other->self) return false;
+    }
+    return true;
+}
+
+hvd_status_t Group::read_remote(int32_t member, uint64_t remote, void *local, size_t len,
+                                std::string *error) const {
+    const pid_t pid = control(member)->pid;
+    char *dst = static_cast<char *>(local);
+    size_t done = 0;
+    while (done < len) {
+        struct iovec l = {dst + done, len - done};
+        struct iovec r = {reinterpret_cast<void *>(remote + done), len - done};
+        ssize_t got = ::process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (got <= 0) {
+            int err = got < 0 ? errno : EIO;
+            if (err == EINTR) continue;
+            *error = strprintf(
+                "single-copy read of %zu bytes from member %d (pid %d) failed "
+                "after %zu: %s",
+                len, member, static_cast<int>(pid), done, std::strerror(err));
+            return HVD_ERR_TRANSPORT;
+        }
+        done += static_cast<size_t>(got);
+    }
+    return HVD_OK;
 }
 
 }  // namespace hvd::shm

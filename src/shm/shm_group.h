@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -82,6 +83,28 @@ class Group {
     hvd_status_t wait_slot_free(uint64_t round, const Deadline &deadline,
                                 const std::atomic<int32_t> *abort_status, int32_t *laggard);
 
+    // ---- Single copy: reading another member's buffer straight from its process (Linux
+    // cross-memory attach, process_vm_readv), so a block crosses once instead of through a slot.
+
+    // Tries a read of every other member's control block from its process; true if all work
+    // (same user or ptrace rights, one PID namespace). Call once every member has mapped the
+    // segment.
+    bool probe_single_copy() const;
+    // Blocks of min_bytes up to max_bytes go by single copy (none by default). Every member
+    // must set the same range. Larger blocks stage again: through the slots both sides copy
+    // at once, while a single copy leaves all the work to the reader.
+    void set_single_copy_range(size_t min_bytes, size_t max_bytes) {
+        single_copy_min_ = min_bytes;
+        single_copy_max_ = max_bytes;
+    }
+    bool single_copy(size_t bytes) const {
+        return bytes >= single_copy_min_ && bytes <= single_copy_max_;
+    }
+    // Copies len bytes at `remote` (an address in member's process) to `local`. HVD_OK, or
+    // HVD_ERR_TRANSPORT with *error saying what failed.
+    hvd_status_t read_remote(int32_t member, uint64_t remote, void *local, size_t len,
+                             std::string *error) const;
+
   private:
     struct Header;
     struct Control;
@@ -100,6 +123,8 @@ class Group {
     size_t slot_bytes_;
     bool owns_name_;
     uint64_t round_ = 0;
+    size_t single_copy_min_ = std::numeric_limits<size_t>::max();
+    size_t single_copy_max_ = 0;
 };
 
 }  // namespace hvd::shm

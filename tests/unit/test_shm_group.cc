@@ -141,6 +141,63 @@ void test_sleeping_members_are_woken(void **) {
     assert_all_ok(status);
 }
 
+// Single copy (every block read straight from its owner's memory): broadcast from every root
+// and ragged allgathers, in place and not, on 1..4 members; every byte checked.
+void test_single_copy_moves_every_byte(void **) {
+    for (int32_t n = 1; n <= 4; ++n) {
+        World w(n);
+        for (auto &g : w.shm) {
+            assert_true(g->probe_single_copy());
+            g->set_single_copy_range(1, SIZE_MAX);
+        }
+        std::vector<size_t> bytes(n);
+        for (int32_t r = 0; r < n; ++r)
+            bytes[r] = r == 1 ? 0 : 100003 * static_cast<size_t>(r + 1);  // one empty block
+        size_t total = 0;
+        std::vector<size_t> offset(n);
+        for (int32_t r = 0; r < n; ++r) {
+            offset[r] = total;
+            total += bytes[r];
+        }
+        auto byte_of = [](int32_t r, size_t j) { return static_cast<uint8_t>(r * 29 + j % 251); };
+        std::vector<std::vector<uint8_t>> in(n), out(n), bc(n);
+        for (int32_t r = 0; r < n; ++r) {
+            in[r].resize(bytes[r] + 1);
+            for (size_t j = 0; j < bytes[r]; ++j)
+                in[r][j] = byte_of(r, j);
+            out[r].assign(total, 0xee);
+        }
+        assert_all_ok(run_ranks(w, 2 + n, [&](int32_t r, size_t call, Comm &comm) {
+            comm.shm = w.shm[r].get();
+            if (call == 0)
+                return hvd::collectives::allgatherv(comm, in[r].data(), out[r].data(), bytes);
+            if (call == 1) {  // in place: the block is already at its offset of out
+                for (int32_t b = 0; b < n; ++b)  // first, call 0's result
+                    for (size_t j = 0; j < bytes[b]; ++j)
+                        if (out[r][offset[b] + j] != byte_of(b, j)) return HVD_ERR_INTERNAL;
+                for (size_t j = 0; j < bytes[r]; ++j)
+                    out[r][offset[r] + j] = byte_of(r, j) ^ 0x5a;
+                return hvd::collectives::allgatherv(comm, out[r].data() + offset[r], out[r].data(),
+                                                    bytes);
+            }
+            int32_t root = static_cast<int32_t>(call - 2);
+            bc[r].assign(300007, static_cast<uint8_t>(r));
+            if (r == root)
+                for (size_t j = 0; j < bc[r].size(); ++j)
+                    bc[r][j] = byte_of(root, j);
+            hvd_status_t s = hvd::collectives::broadcast(comm, bc[r].data(), bc[r].size(), root);
+            for (size_t j = 0; j < bc[r].size() && s == HVD_OK; ++j)
+                if (bc[r][j] != byte_of(root, j)) s = HVD_ERR_INTERNAL;
+            return s;
+        }));
+        for (int32_t r = 0; r < n; ++r)
+            for (int32_t b = 0; b < n; ++b)
+                for (size_t j = 0; j < bytes[b]; ++j)
+                    if (out[r][offset[b] + j] != (byte_of(b, j) ^ 0x5a))
+                        fail_msg("n=%d rank %d: block %d byte %zu wrong", n, r, b, j);
+    }
+}
+
 // share_of splits in whole cache lines and covers every element exactly once.
 void test_shares_cover_the_chunk(void **) {
     for (size_t esz : {1, 2, 4, 8})
@@ -167,6 +224,7 @@ int main(void) {
         cmocka_unit_test(test_missing_member_times_out),
         cmocka_unit_test(test_abort_flag_ends_the_wait),
         cmocka_unit_test(test_sleeping_members_are_woken),
+        cmocka_unit_test(test_single_copy_moves_every_byte),
         cmocka_unit_test(test_shares_cover_the_chunk),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
