@@ -1,12 +1,13 @@
-// Allreduce through the shared-memory group of a single-host job.
+// Allreduce through the shared-memory group of a single-host job, over a list of pieces (one
+// tensor, or the tensors of a fused allreduce) seen as one concatenated buffer.
 //
 // One shot (small buffers): every member copies its buffer into its slot; once all have, each
-// reduces all slots in member order into its own buffer. One round, one wait.
+// reduces all slots in member order into its output. One round, one wait.
 //
 // Chunked (the rest): a chunk of the slot size is split into one share per member. Every member
 // copies the other members' shares of its chunk into its slot; member m reduces share m (its
-// own part from its buffer, the others' from their slots, in member order) into share m of its
-// own slot, which nobody else reads that round, and copies the result to its buffer; then every
+// own part from its input, the others' from their slots, in member order) into share m of its
+// own slot, which nobody else reads that round, and copies the result to its output; then every
 // member copies the other shares' results from their owners' slots. Each byte of the buffer is
 // read from and written to main memory about once; the slots stay in cache.
 //
@@ -16,6 +17,7 @@
 #include "collectives/collectives.h"
 #include "collectives/shm_sync.h"
 #include "common/dtype.h"
+#include "common/log.h"
 #include "reduce/reduce.h"
 
 namespace hvd::collectives {
@@ -24,9 +26,49 @@ namespace {
 
 constexpr const char *kName = "shm allreduce";
 
+// The pieces as one buffer: visits the parts of a byte range piece by piece.
+class PieceList {
+  public:
+    PieceList(const Piece *pieces, size_t n) : pieces_(pieces), n_(n) {}
+    // fn(in, out, at, len) for every part of [begin, end): in and out point at the part in its
+    // piece, at is the part's offset from begin.
+    template <typename F>
+    hvd_status_t for_range(size_t begin, size_t end, F &&fn) {
+        if (begin < start_) rewind();  // ranges mostly move forward: resume where the last ended
+        while (cursor_ < n_ && start_ + pieces_[cursor_].bytes <= begin) {
+            start_ += pieces_[cursor_].bytes;
+            ++cursor_;
+        }
+        size_t piece_start = start_;
+        for (size_t i = cursor_; i < n_ && piece_start < end; ++i) {
+            const Piece &p = pieces_[i];
+            size_t lo = begin > piece_start ? begin : piece_start;
+            size_t hi = end < piece_start + p.bytes ? end : piece_start + p.bytes;
+            if (hi > lo) {
+                size_t skip = lo - piece_start;
+                hvd_status_t s = fn(static_cast<const char *>(p.in) + skip,
+                                    static_cast<char *>(p.out) + skip, lo - begin, hi - lo);
+                if (s != HVD_OK) return s;
+            }
+            piece_start += p.bytes;
+        }
+        return HVD_OK;
+    }
+
+  private:
+    void rewind() {
+        cursor_ = 0;
+        start_ = 0;
+    }
+    const Piece *pieces_;
+    size_t n_;
+    size_t cursor_ = 0;  // first piece that may overlap the next range
+    size_t start_ = 0;   // its offset in the concatenation
+};
+
 // dst = part(0) op part(1) op ... over `count` elements at byte offset `at`, where part(m) is
-// member m's slot, or `own` for this member (its data may stay in its own buffer). dst must
-// not overlap any part.
+// member m's slot, or `own` for this member (its data may stay in its input). dst must not
+// overlap any part.
 hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const char *own,
                           void *dst, size_t count, int32_t dtype, int32_t op) {
     auto part = [&](int32_t m) -> const char * {
@@ -38,59 +80,94 @@ hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const 
     return s;
 }
 
-hvd_status_t one_shot(ShmSync &sync, char *buf, size_t count, int32_t dtype, int32_t op) {
+// fn for PieceList::for_range: copies the parts of the range into dst (the range's start).
+auto copy_into(char *dst) {
+    return [dst](const char *in, char *, size_t at, size_t len) {
+        std::memcpy(dst + at, in, len);
+        return HVD_OK;
+    };
+}
+
+hvd_status_t one_shot(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtype, int32_t op) {
     shm::Group &g = sync.group();
     uint64_t t = 0;
     hvd_status_t s = sync.begin(&t);
     if (s != HVD_OK) return s;
-    std::memcpy(g.slot(sync.me(), t), buf, count * dtype_size(dtype));
+    char *mine = g.slot(sync.me(), t);
+    list.for_range(0, bytes, copy_into(mine));
     sync.post(shm::Counter::kReady, t);
     s = sync.all(shm::Counter::kReady, t, "to stage its data");
     if (s != HVD_OK) return s;
-    s = reduce_parts(g, t, 0, g.slot(sync.me(), t), buf, count, dtype, op);
+    const size_t esz = dtype_size(dtype);
+    s = list.for_range(0, bytes, [&](const char *, char *out, size_t at, size_t len) {
+        return reduce_parts(g, t, at, mine + at, out, len / esz, dtype, op);
+    });
     sync.post(shm::Counter::kDone, t);
     return s;
 }
 
-hvd_status_t chunked(ShmSync &sync, char *buf, size_t count, int32_t dtype, int32_t op) {
+hvd_status_t chunked(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtype, int32_t op) {
     shm::Group &g = sync.group();
     const size_t esz = dtype_size(dtype);
-    const size_t chunk = g.slot_bytes() / esz;
+    const size_t chunk = g.slot_bytes() / esz * esz;
     const int32_t n = g.size();
-    for (size_t done = 0; done < count; done += chunk) {
-        const size_t elems = count - done < chunk ? count - done : chunk;
-        char *base = buf + done * esz;
+    const int32_t me = sync.me();
+    for (size_t base = 0; base < bytes; base += chunk) {
+        const size_t elems = (bytes - base < chunk ? bytes - base : chunk) / esz;
         uint64_t t = 0;
         hvd_status_t s = sync.begin(&t);
         if (s != HVD_OK) return s;
-        char *mine = g.slot(sync.me(), t);
+        char *mine = g.slot(me, t);
         for (int32_t m = 0; m < n; ++m) {  // the others' shares; this member's stays put
             Share sh = share_of(elems, esz, n, m);
-            if (m != sync.me() && sh.count > 0)
-                std::memcpy(mine + sh.first * esz, base + sh.first * esz, sh.count * esz);
+            if (m == me || sh.count == 0) continue;
+            size_t at = sh.first * esz;
+            list.for_range(base + at, base + at + sh.count * esz, copy_into(mine + at));
         }
         sync.post(shm::Counter::kReady, t);
         s = sync.all(shm::Counter::kReady, t, "to stage its chunk");
         if (s != HVD_OK) return s;
-        Share own = share_of(elems, esz, n, sync.me());
+        Share own = share_of(elems, esz, n, me);
         if (own.count > 0) {
             size_t at = own.first * esz;
-            s = reduce_parts(g, t, at, base + at, mine + at, own.count, dtype, op);
+            s = list.for_range(base + at, base + at + own.count * esz,
+                               [&](const char *in, char *out, size_t off, size_t len) {
+                                   char *dst = mine + at + off;
+                                   hvd_status_t r =
+                                       reduce_parts(g, t, at + off, in, dst, len / esz, dtype, op);
+                                   std::memcpy(out, dst, len);
+                                   return r;
+                               });
             if (s != HVD_OK) return s;
-            std::memcpy(base + at, mine + at, own.count * esz);
         }
         sync.post(shm::Counter::kReduced, t);
         s = sync.all(shm::Counter::kReduced, t, "to reduce its share");
         if (s != HVD_OK) return s;
         for (int32_t m = 0; m < n; ++m) {
             Share sh = share_of(elems, esz, n, m);
-            if (m == sync.me() || sh.count == 0) continue;
+            if (m == me || sh.count == 0) continue;
             size_t at = sh.first * esz;
-            std::memcpy(base + at, g.slot(m, t) + at, sh.count * esz);
+            const char *theirs = g.slot(m, t) + at;
+            list.for_range(base + at, base + at + sh.count * esz,
+                           [&](const char *, char *out, size_t off, size_t len) {
+                               std::memcpy(out, theirs + off, len);
+                               return HVD_OK;
+                           });
         }
         sync.post(shm::Counter::kDone, t);
     }
     return HVD_OK;
+}
+
+hvd_status_t run(Comm &comm, const Piece *pieces, size_t n_pieces, size_t bytes, int32_t dtype,
+                 int32_t op) {
+    return comm.guarded(kName, [&] {
+        ShmSync sync(comm, kName);
+        PieceList list(pieces, n_pieces);
+        if (bytes <= shm_one_shot_max_bytes() && bytes <= comm.shm->slot_bytes())
+            return one_shot(sync, list, bytes, dtype, op);
+        return chunked(sync, list, bytes, dtype, op);
+    });
 }
 
 }  // namespace
@@ -99,14 +176,36 @@ hvd_status_t allreduce_shm(Comm &comm, void *buf, size_t count, int32_t dtype, i
     hvd_status_t st = check_allreduce_args(comm, buf, count, dtype, op, kName);
     if (st == HVD_OK) st = check_shm_comm(comm, kName);
     if (st != HVD_OK || comm.size() == 1 || count == 0) return st;
-    return comm.guarded(kName, [&] {
-        ShmSync sync(comm, kName);
-        char *b = static_cast<char *>(buf);
-        size_t bytes = count * dtype_size(dtype);
-        if (bytes <= shm_one_shot_max_bytes() && bytes <= comm.shm->slot_bytes())
-            return one_shot(sync, b, count, dtype, op);
-        return chunked(sync, b, count, dtype, op);
-    });
+    Piece whole{buf, buf, count * dtype_size(dtype)};
+    return run(comm, &whole, 1, whole.bytes, dtype, op);
+}
+
+hvd_status_t allreduce_shm_pieces(Comm &comm, const Piece *pieces, size_t n_pieces, int32_t dtype,
+                                  int32_t op) {
+    size_t bytes = 0;
+    bool whole_elements = true;
+    for (size_t i = 0; i < n_pieces; ++i) {
+        bytes += pieces[i].bytes;
+        whole_elements = whole_elements && dtype_valid(dtype) &&
+                         pieces[i].bytes % dtype_size(dtype) == 0 &&
+                         (pieces[i].bytes == 0 || (pieces[i].in && pieces[i].out));
+    }
+    const void *any = n_pieces > 0 ? pieces[0].out : nullptr;
+    hvd_status_t st = check_allreduce_args(comm, bytes > 0 ? any : nullptr, 0, dtype, op, kName);
+    if (st == HVD_OK) st = check_shm_comm(comm, kName);
+    if (st == HVD_OK && !whole_elements) {
+        st = HVD_ERR_INVALID_ARG;
+        HVD_LOG(kError, comm.global_rank(), "%s: a piece is not whole elements or has no buffer",
+                kName);
+    }
+    if (st != HVD_OK || bytes == 0) return st;
+    if (comm.size() == 1) {
+        for (size_t i = 0; i < n_pieces; ++i)
+            if (pieces[i].out != pieces[i].in && pieces[i].bytes > 0)
+                std::memcpy(pieces[i].out, pieces[i].in, pieces[i].bytes);
+        return HVD_OK;
+    }
+    return run(comm, pieces, n_pieces, bytes, dtype, op);
 }
 
 }  // namespace hvd::collectives

@@ -53,6 +53,18 @@ Share share_of(size_t total, size_t element_bytes, int32_t n, int32_t index);
 // (env HVD_SHM_ONE_SHOT_MAX_BYTES) an allreduce stages the whole buffer once and every member
 // reduces all of it; above, chunks of the slot size are reduced one share per member.
 hvd_status_t allreduce_shm(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
+
+// Several tensors reduced as one buffer (their concatenation), read from `in` and written to
+// `out` of each piece without a fusion buffer: the slots are the only staging. Pieces hold
+// whole elements of dtype; a piece's in and out are equal or do not overlap. Same contract as
+// allreduce_shm otherwise.
+struct Piece {
+    const void *in;
+    void *out;
+    size_t bytes;
+};
+hvd_status_t allreduce_shm_pieces(Comm &comm, const Piece *pieces, size_t n_pieces, int32_t dtype,
+                                  int32_t op);
 hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
                             const std::vector<size_t> &bytes);
 hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_index);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "collectives/collectives.h"
+#include "collectives/shm_sync.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "reduce/reduce.h"
@@ -42,10 +43,36 @@ std::string fused_failure(const char *what, size_t tensors, const Request &first
                      first.meta.name.c_str(), comm.members[comm.my_index], status_message(s));
 }
 
+// Through shared memory the collective reads the input and writes the output itself: no
+// copy into the output first, and no fusion buffer.
+bool shm_direct(const collectives::Comm &comm, const Request &req) {
+    return comm.shm != nullptr && req.meta.reduce_op != HVD_OP_ADASUM && req.meta.prescale == 1.0;
+}
+
+// Postscale (Average's division included) of every request's output, in place.
+hvd_status_t postscale_all(const collectives::Comm &comm, const RequestPtr *reqs, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        double post = postscale_of(*reqs[i], comm.size());
+        if (post == 1.0) continue;
+        const TensorRef &out = reqs[i]->output;
+        hvd_status_t s = reduce::scale_into(out.data, out.data, out.elements(), out.dtype, post);
+        if (s != HVD_OK) return s;
+    }
+    return HVD_OK;
+}
+
 hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
     const TensorRef &in = req.input;
     TensorRef &out = req.output;
     size_t count = in.elements();
+    if (shm_direct(comm, req)) {
+        collectives::Piece whole{in.data, out.data, in.bytes()};
+        hvd_status_t s =
+            collectives::allreduce_shm_pieces(comm, &whole, 1, in.dtype, reduction_of(req));
+        if (s != HVD_OK) return s;
+        double post = postscale_of(req, comm.size());
+        return post == 1.0 ? s : reduce::scale_into(out.data, out.data, count, in.dtype, post);
+    }
     // Prescale on the way into the output buffer (or in place), so the caller's input is
     // never modified by an out-of-place op.
     if (req.meta.prescale != 1.0 || out.data != in.data) {
@@ -144,6 +171,24 @@ hvd_status_t run_broadcast(collectives::Comm &comm, Request &req) {
     return collectives::broadcast(comm, out.data, bytes, req.meta.root);
 }
 
+// The fused allreduce through shared memory: the tensors are the pieces of one buffer.
+hvd_status_t fused_allreduce_shm(collectives::Comm &comm, const std::vector<RequestPtr> &reqs,
+                                 const ActivityTrace &trace, std::string *message) {
+    std::vector<collectives::Piece> pieces;
+    pieces.reserve(reqs.size());
+    for (const RequestPtr &r : reqs)
+        pieces.push_back({r->input.data, r->output.data, r->input.bytes()});
+    trace.begin("SHM_ALLREDUCE");
+    hvd_status_t s = collectives::allreduce_shm_pieces(
+        comm, pieces.data(), pieces.size(), reqs.front()->input.dtype, reduction_of(*reqs.front()));
+    trace.end();
+    if (s != HVD_OK) {
+        *message = fused_failure("allreduce", reqs.size(), *reqs.front(), comm, s);
+        return s;
+    }
+    return postscale_all(comm, reqs.data(), reqs.size());
+}
+
 }  // namespace
 
 void ActivityTrace::begin(const std::string &activity) const {
@@ -163,6 +208,10 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
                                      std::string *message) {
     const Request &first = *reqs.front();
     const int32_t dtype = first.input.dtype;
+    bool direct = true;
+    for (const RequestPtr &r : reqs)
+        direct = direct && shm_direct(comm, *r);
+    if (direct) return fused_allreduce_shm(comm, reqs, trace, message);
     size_t total = 0;
     for (const RequestPtr &r : reqs)
         total += r->input.bytes();

@@ -198,6 +198,64 @@ void test_single_copy_moves_every_byte(void **) {
     }
 }
 
+// A fused allreduce over pieces (kElems doubles each): ragged tensors (one empty), some in place
+// and some not, that cross the test's 4 KiB chunks and shares anywhere; every output checked
+// against the sum computed here, inputs of out-of-place pieces untouched.
+void check_pieces(const std::vector<size_t> &kElems) {
+    const size_t kPieces = kElems.size();
+    for (int32_t n = 1; n <= 4; ++n) {
+        World w(n);
+        // in[r][p], out[r][p]: pieces 1 and 4 are out of place
+        std::vector<std::vector<std::vector<double>>> in(n), out(n);
+        auto value = [](int32_t r, size_t p, size_t i) { return double(r + 1) * (p + 1) + i; };
+        for (int32_t r = 0; r < n; ++r)
+            for (size_t p = 0; p < kPieces; ++p) {
+                in[r].emplace_back(kElems[p]);
+                for (size_t i = 0; i < kElems[p]; ++i)
+                    in[r][p][i] = value(r, p, i);
+                out[r].emplace_back(kElems[p], -1.0);
+            }
+        assert_all_ok(run_ranks(w, 1, [&](int32_t r, size_t, Comm &comm) {
+            comm.shm = w.shm[r].get();
+            std::vector<hvd::collectives::Piece> pieces;
+            for (size_t p = 0; p < kPieces; ++p) {
+                bool in_place = p != 1 && p != 4;
+                void *o = in_place ? in[r][p].data() : out[r][p].data();
+                pieces.push_back({in[r][p].data(), o, kElems[p] * sizeof(double)});
+            }
+            return hvd::collectives::allreduce_shm_pieces(comm, pieces.data(), pieces.size(),
+                                                          HVD_DTYPE_FLOAT64, HVD_OP_SUM);
+        }));
+        for (int32_t r = 0; r < n; ++r)
+            for (size_t p = 0; p < kPieces; ++p) {
+                bool in_place = p != 1 && p != 4;
+                const std::vector<double> &got = in_place ? in[r][p] : out[r][p];
+                for (size_t i = 0; i < kElems[p]; ++i) {
+                    double want = 0;
+                    for (int32_t q = 0; q < n; ++q)
+                        want += value(q, p, i);
+                    if (got[i] != want)
+                        fail_msg("n=%d rank %d piece %zu element %zu: got %g, want %g", n, r, p, i,
+                                 got[i], want);
+                    if (!in_place && in[r][p][i] != value(r, p, i))
+                        fail_msg("n=%d rank %d piece %zu: input changed", n, r, p);
+                }
+            }
+    }
+}
+
+void test_pieces_reduce_as_one_buffer(void **) {
+    check_pieces({1, 1500, 0, 37, 3000, 999});  // chunked: many 4 KiB chunks
+    check_pieces({1, 200, 0, 37, 60, 99});      // 3176 bytes: one shot
+    World w(2);
+    double x[3] = {1, 2, 3};
+    hvd::collectives::Piece torn{x, x, 10};  // not whole float64 elements
+    Comm comm = shm_comm(w, 0, 1000);
+    assert_int_equal(
+        hvd::collectives::allreduce_shm_pieces(comm, &torn, 1, HVD_DTYPE_FLOAT64, HVD_OP_SUM),
+        HVD_ERR_INVALID_ARG);
+}
+
 // share_of splits in whole cache lines and covers every element exactly once.
 void test_shares_cover_the_chunk(void **) {
     for (size_t esz : {1, 2, 4, 8})
@@ -225,6 +283,7 @@ int main(void) {
         cmocka_unit_test(test_abort_flag_ends_the_wait),
         cmocka_unit_test(test_sleeping_members_are_woken),
         cmocka_unit_test(test_single_copy_moves_every_byte),
+        cmocka_unit_test(test_pieces_reduce_as_one_buffer),
         cmocka_unit_test(test_shares_cover_the_chunk),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
