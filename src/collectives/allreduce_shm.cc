@@ -102,6 +102,7 @@ hvd_status_t one_shot(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtyp
     s = list.for_range(0, bytes, [&](const char *, char *out, size_t at, size_t len) {
         return reduce_parts(g, t, at, mine + at, out, len / esz, dtype, op);
     });
+    if (s != HVD_OK) return sync.fatal(s, "the reduction");
     sync.post(shm::Counter::kDone, t);
     return s;
 }
@@ -138,7 +139,7 @@ hvd_status_t chunked(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtype
                                    std::memcpy(out, dst, len);
                                    return r;
                                });
-            if (s != HVD_OK) return s;
+            if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
         }
         sync.post(shm::Counter::kReduced, t);
         s = sync.all(shm::Counter::kReduced, t, "to reduce its share");
@@ -164,7 +165,7 @@ hvd_status_t run(Comm &comm, const Piece *pieces, size_t n_pieces, size_t bytes,
     return comm.guarded(kName, [&] {
         ShmSync sync(comm, kName);
         PieceList list(pieces, n_pieces);
-        if (bytes <= shm_one_shot_max_bytes() && bytes <= comm.shm->slot_bytes())
+        if (bytes <= comm.shm->one_shot_max_bytes() && bytes <= comm.shm->slot_bytes())
             return one_shot(sync, list, bytes, dtype, op);
         return chunked(sync, list, bytes, dtype, op);
     });

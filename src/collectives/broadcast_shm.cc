@@ -37,8 +37,12 @@ hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_ind
             }
             s = sync.one(root_index, shm::Counter::kReady, t, "to publish its buffer");
             if (s == HVD_OK) s = sync.fetch(root_index, t, b, bytes);
-            if (s == HVD_OK) sync.post(shm::Counter::kDone, t);
-            return s;
+            if (s != HVD_OK) return s;
+            sync.post(shm::Counter::kDone, t);
+            // A root that gave up waiting (its deadline) may have reused its buffer during the
+            // read: its failure aborts the job, and the data read then is not reported good.
+            int32_t a = comm.abort_status ? comm.abort_status->load(std::memory_order_acquire) : 0;
+            return a != 0 ? static_cast<hvd_status_t>(a) : HVD_OK;
         }
         for (size_t done = 0; done < bytes; done += g.slot_bytes()) {
             size_t len = bytes - done < g.slot_bytes() ? bytes - done : g.slot_bytes();

@@ -98,8 +98,8 @@ namespace hvd::collectives {
 // flight; the own block is copied. Errors: HVD_ERR_INVALID_ARG (sizes not one per member,
 // own send and receive sizes differ, null buffer with bytes to move, malformed Comm), and the
 // transport's failures.
-hvd_status_t alltoallv(Comm &comm, const void *in, const std::vector<size_t> &send_bytes,
-                       void *out, const std::vector<size_t> &recv_bytes);
+hvd_status_t alltoallv(Comm &comm, const void *in, const std::vector<size_t> &send_bytes, void *out,
+                       const std::vector<size_t> &recv_bytes);
 
 // Reduce-scatter: `in` holds count elements on every member; member r receives into `out`
 // the reduction (op: SUM, MIN, MAX, PRODUCT) of elements [offset_r, offset_r + counts[r]),
@@ -112,8 +112,8 @@ hvd_status_t alltoallv(Comm &comm, const void *in, const std::vector<size_t> &se
 // its own and its left neighbour's block). Errors: HVD_ERR_UNSUPPORTED (dtype or op),
 // HVD_ERR_INVALID_ARG (counts not one per member, null buffer, malformed Comm), and the
 // transport's failures.
-hvd_status_t reducescatter(Comm &comm, const void *in, void *out,
-                           const std::vector<size_t> &counts, int32_t dtype, int32_t op);
+hvd_status_t reducescatter(Comm &comm, const void *in, void *out, const std::vector<size_t> &counts,
+                           int32_t dtype, int32_t op);
 // The ring with an explicit chunk size (bytes, rounded down to whole elements, at least one).
 hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
                                 const std::vector<size_t> &counts, int32_t dtype, int32_t op,

@@ -12,18 +12,39 @@ hvd_status_t ShmSync::begin(uint64_t *round) {
     *round = group_.next_round();
     int32_t laggard = -1;
     hvd_status_t s = group_.wait_slot_free(*round, comm_.deadline, comm_.abort_status, &laggard);
-    return s == HVD_OK ? s : failed(s, laggard, "to finish reading the previous round");
+    if (s != HVD_OK) return failed(s, laggard, "to finish reading the previous round");
+    group_.stamp(*round, comm_.seq);
+    return HVD_OK;
 }
 
 hvd_status_t ShmSync::all(shm::Counter c, uint64_t round, const char *what) {
     int32_t laggard = -1;
     hvd_status_t s = group_.wait_all(c, round, comm_.deadline, comm_.abort_status, &laggard);
-    return s == HVD_OK ? s : failed(s, laggard, what);
+    if (s != HVD_OK) return failed(s, laggard, what);
+    for (int32_t m = 0; m < comm_.size() && c == shm::Counter::kReady && s == HVD_OK; ++m)
+        if (m != comm_.my_index) s = check_stamp(m, round);
+    return s;
 }
 
 hvd_status_t ShmSync::one(int32_t member, shm::Counter c, uint64_t round, const char *what) {
     hvd_status_t s = group_.wait(member, c, round, comm_.deadline, comm_.abort_status);
-    return s == HVD_OK ? s : failed(s, member, what);
+    if (s != HVD_OK) return failed(s, member, what);
+    return c == shm::Counter::kReady ? check_stamp(member, round) : HVD_OK;
+}
+
+hvd_status_t ShmSync::check_stamp(int32_t member, uint64_t round) const {
+    if (group_.stamped(member, round, comm_.seq)) return HVD_OK;
+    return comm_.abort_with(
+        HVD_ERR_INTERNAL,
+        strprintf("%s: rank %d wrote round %llu for another collective "
+                  "(the ranks are out of step)",
+                  algorithm_, comm_.members[member], static_cast<unsigned long long>(round)));
+}
+
+hvd_status_t ShmSync::fatal(hvd_status_t cause, const char *what) const {
+    return comm_.abort_with(HVD_ERR_INTERNAL,
+                            strprintf("%s: %s failed (%s) while the others wait on this rank",
+                                      algorithm_, what, status_name(cause)));
 }
 
 namespace {
@@ -68,15 +89,6 @@ Share share_of(size_t total, size_t element_bytes, int32_t n, int32_t index) {
     if (first >= total) return {total, 0};
     size_t count = total - first < per ? total - first : per;
     return {first, count};
-}
-
-size_t shm_one_shot_max_bytes() {
-    static const size_t v = [] {
-        int64_t b =
-            env_setting_int("SHM_ONE_SHOT_MAX_BYTES", static_cast<int64_t>(kShmOneShotMaxBytes));
-        return b < 0 ? kShmOneShotMaxBytes : static_cast<size_t>(b);
-    }();
-    return v;
 }
 
 hvd_status_t check_shm_comm(const Comm &comm, const char *algorithm) {

@@ -18,12 +18,18 @@ class ShmSync {
     shm::Group &group() const { return group_; }
     int32_t me() const { return comm_.my_index; }
 
-    // Starts the next round: waits until this member's slot half for it is free.
+    // Starts the next round: waits until this member's slot half for it is free, and stamps it
+    // with this collective's seq.
     hvd_status_t begin(uint64_t *round);
     // Waits until every other member's counter c reached `round`; what: what they were doing.
+    // For kReady, also checks that they are in this collective (their stamp): members out of
+    // step fail with HVD_ERR_INTERNAL instead of reading each other's unrelated data.
     hvd_status_t all(shm::Counter c, uint64_t round, const char *what);
     // Waits for one member.
     hvd_status_t one(int32_t member, shm::Counter c, uint64_t round, const char *what);
+    // A failure inside a round (peers are waiting on this member): HVD_ERR_INTERNAL, which
+    // ends the context, with `what` and the cause.
+    hvd_status_t fatal(hvd_status_t cause, const char *what) const;
     void post(shm::Counter c, uint64_t round) { group_.post(c, round); }
 
     // Single copy: this member publishes where its block lives (in its slot for `round`,
@@ -34,6 +40,7 @@ class ShmSync {
 
   private:
     hvd_status_t failed(hvd_status_t s, int32_t laggard, const char *what) const;
+    hvd_status_t check_stamp(int32_t member, uint64_t round) const;
 
     const Comm &comm_;
     shm::Group &group_;
@@ -49,9 +56,9 @@ struct Share {
 Share share_of(size_t total, size_t element_bytes, int32_t n, int32_t index);
 
 // The shared-memory algorithms (single host, comm.shm set; same contracts as the dispatching
-// allreduce / allgatherv / broadcast in collectives.h). Up to shm_one_shot_max_bytes()
-// (env HVD_SHM_ONE_SHOT_MAX_BYTES) an allreduce stages the whole buffer once and every member
-// reduces all of it; above, chunks of the slot size are reduced one share per member.
+// allreduce / allgatherv / broadcast in collectives.h). Up to the group's one_shot_max_bytes()
+// an allreduce stages the whole buffer once and every member reduces all of it; above, chunks
+// of the slot size are reduced one share per member.
 hvd_status_t allreduce_shm(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
 
 // Several tensors reduced as one buffer (their concatenation), read from `in` and written to
@@ -68,9 +75,6 @@ hvd_status_t allreduce_shm_pieces(Comm &comm, const Piece *pieces, size_t n_piec
 hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
                             const std::vector<size_t> &bytes);
 hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_index);
-
-constexpr size_t kShmOneShotMaxBytes = 16 * 1024;
-size_t shm_one_shot_max_bytes();
 
 // HVD_ERR_INVALID_ARG (logged) unless comm.shm is set and matches comm's members.
 hvd_status_t check_shm_comm(const Comm &comm, const char *algorithm);

@@ -29,12 +29,6 @@ constexpr int64_t kFileAttemptMs = 2000;
 constexpr int kFinalizePollMs = 5;
 // Pause before looking up the rendezvous file again after a failed attempt.
 constexpr int kFileRetryMs = 20;
-// Blocks of these sizes are read straight from the peer's process in the shared-memory
-// allgather and broadcast (HVD_SHM_SINGLE_COPY_MIN_BYTES; 0 = never). 2 ranks, --bind, busbw:
-// 128 KiB broadcast 17.4 -> 8.8 us, 512 KiB allgather 38 -> 20 us; but 64 MiB broadcast
-// 10.5 -> 5.6 GB/s.
-constexpr int64_t kSingleCopyMinBytes = 16 * 1024;
-constexpr size_t kSingleCopyMaxBytes = 1024 * 1024;
 
 bool is_loopback(const std::string &addr) {
     return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
@@ -147,22 +141,30 @@ void Context::connect_transport(const std::vector<std::string> &hosts, const Dea
 }
 
 void Context::attach_shared_memory(const Deadline &deadline) {
-    if (size_ < 2 || placement_.local_size != size_ || !env_setting_bool("SHM", true)) return;
+    if (size_ < 2 || placement_.local_size != size_) return;  // the same on every rank
+    // Every rank takes part in the exchanges below, even one that wants no shared memory
+    // (HVD_SHM=0): a rank that skipped them would leave the others waiting for it.
+    const bool wanted = env_setting_bool("SHM", true);
     std::unique_ptr<shm::Group> group;
-    std::string problem;
+    std::string problem = wanted ? "" : "HVD_SHM=0";
     if (rank_ == 0) {
-        try {
-            group = shm::Group::create(size_, rank_, shm::slot_bytes_setting());
-            kv_->put("shm", strprintf("%s %016llx", group->name().c_str(),
-                                      static_cast<unsigned long long>(group->nonce())));
-        } catch (const Error &e) {
-            problem = e.what();
-            kv_->put("shm", "");
+        std::string offer;
+        if (wanted) {
+            try {
+                group = shm::Group::create(size_, rank_, shm::Settings::from_env());
+                offer = strprintf("%s %016llx", group->name().c_str(),
+                                  static_cast<unsigned long long>(group->nonce()));
+            } catch (const Error &e) {
+                problem = e.what();
+            }
         }
+        kv_->put("shm", offer);
     } else {
         std::string offer = kv_->get("shm", deadline);
         size_t space = offer.find(' ');
-        if (space == std::string::npos) {
+        if (!wanted) {
+            // stays on the transport
+        } else if (space == std::string::npos) {
             problem = "rank 0 has no segment to offer";
         } else {
             try {
@@ -179,7 +181,7 @@ void Context::attach_shared_memory(const Deadline &deadline) {
     if (group) group->unlink();  // every rank that could has mapped it: no name left behind
     for (int32_t r = 0; r < size_; ++r) {
         if (mapped[r] == "1") continue;
-        if (r == rank_)
+        if (r == rank_ && wanted)
             HVD_LOG(kWarning, rank_,
                     "no shared memory for the collectives of this single-host job (%s): they "
                     "go through the transport",
@@ -188,14 +190,13 @@ void Context::attach_shared_memory(const Deadline &deadline) {
     }
     // Single copy needs every rank able to read every other's memory (same user or ptrace
     // rights, one PID namespace); a rank that cannot keeps all of them staging.
-    int64_t min_bytes = env_setting_int("SHM_SINGLE_COPY_MIN_BYTES", kSingleCopyMinBytes);
-    bool can_read = min_bytes > 0 && group->probe_single_copy();
+    bool can_read = group->probe_single_copy();
     std::vector<std::string> readable =
         kv_->all_gather("shm-single-copy", can_read ? "1" : "0", deadline);
     bool everyone = true;
     for (const std::string &r : readable)
         everyone = everyone && r == "1";
-    if (everyone) group->set_single_copy_range(static_cast<size_t>(min_bytes), kSingleCopyMaxBytes);
+    group->enable_single_copy(everyone);
     shm_ = std::move(group);
 }
 

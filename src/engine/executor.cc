@@ -191,6 +191,12 @@ hvd_status_t fused_allreduce_shm(collectives::Comm &comm, const std::vector<Requ
 
 }  // namespace
 
+std::string transfer_activity(const collectives::Comm &comm, OpType type) {
+    bool shm = comm.shm != nullptr && (type == OpType::kAllreduce || type == OpType::kAllgather ||
+                                       type == OpType::kBroadcast);
+    return (shm ? "SHM_" : "UCX_") + upper_op_name(type);
+}
+
 void ActivityTrace::begin(const std::string &activity) const {
     if (timeline_ == nullptr || !timeline_->active()) return;
     for (const RequestPtr &r : reqs_)
@@ -226,7 +232,7 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
     }
     trace.end();
     int32_t op = reduction_of(first);
-    trace.begin("UCX_ALLREDUCE");
+    trace.begin(transfer_activity(comm, OpType::kAllreduce));
     hvd_status_t s = collectives::allreduce(comm, buf, total / dtype_size(dtype), dtype, op);
     trace.end();
     if (s != HVD_OK) {
@@ -275,7 +281,7 @@ hvd_status_t execute_fused_allgather(collectives::Comm &comm, const std::vector<
         offset += r->input.bytes();
     }
     trace.end();
-    trace.begin("UCX_ALLGATHER");
+    trace.begin(transfer_activity(comm, OpType::kAllgather));
     hvd_status_t s = collectives::allgatherv(comm, send, recv, block);
     trace.end();
     if (s != HVD_OK) {
@@ -344,7 +350,7 @@ hvd_status_t execute_fused_reducescatter(collectives::Comm &comm,
         }
     }
     trace.end();
-    trace.begin("UCX_REDUCESCATTER");
+    trace.begin(transfer_activity(comm, OpType::kReducescatter));
     hvd_status_t s = collectives::reducescatter(comm, buf, out, counts, dtype, reduction_of(first));
     trace.end();
     if (s != HVD_OK) {

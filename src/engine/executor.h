@@ -17,6 +17,10 @@ namespace hvd::engine {
 hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Request &req,
                               std::string *message);
 
+// The timeline activity of an op's data movement: SHM_<OP> when it goes through the
+// shared-memory group, UCX_<OP> otherwise.
+std::string transfer_activity(const collectives::Comm &comm, OpType type);
+
 // Activity sub-spans on the timeline rows of the tensors being run (no-op without one).
 class ActivityTrace {
   public:

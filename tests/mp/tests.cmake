@@ -14,6 +14,23 @@ foreach(prog mp_collectives mp_more_collectives)
   endforeach()
 endforeach()
 
+# Single-host jobs use the shared-memory collectives by default; the transport's are checked
+# too (HVD_SHM=0). Ranks whose settings differ must still agree: a rank without shared memory
+# keeps every rank on the transport, and the shared-memory tunables are rank 0's.
+foreach(np 2 3)
+  hvd_mp_test(mp_collectives NP ${np} SUFFIX _no_shm TIMEOUT 300)
+  set_tests_properties(mp.mp_collectives_no_shm.np${np} PROPERTIES
+    ENVIRONMENT "${HVD_MP_ENV};HVD_SHM=0")
+endforeach()
+foreach(setting HVD_SHM=0 HVD_SHM_ONE_SHOT_MAX_BYTES=0 HVD_SHM_SINGLE_COPY_MIN_BYTES=0)
+  string(REGEX REPLACE "=.*" "" key ${setting})
+  add_test(NAME mp.rank1_${key}.np3
+    COMMAND $<TARGET_FILE:hvdrun> -np 3 ${CMAKE_CURRENT_SOURCE_DIR}/mp/env_on_rank.sh 1
+            ${setting} $<TARGET_FILE:mp_collectives>)
+  set_tests_properties(mp.rank1_${key}.np3 PROPERTIES LABELS mp TIMEOUT 300
+    ENVIRONMENT "${HVD_MP_ENV}")
+endforeach()
+
 # kill: hvdrun reports the killed rank's code (128 + SIGKILL); every survivor passes.
 foreach(np 2 3 4)
   math(EXPR survivors "${np} - 1")

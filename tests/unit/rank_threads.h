@@ -28,7 +28,9 @@ constexpr size_t kTestSlotBytes = 4096;
 inline uint32_t g_next_seq = 1;  // each collective call gets a fresh one, the same on all ranks
 
 struct World {
-    explicit World(int32_t n) {
+    // single_copy_from > 0: the shared-memory group's single-copy range is [that, any size]
+    // (still off until a test enables it).
+    explicit World(int32_t n, size_t single_copy_from = 0) {
         std::vector<hvd::transport::Transport *> raw;
         for (int32_t r = 0; r < n; ++r) {
             transports.push_back(hvd::transport::make_ucx_transport(r, n));
@@ -36,7 +38,13 @@ struct World {
             raw.push_back(transports.back().get());
         }
         hvd::transport::connect_local_transports(raw);
-        shm.push_back(hvd::shm::Group::create(n, 0, kTestSlotBytes));
+        hvd::shm::Settings settings;
+        settings.slot_bytes = kTestSlotBytes;
+        if (single_copy_from > 0) {
+            settings.single_copy_min_bytes = single_copy_from;
+            settings.single_copy_max_bytes = SIZE_MAX;
+        }
+        shm.push_back(hvd::shm::Group::create(n, 0, settings));
         for (int32_t r = 1; r < n; ++r)
             shm.push_back(hvd::shm::Group::open(shm[0]->name(), shm[0]->nonce(), n, r));
         shm[0]->unlink();

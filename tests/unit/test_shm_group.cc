@@ -42,8 +42,14 @@ hvd_status_t thrown_status(F &&f) {
     return HVD_OK;
 }
 
+hvd::shm::Settings with_slot(size_t slot_bytes) {
+    hvd::shm::Settings s;
+    s.slot_bytes = slot_bytes;
+    return s;
+}
+
 void test_open_checks_the_segment(void **) {
-    auto g = Group::create(3, 0, 8192);
+    auto g = Group::create(3, 0, with_slot(8192));
     assert_int_equal(g->size(), 3);
     assert_int_equal(g->slot_bytes(), 8192);
     const std::string name = g->name();
@@ -55,13 +61,55 @@ void test_open_checks_the_segment(void **) {
     assert_int_equal(other->slot_bytes(), 8192);
     g->unlink();  // mapped members keep the memory; the name is gone
     assert_int_equal(thrown_status([&] { Group::open(name, nonce, 3, 1); }), HVD_ERR_TRANSPORT);
-    assert_int_equal(thrown_status([&] { Group::create(0, 0, 4096); }), HVD_ERR_INVALID_ARG);
-    assert_int_equal(thrown_status([&] { Group::create(2, 0, 1000); }), HVD_ERR_INVALID_ARG);
+    assert_int_equal(thrown_status([&] { Group::create(0, 0, with_slot(4096)); }),
+                     HVD_ERR_INVALID_ARG);
+    assert_int_equal(thrown_status([&] { Group::create(2, 0, with_slot(1000)); }),
+                     HVD_ERR_INVALID_ARG);
+}
+
+// The creator's tunables travel in the header: a member's own environment cannot make it pick
+// another algorithm than the others.
+void test_settings_come_from_the_creator(void **) {
+    hvd::shm::Settings mine = with_slot(8192);
+    mine.one_shot_max_bytes = 123;
+    mine.single_copy_min_bytes = 4567;
+    mine.single_copy_max_bytes = 8910;
+    auto a = Group::create(2, 0, mine);
+    auto b = Group::open(a->name(), a->nonce(), 2, 1);
+    a->unlink();
+    assert_int_equal(b->slot_bytes(), 8192);
+    assert_int_equal(b->one_shot_max_bytes(), 123);
+    assert_false(b->single_copy(5000));  // off until enabled
+    b->enable_single_copy(true);
+    assert_true(b->single_copy(4567));
+    assert_true(b->single_copy(8910));
+    assert_false(b->single_copy(4566));
+    assert_false(b->single_copy(8911));
+}
+
+// Members in different collectives (here: different seq) must not read each other's data as
+// their own: both fail with HVD_ERR_INTERNAL instead.
+void test_members_out_of_step_fail(void **) {
+    World w(2);
+    std::vector<std::vector<float>> bufs(2, std::vector<float>(3000, 1.0f));
+    std::vector<hvd_status_t> status(2, HVD_OK);
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < 2; ++r)
+        threads.emplace_back([&, r] {
+            Comm comm = make_comm(w, r, 1000 + static_cast<uint32_t>(r), 5000);
+            comm.shm = w.shm[r].get();
+            status[r] = hvd::collectives::allreduce(comm, bufs[r].data(), bufs[r].size(),
+                                                    HVD_DTYPE_FLOAT32, HVD_OP_SUM);
+        });
+    for (auto &t : threads)
+        t.join();
+    assert_int_equal(status[0], HVD_ERR_INTERNAL);
+    assert_int_equal(status[1], HVD_ERR_INTERNAL);
 }
 
 // Both mappings see the same bytes; halves alternate by round; a post is seen by a wait.
 void test_slots_and_counters_are_shared(void **) {
-    auto a = Group::create(2, 0, 4096);
+    auto a = Group::create(2, 0, with_slot(4096));
     auto b = Group::open(a->name(), a->nonce(), 2, 1);
     a->unlink();
     assert_ptr_not_equal(a->slot(1, 1), a->slot(1, 2));
@@ -145,10 +193,10 @@ void test_sleeping_members_are_woken(void **) {
 // and ragged allgathers, in place and not, on 1..4 members; every byte checked.
 void test_single_copy_moves_every_byte(void **) {
     for (int32_t n = 1; n <= 4; ++n) {
-        World w(n);
+        World w(n, /*single_copy_from=*/1);
         for (auto &g : w.shm) {
             assert_true(g->probe_single_copy());
-            g->set_single_copy_range(1, SIZE_MAX);
+            g->enable_single_copy(true);
         }
         std::vector<size_t> bytes(n);
         for (int32_t r = 0; r < n; ++r)
@@ -278,7 +326,9 @@ void test_shares_cover_the_chunk(void **) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_checks_the_segment),
+        cmocka_unit_test(test_settings_come_from_the_creator),
         cmocka_unit_test(test_slots_and_counters_are_shared),
+        cmocka_unit_test(test_members_out_of_step_fail),
         cmocka_unit_test(test_missing_member_times_out),
         cmocka_unit_test(test_abort_flag_ends_the_wait),
         cmocka_unit_test(test_sleeping_members_are_woken),
