@@ -58,7 +58,8 @@ hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
             if (s != HVD_OK) return s;
             if (!own_in_place && bytes[me] > 0) std::memcpy(o + offset[me], mine, bytes[me]);
             for (int32_t m = 0; m < n && s == HVD_OK; ++m)
-                if (m != me && bytes[m] > 0) s = sync.fetch(m, t, o + offset[m], bytes[m]);
+                if (m != me && bytes[m] > 0)
+                    s = sync.fetch(m, t, 0, o + offset[m], bytes[m], bytes[m]);
             if (s != HVD_OK) return s;
             sync.post(shm::Counter::kDone, t);
             // The others read this rank's input: it stays untouched until they are done.

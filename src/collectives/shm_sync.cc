@@ -59,17 +59,18 @@ void ShmSync::publish(uint64_t round, const void *addr, size_t len) {
     std::memcpy(group_.slot(comm_.my_index, round), &a, sizeof a);
 }
 
-hvd_status_t ShmSync::fetch(int32_t member, uint64_t round, void *dst, size_t len) {
+hvd_status_t ShmSync::copy(int32_t member, uint64_t round, size_t offset, void *local, size_t len,
+                           size_t total, bool to_remote) {
     BlockAddress a;
     std::memcpy(&a, group_.slot(member, round), sizeof a);
-    if (a.len != len)
+    if (a.len != total || offset + len > total)
         return comm_.abort_with(HVD_ERR_INTERNAL,
                                 strprintf("%s: rank %d published %llu bytes, expected %zu "
                                           "(members disagree on sizes)",
                                           algorithm_, comm_.members[member],
-                                          static_cast<unsigned long long>(a.len), len));
+                                          static_cast<unsigned long long>(a.len), total));
     std::string error;
-    hvd_status_t s = group_.read_remote(member, a.addr, dst, len, &error);
+    hvd_status_t s = group_.copy_remote(member, a.addr + offset, local, len, to_remote, &error);
     if (s == HVD_OK) return s;
     return comm_.abort_with(
         s, strprintf("%s: rank %d: %s", algorithm_, comm_.members[member], error.c_str()));

@@ -33,14 +33,24 @@ class ShmSync {
     void post(shm::Counter c, uint64_t round) { group_.post(c, round); }
 
     // Single copy: this member publishes where its block lives (in its slot for `round`,
-    // before posting kReady); another member, having seen that kReady, copies it straight
-    // from this member's process. Its length must be `len` (members agree on sizes).
+    // before posting kReady); another member, having seen that kReady, copies bytes
+    // [offset, offset + len) of it straight from this member's process (fetch) or into it
+    // (deliver). The published length must be `total` (members agree on sizes).
     void publish(uint64_t round, const void *addr, size_t len);
-    hvd_status_t fetch(int32_t member, uint64_t round, void *dst, size_t len);
+    hvd_status_t fetch(int32_t member, uint64_t round, size_t offset, void *dst, size_t len,
+                       size_t total) {
+        return copy(member, round, offset, dst, len, total, false);
+    }
+    hvd_status_t deliver(int32_t member, uint64_t round, size_t offset, const void *src,
+                         size_t len, size_t total) {
+        return copy(member, round, offset, const_cast<void *>(src), len, total, true);
+    }
 
   private:
     hvd_status_t failed(hvd_status_t s, int32_t laggard, const char *what) const;
     hvd_status_t check_stamp(int32_t member, uint64_t round) const;
+    hvd_status_t copy(int32_t member, uint64_t round, size_t offset, void *local, size_t len,
+                      size_t total, bool to_remote);
 
     const Comm &comm_;
     shm::Group &group_;

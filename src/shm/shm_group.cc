@@ -120,6 +120,7 @@ Settings Settings::from_env() {
     s.slot_bytes = slot > kMaxSlotBytes ? kMaxSlotBytes : slot;
     s.one_shot_max_bytes = bytes("SHM_ONE_SHOT_MAX_BYTES", s.one_shot_max_bytes);
     s.single_copy_min_bytes = bytes("SHM_SINGLE_COPY_MIN_BYTES", s.single_copy_min_bytes);
+    s.single_copy_max_bytes = bytes("SHM_SINGLE_COPY_MAX_BYTES", s.single_copy_max_bytes);
     return s;
 }
 
@@ -346,31 +347,34 @@ bool Group::probe_single_copy() const {
         const Control *other = control(m);
         Control copy;
         std::string ignored;
-        if (read_remote(m, other->self, &copy, sizeof copy, &ignored) != HVD_OK) return false;
+        if (copy_remote(m, other->self, &copy, sizeof copy, false, &ignored) != HVD_OK)
+            return false;
         if (copy.pid != other->pid || copy.self != other->self) return false;
     }
     return true;
 }
 
-hvd_status_t Group::read_remote(int32_t member, uint64_t remote, void *local, size_t len,
-                                std::string *error) const {
+hvd_status_t Group::copy_remote(int32_t member, uint64_t remote, void *local, size_t len,
+                                bool to_remote, std::string *error) const {
     const pid_t pid = control(member)->pid;
-    char *dst = static_cast<char *>(local);
+    char *mine = static_cast<char *>(local);
     size_t done = 0;
     while (done < len) {
-        struct iovec l = {dst + done, len - done};
+        struct iovec l = {mine + done, len - done};
         struct iovec r = {reinterpret_cast<void *>(remote + done), len - done};
-        ssize_t got = ::process_vm_readv(pid, &l, 1, &r, 1, 0);
-        if (got <= 0) {
-            int err = got < 0 ? errno : EIO;
+        ssize_t moved = to_remote ? ::process_vm_writev(pid, &l, 1, &r, 1, 0)
+                                  : ::process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (moved <= 0) {
+            int err = moved < 0 ? errno : EIO;
             if (err == EINTR) continue;
             *error = strprintf(
-                "single-copy read of %zu bytes from member %d (pid %d) failed "
-                "after %zu: %s",
-                len, member, static_cast<int>(pid), done, std::strerror(err));
+                "single-copy %s of %zu bytes %s member %d (pid %d) failed after "
+                "%zu: %s",
+                to_remote ? "write" : "read", len, to_remote ? "to" : "from", member,
+                static_cast<int>(pid), done, std::strerror(err));
             return HVD_ERR_TRANSPORT;
         }
-        done += static_cast<size_t>(got);
+        done += static_cast<size_t>(moved);
     }
     return HVD_OK;
 }

@@ -44,9 +44,9 @@ struct Settings {
     // (HVD_SHM_ONE_SHOT_MAX_BYTES).
     size_t one_shot_max_bytes = 16 * 1024;
     // Allgather blocks and broadcasts in this range go by single copy, once enabled
-    // (HVD_SHM_SINGLE_COPY_MIN_BYTES, 0 = never). 2 ranks, --bind: 128 KiB broadcast
-    // 17.4 -> 8.8 us, 512 KiB allgather 38 -> 20 us; but 64 MiB broadcast 10.5 -> 5.6 GB/s, as
-    // a single copy leaves all the work to the reader while staging splits it.
+    // (HVD_SHM_SINGLE_COPY_MIN_BYTES, 0 = never; HVD_SHM_SINGLE_COPY_MAX_BYTES). 2 ranks, --bind:
+    // 128 KiB broadcast 17.4 -> 8.8 us, 512 KiB allgather 38 -> 20 us; but 64 MiB broadcast 10.5
+    // -> 5.6 GB/s, as a single copy leaves all the work to the reader while staging splits it.
     size_t single_copy_min_bytes = 16 * 1024;
     size_t single_copy_max_bytes = 1024 * 1024;
 
@@ -116,14 +116,20 @@ class Group {
     void enable_single_copy(bool on) {
         single_copy_on_ = on && settings_.single_copy_min_bytes > 0;
     }
+    // Whether a transfer of `bytes` may go by single copy with no upper bound: two-member
+    // broadcasts, where both members copy half each.
+    bool single_copy_unbounded(size_t bytes) const {
+        return single_copy_on_ && bytes >= settings_.single_copy_min_bytes;
+    }
     bool single_copy(size_t bytes) const {
         return single_copy_on_ && bytes >= settings_.single_copy_min_bytes &&
                bytes <= settings_.single_copy_max_bytes;
     }
-    // Copies len bytes at `remote` (an address in member's process) to `local`. HVD_OK, or
-    // HVD_ERR_TRANSPORT with *error saying what failed.
-    hvd_status_t read_remote(int32_t member, uint64_t remote, void *local, size_t len,
-                             std::string *error) const;
+    // Copies len bytes between `remote` (an address in member's process) and `local`: from
+    // remote to local, or the other way when to_remote. HVD_OK, or HVD_ERR_TRANSPORT with
+    // *error saying what failed.
+    hvd_status_t copy_remote(int32_t member, uint64_t remote, void *local, size_t len,
+                             bool to_remote, std::string *error) const;
 
   private:
     struct Header;
