@@ -7,7 +7,6 @@
 
 #include "collectives/collectives.h"
 #include "collectives/shm_sync.h"
-#include "common/log.h"
 
 namespace hvd::collectives {
 
@@ -17,14 +16,10 @@ constexpr const char *kName = "shm allgatherv";
 
 hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
                             const std::vector<size_t> &bytes) {
-    hvd_status_t st = check_shm_comm(comm, kName);
+    hvd_status_t st = check_allgatherv_args(comm, in, out, bytes, kName);
+    if (st == HVD_OK) st = check_shm_comm(comm, kName);
     if (st != HVD_OK) return st;
     const int32_t n = comm.size();
-    if (bytes.size() != static_cast<size_t>(n)) {
-        HVD_LOG(kError, comm.global_rank(), "%s: %zu block sizes for %d members", kName,
-                bytes.size(), n);
-        return HVD_ERR_INVALID_ARG;
-    }
     size_t total = 0, largest = 0;
     auto *offset = static_cast<size_t *>(comm.scratch->get(n * sizeof(size_t)));
     for (int32_t m = 0; m < n; ++m) {
@@ -33,10 +28,6 @@ hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
         largest = bytes[m] > largest ? bytes[m] : largest;
     }
     const int32_t me = comm.my_index;
-    if ((out == nullptr && total > 0) || (in == nullptr && bytes[me] > 0)) {
-        HVD_LOG(kError, comm.global_rank(), "%s: null buffer", kName);
-        return HVD_ERR_INVALID_ARG;
-    }
     if (total == 0) return HVD_OK;
     char *o = static_cast<char *>(out);
     const char *mine = static_cast<const char *>(in);

@@ -50,12 +50,18 @@ hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_ind
         shm::Group &g = sync.group();
         char *b = static_cast<char *>(buf);
         const bool root = sync.me() == root_index;
+        // Only the root writes its slot: the others just take the round's number.
+        auto start_round = [&](uint64_t *t) {
+            if (root) return sync.begin(t);
+            *t = g.next_round();
+            return HVD_OK;
+        };
         uint64_t last = 0;
         if (comm.size() == 2 && g.single_copy_unbounded(bytes))
             return split_copy(sync, b, bytes, root);
         if (g.single_copy(bytes)) {
             uint64_t t = 0;
-            hvd_status_t s = root ? sync.begin(&t) : (t = g.next_round(), HVD_OK);
+            hvd_status_t s = start_round(&t);
             if (s != HVD_OK) return s;
             if (root) {
                 sync.publish(t, b, bytes);
@@ -75,7 +81,7 @@ hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_ind
         for (size_t done = 0; done < bytes; done += g.slot_bytes()) {
             size_t len = bytes - done < g.slot_bytes() ? bytes - done : g.slot_bytes();
             uint64_t t = 0;
-            hvd_status_t s = root ? sync.begin(&t) : (t = g.next_round(), HVD_OK);
+            hvd_status_t s = start_round(&t);
             if (s != HVD_OK) return s;
             if (root) {
                 std::memcpy(g.slot(root_index, t), b + done, len);

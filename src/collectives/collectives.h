@@ -82,6 +82,8 @@ hvd_status_t check_allreduce_args(const Comm &comm, const void *buf, size_t coun
                                   int32_t op, const char *algorithm);
 hvd_status_t check_broadcast_args(const Comm &comm, const void *buf, size_t bytes,
                                   int32_t root_index, const char *algorithm);
+hvd_status_t check_allgatherv_args(const Comm &comm, const void *in, const void *out,
+                                   const std::vector<size_t> &bytes, const char *algorithm);
 
 }  // namespace hvd::collectives
 

@@ -41,8 +41,8 @@ class ShmSync {
                        size_t total) {
         return copy(member, round, offset, dst, len, total, false);
     }
-    hvd_status_t deliver(int32_t member, uint64_t round, size_t offset, const void *src,
-                         size_t len, size_t total) {
+    hvd_status_t deliver(int32_t member, uint64_t round, size_t offset, const void *src, size_t len,
+                         size_t total) {
         return copy(member, round, offset, const_cast<void *>(src), len, total, true);
     }
 
@@ -86,7 +86,8 @@ hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
                             const std::vector<size_t> &bytes);
 hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_index);
 
-// HVD_ERR_INVALID_ARG (logged) unless comm.shm is set and matches comm's members.
+// HVD_ERR_INVALID_ARG (logged) unless comm.shm is set and matches comm's members. Called after
+// the collective's own argument check, which has validated the rest of comm.
 hvd_status_t check_shm_comm(const Comm &comm, const char *algorithm);
 
 }  // namespace hvd::collectives

@@ -121,7 +121,8 @@ hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string 
 }
 
 void Engine::loop() {
-    idle_spin_ = has_cpu_to_spin_on() ? transport::spin_window() : std::chrono::microseconds(0);
+    idle_spin_ = transport::may_run_on_several_cpus() ? transport::spin_window()
+                                                      : std::chrono::microseconds(0);
     for (;;) {
         if (stop_flag_.load()) break;
         bool worked = false;
@@ -752,22 +753,6 @@ std::chrono::steady_clock::time_point Engine::held_until() const {
     return held_since_ + std::chrono::microseconds(config_->cycle_time_us.load());
 }
 
-// Whether this thread may run on more than one CPU (so an idle spin does not take the CPU
-// from the thread that enqueues).
-bool Engine::has_cpu_to_spin_on() {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return true;
-    return CPU_COUNT(&set) > 1;
-}
-
-namespace {
-// An idle spin that has found nothing this long starts yielding the CPU between polls: with
-// unpinned ranks a peer's engine may be waiting to run on this CPU (2 ranks unbound, 8 B
-// allreduce ~35 -> 4.3 us in most runs).
-constexpr std::chrono::microseconds kYieldAfter{25};
-}  // namespace
-
 void Engine::sleep_until_work() {
     // Spin briefly when the engine has a CPU of its own to spin on: the next message of a
     // busy job usually arrives within microseconds, and waking a sleeping thread costs far
@@ -782,7 +767,7 @@ void Engine::sleep_until_work() {
         if (!transport_aborted_ && transport_->progress()) return;
         if (work_queued_.load() || stop_flag_.load()) return;
         // Unpinned, a peer's engine may be waiting for this CPU: after a short spin, let it.
-        if (now - start >= kYieldAfter) ::sched_yield();
+        if (now - start >= transport::kYieldAfterSpin) ::sched_yield();
         now = std::chrono::steady_clock::now();
     } while (!transport_aborted_ && now < spin_until);
     if (!transport_aborted_ && !transport_->arm()) return;

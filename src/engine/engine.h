@@ -121,7 +121,6 @@ class Engine {
     void finish_all(const RequestPtr *reqs, size_t n, hvd_status_t status,
                     const std::string &message);
     void sleep_until_work();
-    static bool has_cpu_to_spin_on();
     std::chrono::microseconds idle_spin_{0};  // set by the engine thread at start
 
     // Response cache (engine_cache.cc). Ready requests go to the cache's rounds or to the

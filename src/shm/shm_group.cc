@@ -29,8 +29,6 @@ constexpr size_t kPage = 4096;
 constexpr size_t kMaxSlotBytes = size_t{64} << 20;
 // Longest single futex sleep: bounds how late an abort or the deadline is seen.
 constexpr int64_t kMaxSleepMs = 10;
-// A wait that has spun this long without its member arriving starts yielding the CPU.
-constexpr std::chrono::microseconds kYieldAfter{25};
 // Counter polls between two looks at the clock and the abort flag while spinning.
 constexpr int kPollsPerCheck = 64;
 
@@ -135,9 +133,7 @@ Group::Group(std::string name, void *base, size_t bytes, int32_t size, int32_t m
       owns_name_(owns_name) {
     // A process pinned to one CPU yields to its own threads only, which costs them: the
     // 256 x 4 KiB step took 416 -> 600 us when the engine yielded to its caller.
-    cpu_set_t cpus;
-    CPU_ZERO(&cpus);
-    yield_while_spinning_ = ::sched_getaffinity(0, sizeof cpus, &cpus) != 0 || CPU_COUNT(&cpus) > 1;
+    yield_while_spinning_ = transport::may_run_on_several_cpus();
     Control *me = control(my_index);
     me->pid = static_cast<int32_t>(::getpid());
     me->self = reinterpret_cast<uint64_t>(me);
@@ -299,7 +295,7 @@ hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadli
     if (reached(member, c, round)) return HVD_OK;
     const auto start = std::chrono::steady_clock::now();
     const auto spin_until = start + transport::spin_window();
-    const auto yield_from = start + kYieldAfter;
+    const auto yield_from = start + transport::kYieldAfterSpin;
     for (;;) {
         for (int i = 0; i < kPollsPerCheck; ++i) {
             if (reached(member, c, round)) return HVD_OK;
@@ -316,7 +312,6 @@ hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadli
         } else if (yield_while_spinning_ && now >= yield_from) {
             // Unpinned ranks: the member waited for may be runnable on this very CPU; let it
             // run instead of spinning it out (2 ranks unbound, 32 KiB allreduce ~38 -> 11 us).
-            // Not at once: yielding on every short wait cost the 256 x 4 KiB step ~50 %.
             ::sched_yield();
         }
     }

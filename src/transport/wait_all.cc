@@ -1,4 +1,5 @@
 #include <poll.h>
+#include <sched.h>
 
 #include <chrono>
 
@@ -40,6 +41,13 @@ std::chrono::microseconds spin_window() {
 
 void set_spin_window(std::chrono::microseconds window) {
     g_spin_us.store(window.count(), std::memory_order_relaxed);
+}
+
+bool may_run_on_several_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) != 0) return true;
+    return CPU_COUNT(&set) > 1;
 }
 
 hvd_status_t wait_all(Transport &t, Completion *const *cs, size_t n, const Deadline &deadline,
