@@ -49,8 +49,7 @@ export PYTHONPATH=$BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1
 
 free_port() {
-  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
+  "$PYTHON" "$HVD_ROOT/scripts/free_port.py"
 }
 
 # run_one BACKEND REP [ARGS...]: one benchmark run, its log in $OUT; prints its total img/sec

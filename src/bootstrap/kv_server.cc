@@ -31,6 +31,7 @@ constexpr int64_t kAcceptPauseMs = 100;                  // after EMFILE: let co
 constexpr size_t kMaxReadPerWake = size_t{1} << 20;      // fairness between clients
 constexpr size_t kMaxOutboundBytes = size_t{256} << 20;  // a client that stops reading
 constexpr int kMaxAcceptsPerWake = 64;
+constexpr int64_t kBusyPortWaitMs = 10000;  // a fixed port another socket holds
 
 enum class RankState : uint8_t { kAbsent, kConnected, kLeft, kDied };
 
@@ -370,7 +371,11 @@ KvServer::KvServer(const std::string &addr, int port, const std::string &secret,
     impl_->ranks.assign(static_cast<size_t>(size), RankState::kAbsent);
     impl_->idle_timeout_ms = idle_timeout_ms;
     impl_->idle_deadline = Deadline::after_ms(idle_timeout_ms);
-    impl_->listener = listen_tcp(addr, port);
+    // The launcher's port may still be held for a moment (a connection of a previous
+    // session of this job closing): wait a little for it, not the whole bootstrap timeout.
+    impl_->listener = listen_tcp(addr, port,
+                                 Deadline::earlier(Deadline::after_ms(idle_timeout_ms),
+                                                   Deadline::after_ms(kBusyPortWaitMs)));
     impl_->port = bound_port(impl_->listener.get());
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0)

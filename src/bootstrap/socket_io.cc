@@ -55,6 +55,31 @@ Fd new_socket(const addrinfo *ai) {
         ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol));
 }
 
+bool same_endpoint(const sockaddr_storage &a, const sockaddr_storage &b) {
+    if (a.ss_family != b.ss_family) return false;
+    if (a.ss_family == AF_INET) {
+        auto &x = reinterpret_cast<const sockaddr_in &>(a);
+        auto &y = reinterpret_cast<const sockaddr_in &>(b);
+        return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+    }
+    if (a.ss_family == AF_INET6) {
+        auto &x = reinterpret_cast<const sockaddr_in6 &>(a);
+        auto &y = reinterpret_cast<const sockaddr_in6 &>(b);
+        return x.sin6_port == y.sin6_port &&
+               std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
+    }
+    return false;
+}
+
+// True when a connected socket's two ends are the same address and port.
+bool connected_to_itself(int fd) {
+    sockaddr_storage local{}, peer{};
+    socklen_t local_len = sizeof local, peer_len = sizeof peer;
+    if (getsockname(fd, reinterpret_cast<sockaddr *>(&local), &local_len) != 0) return false;
+    if (getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &peer_len) != 0) return false;
+    return same_endpoint(local, peer);
+}
+
 // One non-blocking connect to one address, bounded by the deadline and the attempt cap.
 Fd try_connect(const addrinfo *ai, const Deadline &deadline, std::string *last_error) {
     Fd fd = new_socket(ai);
@@ -78,6 +103,13 @@ Fd try_connect(const addrinfo *ai, const Deadline &deadline, std::string *last_e
     if (getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
     if (err != 0) {
         *last_error = strerror(err);
+        return Fd();
+    }
+    if (connected_to_itself(fd.get())) {
+        // With no server listening, a connect to a port of this host's automatic range can
+        // pick that very port as its own and succeed (TCP simultaneous open); it would then
+        // hold the port the server is about to bind. Drop it and try again.
+        *last_error = "connected to itself (no server listening yet)";
         return Fd();
     }
     return fd;
@@ -115,30 +147,38 @@ void set_nonblocking(int fd) {
         throw Error(HVD_ERR_TRANSPORT, strprintf("fcntl(O_NONBLOCK): %s", strerror(errno)));
 }
 
-Fd listen_tcp(const std::string &addr, int port) {
+Fd listen_tcp(const std::string &addr, int port, const Deadline &busy_until) {
     bool any = addr.empty() || addr == "0.0.0.0";
-    int gai_rc = 0;
-    AddrList list =
-        resolve(any ? nullptr : addr.c_str(), port, any ? AF_INET : AF_UNSPEC, AI_PASSIVE, &gai_rc);
-    if (!list)
-        throw Error(HVD_ERR_TRANSPORT,
-                    strprintf("rendezvous server: cannot resolve %s: %s",
-                              endpoint_name(addr, port).c_str(), gai_strerror(gai_rc)));
-    std::string last_error = "no usable address";
-    for (const addrinfo *ai = list.get(); ai; ai = ai->ai_next) {
-        Fd fd = new_socket(ai);
-        int one = 1;
-        // A restarted job must be able to rebind a port whose old connections linger in
-        // TIME_WAIT.
-        if (fd.valid()) (void)setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (fd.valid() && ::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 &&
-            ::listen(fd.get(), kListenBacklog) == 0)
-            return fd;
-        last_error = strerror(errno);
+    int64_t backoff_ms = kRetryMinMs;
+    for (;;) {
+        int gai_rc = 0;
+        AddrList list = resolve(any ? nullptr : addr.c_str(), port, any ? AF_INET : AF_UNSPEC,
+                                AI_PASSIVE, &gai_rc);
+        if (!list)
+            throw Error(HVD_ERR_TRANSPORT,
+                        strprintf("rendezvous server: cannot resolve %s: %s",
+                                  endpoint_name(addr, port).c_str(), gai_strerror(gai_rc)));
+        std::string last_error = "no usable address";
+        bool busy = false;
+        for (const addrinfo *ai = list.get(); ai; ai = ai->ai_next) {
+            Fd fd = new_socket(ai);
+            int one = 1;
+            // A restarted job must be able to rebind a port whose old connections linger in
+            // TIME_WAIT.
+            if (fd.valid()) (void)setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            if (fd.valid() && ::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 &&
+                ::listen(fd.get(), kListenBacklog) == 0)
+                return fd;
+            busy = busy || errno == EADDRINUSE;
+            last_error = strerror(errno);
+        }
+        if (!busy || port == 0 || busy_until.expired())
+            throw Error(HVD_ERR_TRANSPORT,
+                        strprintf("rendezvous server: cannot listen on %s: %s",
+                                  endpoint_name(addr, port).c_str(), last_error.c_str()));
+        sleep_until_retry(busy_until, backoff_ms);
+        backoff_ms = std::min(backoff_ms * 2, kRetryMaxMs);
     }
-    throw Error(HVD_ERR_TRANSPORT,
-                strprintf("rendezvous server: cannot listen on %s: %s",
-                          endpoint_name(addr, port).c_str(), last_error.c_str()));
 }
 
 int bound_port(int fd) {

@@ -33,8 +33,11 @@ std::string endpoint_name(const std::string &addr, int port);
 
 // A non-blocking listening socket on addr:port (addr "" or "0.0.0.0": every IPv4 interface;
 // otherwise a host name or address, resolved with getaddrinfo). port 0 picks a free port.
-// Throws hvd::Error(HVD_ERR_TRANSPORT) naming the endpoint if nothing could be bound.
-Fd listen_tcp(const std::string &addr, int port);
+// A fixed port that is in use (another socket still holds it) is retried until `busy_until`
+// (default: no retry). Throws hvd::Error(HVD_ERR_TRANSPORT) naming the endpoint if nothing
+// could be bound.
+Fd listen_tcp(const std::string &addr, int port,
+              const Deadline &busy_until = Deadline::after_ms(0));
 
 // The port a bound socket listens on.
 int bound_port(int fd);

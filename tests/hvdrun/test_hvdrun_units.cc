@@ -358,7 +358,40 @@ void test_free_port(void **) {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)), 0);
     close(fd);
-    assert_in_range(pick_free_port("no-such-host.invalid"), 1, 65535);  // wildcard fallback
+    // Outside the kernel's own range, where no outgoing connection can take it meanwhile.
+    PortRange kernel = local_port_range();
+    if (kernel.lo - 10000 + 65535 - kernel.hi >= 64) {
+        assert_true(port < kernel.lo || port > kernel.hi);
+        assert_true(port >= 10000);
+    }
+    int wildcard = pick_free_port("no-such-host.invalid");  // wildcard fallback
+    assert_in_range(wildcard, 1, 65535);
+}
+
+// The range comes from the file; anything unreadable or senseless gives Linux's default.
+void test_local_port_range(void **) {
+    char path[] = "/tmp/hvdrun-port-range-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    auto range_of = [&](const char *text) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        return local_port_range(path);
+    };
+    PortRange r = range_of("20000\t30000\n");
+    assert_int_equal(r.lo, 20000);
+    assert_int_equal(r.hi, 30000);
+    for (const char *bad : {"", "junk", "30000 20000", "0 100", "1000 70000"}) {
+        r = range_of(bad);
+        assert_int_equal(r.lo, 32768);
+        assert_int_equal(r.hi, 60999);
+    }
+    unlink(path);
+    r = local_port_range("/nonexistent/ip_local_port_range");
+    assert_int_equal(r.lo, 32768);
 }
 
 void test_random_hex(void **) {
@@ -435,6 +468,7 @@ int main() {
         cmocka_unit_test(test_resolve_exports),
         cmocka_unit_test(test_rendezvous_addr),
         cmocka_unit_test(test_free_port),
+        cmocka_unit_test(test_local_port_range),
         cmocka_unit_test(test_random_hex),
         cmocka_unit_test(test_line_relay),
         cmocka_unit_test(test_line_relay_unprefixed_and_long),

@@ -17,7 +17,7 @@ if [ "$style" = openmpi ]; then
 fi
 
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  python3 "$(dirname "${BASH_SOURCE[0]}")/../../scripts/free_port.py"
 }
 job="launch-as-$$-$RANDOM"
 port=$(free_port)

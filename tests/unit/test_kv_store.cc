@@ -395,6 +395,37 @@ void test_silent_peer_on_the_port_then_the_server(void **) {
     assert_true(server.wait_finished(Deadline::after_ms(kTimeoutMs)));
 }
 
+// Rank 0 of a restarted job binds the launcher's fixed port while something else still holds
+// it: the server waits for the port (bounded by its timeout) instead of failing at once.
+void test_server_waits_for_a_busy_port(void **) {
+    Fd holder = listen_tcp(kLoopback, 0);
+    int port = bound_port(holder.get());
+    Outcome at_once = catching([&] { Fd fd = listen_tcp(kLoopback, port); });
+    assert_int_equal(at_once.status, HVD_ERR_TRANSPORT);
+    assert_contains(at_once.message, "in use");
+    auto t0 = Clock::now();
+    Outcome bounded = catching([&] { KvServer server(kLoopback, port, kSecret, 1, 200); });
+    assert_int_equal(bounded.status, HVD_ERR_TRANSPORT);
+    assert_contains(bounded.message, kLoopback + ":" + std::to_string(port));
+    int64_t waited = ms_since(t0);
+    if (waited < 200 || waited > 3000)
+        fail_msg("gave up on the busy port after %lld ms", (long long)waited);
+    std::thread release([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        holder.reset();
+    });
+    t0 = Clock::now();
+    Outcome served = catching([&] {
+        KvServer server(kLoopback, port, kSecret, 1, kTimeoutMs);
+        KvClient c(kLoopback, port, kSecret, 0, 1, Deadline::after_ms(kTimeoutMs));
+        c.bye();
+        assert_true(server.wait_finished(Deadline::after_ms(kTimeoutMs)));
+    });
+    release.join();
+    if (served.status != HVD_OK) fail_msg("%s", served.message.c_str());
+    assert_true(ms_since(t0) >= 250);
+}
+
 }  // namespace
 
 int main(void) {
@@ -412,6 +443,7 @@ int main(void) {
         cmocka_unit_test(test_connect_timeout),
         cmocka_unit_test(test_hostname_and_adopted_size),
         cmocka_unit_test(test_silent_peer_on_the_port_then_the_server),
+        cmocka_unit_test(test_server_waits_for_a_busy_port),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

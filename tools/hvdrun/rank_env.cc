@@ -6,15 +6,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
 namespace hvdrun {
 namespace {
 
-// Binds a TCP socket to `addr` (whose port is 0) and returns the port the kernel chose, or
-// -1 with errno set.
+// Binds a TCP socket to `addr` and returns the port it got (the kernel's choice when the
+// address's port is 0), or -1 with errno set.
 int bound_port(const sockaddr *addr, socklen_t len) {
     int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
@@ -33,14 +36,66 @@ int bound_port(const sockaddr *addr, socklen_t len) {
     return port;
 }
 
+void set_port(sockaddr_storage *addr, int port) {
+    uint16_t net = htons(static_cast<uint16_t>(port));
+    if (addr->ss_family == AF_INET6)
+        reinterpret_cast<sockaddr_in6 *>(addr)->sin6_port = net;
+    else
+        reinterpret_cast<sockaddr_in *>(addr)->sin_port = net;
+}
+
+socklen_t addr_len(const sockaddr_storage &addr) {
+    return addr.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+// The lowest port tried outside the kernel's range: below it sit well-known services.
+constexpr int kLowestChosenPort = 10000;
+constexpr int kChoiceAttempts = 64;
+
+// A random port of `addr` outside `avoid` that binds now, or -1 after kChoiceAttempts misses
+// (or when the ports outside `avoid` are too few to pick from).
+int bindable_port_outside(sockaddr_storage addr, PortRange avoid) {
+    int below = std::max(0, avoid.lo - kLowestChosenPort);
+    int above = std::max(0, 65535 - avoid.hi);
+    if (below + above < kChoiceAttempts) return -1;
+    for (int attempt = 0; attempt < kChoiceAttempts; ++attempt) {
+        uint32_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) return -1;
+        int index = static_cast<int>(r % static_cast<uint32_t>(below + above));
+        int port = index < below ? kLowestChosenPort + index : avoid.hi + 1 + (index - below);
+        set_port(&addr, port);
+        if (bound_port(reinterpret_cast<sockaddr *>(&addr), addr_len(addr)) == port) return port;
+    }
+    return -1;
+}
+
+// A free port of `addr`: outside the kernel's automatic range if one binds, else the kernel's
+// choice; -1 with errno set if nothing binds.
+int free_port_of(const sockaddr *addr, socklen_t len) {
+    sockaddr_storage copy = {};
+    std::memcpy(&copy, addr, std::min<size_t>(len, sizeof copy));
+    int port = bindable_port_outside(copy, local_port_range());
+    if (port > 0) return port;
+    set_port(&copy, 0);
+    return bound_port(reinterpret_cast<sockaddr *>(&copy), addr_len(copy));
+}
+
 int wildcard_port(int family) {
     sockaddr_storage any = {};
-    any.ss_family = static_cast<sa_family_t>(family);  // address and port zero: wildcard, any port
-    socklen_t len = family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-    return bound_port(reinterpret_cast<sockaddr *>(&any), len);
+    any.ss_family = static_cast<sa_family_t>(family);  // address and port zero: wildcard
+    return free_port_of(reinterpret_cast<sockaddr *>(&any), addr_len(any));
 }
 
 }  // namespace
+
+PortRange local_port_range(const char *path) {
+    PortRange range;
+    std::ifstream in(path);
+    PortRange read;
+    if (in >> read.lo >> read.hi && read.lo >= 1 && read.lo <= read.hi && read.hi <= 65535)
+        range = read;
+    return range;
+}
 
 std::string random_hex(size_t nbytes) {
     std::string bytes(nbytes, '\0');
@@ -85,7 +140,7 @@ int pick_free_port(const std::string &addr) {
     if (getaddrinfo(addr.c_str(), nullptr, &hints, &found) == 0) {
         family = found->ai_family;
         for (addrinfo *ai = found; ai != nullptr && port < 0; ai = ai->ai_next) {
-            port = bound_port(ai->ai_addr, ai->ai_addrlen);  // getaddrinfo left the port at 0
+            port = free_port_of(ai->ai_addr, ai->ai_addrlen);
         }
         freeaddrinfo(found);
     }

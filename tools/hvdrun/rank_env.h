@@ -31,11 +31,21 @@ std::string choose_rendezvous_addr(const std::string &explicit_addr,
                                    const std::vector<Placement> &ranks,
                                    const std::string &this_host);
 
-// A TCP port that is free now: binds port 0 on `addr`, reads the port, closes the socket, so
-// that rank 0 of the library can bind it. When `addr` is not an address of this machine (rank
-// 0 is remote, or its name does not resolve here) the wildcard address is used instead: the
-// port is then only likely to be free on the remote host. Throws std::runtime_error when no
-// socket can be bound at all.
+// The ports the kernel hands out by itself (to connect() without bind, to bind on port 0):
+// net.ipv4.ip_local_port_range read from `path`, 32768-60999 when it cannot be read.
+struct PortRange {
+    int lo = 32768;
+    int hi = 60999;
+};
+PortRange local_port_range(const char *path = "/proc/sys/net/ipv4/ip_local_port_range");
+
+// A TCP port that is free now, for rank 0 of the library to listen on: a random port outside
+// local_port_range() (from 10000 up) that binds on `addr`, so that no other process's outgoing
+// connection can take it as its local port before rank 0 binds it, or after a restart of the
+// library in the same job; the kernel's choice when none binds. When `addr` is not an address
+// of this machine (rank 0 is remote, or its name does not resolve here) the wildcard address is
+// used instead: the port is then only likely to be free on the remote host. Throws
+// std::runtime_error when no socket can be bound at all.
 int pick_free_port(const std::string &addr);
 
 // HVD_RANK, HVD_SIZE, HVD_LOCAL_*, HVD_CROSS_*, HVD_HOSTNAME, HVD_RENDEZVOUS_*, HVD_SECRET,

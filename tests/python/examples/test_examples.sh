@@ -100,8 +100,7 @@ done
 
 # ---------------------------------------------------------------- synthetic benchmark, 2 ranks
 free_port() {
-  "$SYS_PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
+  "$SYS_PY" "$EXAMPLES/../../scripts/free_port.py"
 }
 for backend in hvd ddp; do
   run "synthetic_$backend" "$HVDRUN" -np 2 "$VENV_PY" "$EXAMPLES/torch_synthetic_benchmark.py" \
