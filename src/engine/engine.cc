@@ -101,10 +101,9 @@ hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string 
         }
         // Names go in one by one; on a clash, the ones this call added come out again.
         for (size_t i = 0; i < n; ++i) {
-            if (in_flight_names_.insert({reqs[i]->meta.set_id, reqs[i]->meta.name}).second)
-                continue;
+            if (in_flight_names_.insert(name_key(*reqs[i])).second) continue;
             for (size_t j = 0; j < i; ++j)
-                in_flight_names_.erase({reqs[j]->meta.set_id, reqs[j]->meta.name});
+                in_flight_names_.erase(name_key(*reqs[j]));
             *err = strprintf("rank %d: an op named '%s' is already in flight", rank_,
                              reqs[i]->meta.name.c_str());
             return HVD_ERR_INVALID_ARG;
@@ -497,7 +496,13 @@ hvd_status_t Engine::settle_failure(const Response &resp, hvd_status_t s, std::s
 }
 
 void Engine::add_pending(const RequestPtr &req) {
-    pending_[{req->meta.set_id, req->meta.name}] = req;
+    // The key views the request's own name, so a (never expected) request of the same name
+    // replaces the entry whole, key included.
+    auto [it, added] = pending_.try_emplace(name_key(*req), req);
+    if (!added) {
+        pending_.erase(it);
+        pending_.emplace(name_key(*req), req);
+    }
     if (req->meta.type == OpType::kJoin) ++pending_joins_[req->meta.set_id];
 }
 
@@ -512,7 +517,7 @@ RequestPtr Engine::take_pending(PendingMap::iterator it) {
 const Request *Engine::joined_request(uint16_t set_id) const {
     if (pending_joins_.count(set_id) == 0) return nullptr;
     for (const auto &kv : pending_)
-        if (kv.first.first == set_id && kv.second->meta.type == OpType::kJoin)
+        if (kv.first.set_id == set_id && kv.second->meta.type == OpType::kJoin)
             return kv.second.get();
     return nullptr;
 }
@@ -548,9 +553,9 @@ void Engine::run_membership_change(const Response &resp, Request &req) {
     // Ops this rank queued on the set can never run now.
     std::vector<Key> doomed;
     for (const auto &kv : pending_)
-        if (kv.first.first == id) doomed.push_back(kv.first);
+        if (kv.first.set_id == id) doomed.emplace_back(id, std::string(kv.first.name));
     for (const Key &key : doomed)
-        finish(take_pending(pending_.find(key)), HVD_ERR_INVALID_ARG,
+        finish(take_pending(pending_.find({key.first, key.second})), HVD_ERR_INVALID_ARG,
                strprintf("rank %d: process set %u was destroyed before '%s' ran", rank_, id,
                          key.second.c_str()));
 }
@@ -633,10 +638,10 @@ void Engine::check_timeouts() {
         if (!kv.second->deadline.expired()) continue;
         std::string detail =
             strprintf("rank %d: %s '%s' timed out waiting for the other ranks", rank_,
-                      op_type_name(kv.second->meta.type), kv.first.second.c_str());
+                      op_type_name(kv.second->meta.type), kv.second->meta.name.c_str());
         if (coordinator_) {
             for (const auto &w : coordinator_->waiting()) {
-                if (w.set_id != kv.first.first || w.name != kv.first.second) continue;
+                if (w.set_id != kv.first.set_id || w.name != kv.first.name) continue;
                 detail += " (not yet enqueued on rank";
                 for (int32_t r : w.missing_ranks)
                     detail += strprintf(" %d", r);
@@ -659,7 +664,7 @@ void Engine::finish_all(const RequestPtr *reqs, size_t n, hvd_status_t status,
     {
         std::lock_guard<std::mutex> lock(mu_);
         for (size_t i = 0; i < n; ++i)
-            in_flight_names_.erase({reqs[i]->meta.set_id, reqs[i]->meta.name});
+            in_flight_names_.erase(name_key(*reqs[i]));
     }
     for (size_t i = 0; i < n; ++i)
         reqs[i]->settle(status, message);

@@ -25,6 +25,7 @@
 #include "engine/cache_bit_allocator.h"
 #include "engine/cache_round.h"
 #include "engine/coordinator.h"
+#include "engine/name_key.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
 #include "engine/response_cache.h"
@@ -89,13 +90,9 @@ class Engine {
     bool order_responses();
     bool receive_control();
     bool run_responses();
-    using Key = std::pair<uint16_t, std::string>;  // (process set, name)
-    struct KeyHash {
-        size_t operator()(const Key &k) const {
-            return std::hash<std::string>()(k.second) ^ (size_t{k.first} * 0x9e3779b97f4a7c15u);
-        }
-    };
-    using PendingMap = std::unordered_map<Key, RequestPtr, KeyHash>;
+    using Key = std::pair<uint16_t, std::string>;  // (process set, name), owning
+    // Keyed by a view of the request's name: the map holds the request the key views.
+    using PendingMap = std::unordered_map<NameKey, RequestPtr, NameKeyHash>;
 
     void deliver_responses(std::vector<Response> responses);
     std::vector<int32_t> recipients(const Response &r) const;
@@ -161,7 +158,9 @@ class Engine {
     // Shared with callers (guarded by mu_).
     std::mutex mu_;
     std::vector<RequestPtr> queue_;
-    std::unordered_set<Key, KeyHash> in_flight_names_;
+    // Names enqueued and not yet finished: views of the requests' names (finish_all takes
+    // each out before the request can go).
+    std::unordered_set<NameKey, NameKeyHash> in_flight_names_;
     std::map<std::pair<uint16_t, int>, uint64_t> auto_name_counters_;
 
     // Engine-thread state.

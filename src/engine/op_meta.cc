@@ -38,7 +38,7 @@ std::string upper_op_name(OpType t) {
     return s;
 }
 
-std::string shape_string(const std::vector<int64_t> &shape) {
+std::string shape_string(const Shape &shape) {
     std::string s = "[";
     for (size_t i = 0; i < shape.size(); ++i) {
         if (i) s += ",";
@@ -53,6 +53,10 @@ namespace {
 constexpr uint64_t kMaxListEntries = UINT64_C(1) << 24;
 
 void write_dims(WireWriter &w, const std::vector<int64_t> &dims) {
+    w.array(dims.data(), dims.size());
+}
+
+void write_dims(WireWriter &w, const Shape &dims) {
     w.array(dims.data(), dims.size());
 }
 

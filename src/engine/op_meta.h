@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/shape.h"
+
 namespace hvd::engine {
 
 enum class OpType : uint8_t {
@@ -30,7 +32,7 @@ struct OpMeta {
     uint16_t set_id = 0;  // process set; 0 = all ranks
     OpType type = OpType::kAllreduce;
     int32_t dtype = 0;
-    std::vector<int64_t> shape;
+    Shape shape;
     int32_t device_type = 1;
     int32_t reduce_op = 0;
     int32_t root = 0;
@@ -61,7 +63,7 @@ struct Response {
     // Allreduce: the tensor's description, so that joined ranks (which never enqueued the
     // op) can take part with zeros.
     int32_t dtype = 0;
-    std::vector<int64_t> shape;
+    Shape shape;
     int32_t reduce_op = 0;
     double prescale = 1.0;
     double postscale = 1.0;
@@ -100,6 +102,6 @@ std::string encode_batch(const ResponseBatch &batch);
 ResponseBatch decode_batch(const std::string &bytes);
 
 // "[4,3]"
-std::string shape_string(const std::vector<int64_t> &shape);
+std::string shape_string(const Shape &shape);
 
 }  // namespace hvd::engine

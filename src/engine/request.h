@@ -21,7 +21,7 @@ namespace hvd::engine {
 struct TensorRef {
     void *data = nullptr;
     int32_t dtype = 0;
-    std::vector<int64_t> shape;
+    Shape shape;
     int32_t device_type = HVD_DEVICE_CPU;
     int32_t device_id = 0;
 
@@ -84,7 +84,7 @@ class Request {
 
     // Library-owned output, filled by the engine before complete(HVD_OK).
     OwnedBuffer owned_data;
-    std::vector<int64_t> owned_shape;
+    Shape owned_shape;
     std::vector<int32_t> received_splits;  // alltoall: rows from each member
     // Grouped ops: the parent completes when all of its members have; a member tells its
     // parent through member_done().

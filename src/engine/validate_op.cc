@@ -38,7 +38,7 @@ class Comparison {
     int32_t rank_;
 };
 
-std::string dims_from_second(const std::vector<int64_t> &shape) {
+std::string dims_from_second(const Shape &shape) {
     if (shape.empty()) return "[]";
     return shape_string(std::vector<int64_t>(shape.begin() + 1, shape.end()));
 }
