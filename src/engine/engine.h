@@ -187,7 +187,8 @@ class Engine {
     std::map<uint16_t, int> pending_joins_;  // joins in pending_, by set
     void add_pending(const RequestPtr &req);
     RequestPtr take_pending(PendingMap::iterator it);
-    std::list<Response> responses_;  // agreed order, not yet run
+    std::deque<Response> responses_;     // agreed order, not yet run (no allocation per entry)
+    std::vector<Response> round_batch_;  // run_round's batch, kept for its capacity
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     std::vector<Response> outbox_;              // coordinator: emitted, not yet delivered

@@ -134,7 +134,8 @@ void Engine::cast_vote() {
 }
 
 void Engine::run_round(const RoundOutcome &outcome) {
-    std::vector<Response> batch;
+    std::vector<Response> &batch = round_batch_;
+    batch.clear();
     bool vote_again = false;
     for (uint32_t bit : outcome.ready_everywhere.bits()) {
         auto wait = cached_waiting_.find(bit);
@@ -159,6 +160,7 @@ void Engine::run_round(const RoundOutcome &outcome) {
     cache_hits_.fetch_add(batch.size(), std::memory_order_relaxed);
     for (Response &resp : batch)
         responses_.push_back(std::move(resp));
+    batch.clear();
     for (uint32_t bit : outcome.invalid.bits()) {
         if (cache_.touched(bit)) {
             // Some votes may have meant the op the bit held before: keep the entry, and vote
