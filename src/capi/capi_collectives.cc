@@ -161,18 +161,20 @@ std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
 }
 
 // Fills in the name and deadline, enqueues and hands out a handle.
-void fill_meta(Request &req, const OpParams &o, const std::string &name) {
+void fill_meta(Request &req, const OpParams &o, std::string name) {
     req.meta.set_id = o.set->id;
-    req.meta.name = name;
+    req.meta.name = std::move(name);
     req.meta.dtype = req.input.dtype;
     req.meta.shape = req.input.shape;
     req.meta.device_type = req.input.device_type;
     req.deadline = hvd::Deadline::after_ms(o.timeout_ms);
 }
 
-hvd_status_t submit(const char *fn, hvd::engine::Context &c, const OpParams &o,
+// Takes the name out of `o` (its last use).
+hvd_status_t submit(const char *fn, hvd::engine::Context &c, OpParams &o,
                     std::shared_ptr<Request> req, hvd_request_h *req_p) {
-    fill_meta(*req, o, o.name.empty() ? c.engine().auto_name(req->meta.type, o.set->id) : o.name);
+    fill_meta(*req, o,
+              o.name.empty() ? c.engine().auto_name(req->meta.type, o.set->id) : std::move(o.name));
     auto handle = std::make_unique<hvd_request>();
     handle->req = req;
     std::string err;

@@ -214,6 +214,18 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
                                      std::string *message) {
     const Request &first = *reqs.front();
     const int32_t dtype = first.input.dtype;
+    // One member: each result is its own input, scaled; a fusion buffer would only add two
+    // copies of every tensor.
+    if (comm.size() == 1) {
+        for (const RequestPtr &r : reqs) {
+            hvd_status_t s = run_allreduce(comm, *r);
+            if (s != HVD_OK) {
+                *message = fused_failure("allreduce", reqs.size(), first, comm, s);
+                return s;
+            }
+        }
+        return HVD_OK;
+    }
     bool direct = true;
     for (const RequestPtr &r : reqs)
         direct = direct && shm_direct(comm, *r);

@@ -184,6 +184,60 @@ void test_small_tensors_are_fused(void **) {
     assert_true(fused_tensors_of_run(3, FusionRun()) > 1);
 }
 
+// One rank: fused runs of allreduces, in place and out of place, with and without scale
+// factors, Sum and Average; each result is its own input times prescale x postscale, and an
+// out-of-place op leaves its input alone.
+std::string run_one_rank_fused_scales(const hvd_unique_id_t &id, int32_t rank, int32_t size,
+                                      uint64_t *fused) {
+    hvd_context_h ctx;
+    if (join_job(id, rank, size, &ctx) != HVD_OK) return "init failed";
+    enum { kTensors = 48, kLen = 17 };
+    auto input = [](int t, int i) { return static_cast<double>(t * 100 + i) - 700.0; };
+    std::vector<std::vector<double>> in(kTensors, std::vector<double>(kLen));
+    std::vector<std::vector<double>> out(kTensors, std::vector<double>(kLen, -1.0));
+    std::vector<hvd_request_h> reqs(kTensors);
+    int64_t shape[1] = {kLen};
+    std::string err;
+    auto factor = [](int t) { return t % 3 == 0 ? 1.0 : 1.5 * 0.25; };
+    for (int t = 0; t < kTensors && err.empty(); ++t) {
+        for (int i = 0; i < kLen; ++i)
+            in[t][i] = input(t, i);
+        bool in_place = t % 2 == 0;
+        hvd_tensor_t x = tensor(in[t].data(), HVD_DTYPE_FLOAT64, 1, shape);
+        hvd_tensor_t y =
+            tensor(in_place ? in[t].data() : out[t].data(), HVD_DTYPE_FLOAT64, 1, shape);
+        hvd_op_params_t p;
+        std::memset(&p, 0, sizeof p);
+        p.field_mask = HVD_OP_FIELD_REDUCE_OP;
+        p.reduce_op = t % 4 < 2 ? HVD_OP_SUM : HVD_OP_AVERAGE;
+        if (factor(t) != 1.0) {
+            p.field_mask |= HVD_OP_FIELD_SCALE;
+            p.prescale = 1.5;
+            p.postscale = 0.25;
+        }
+        if (hvd_allreduce_enqueue(ctx, &x, &y, &p, &reqs[t]) != HVD_OK) err = "enqueue failed";
+    }
+    for (int t = 0; t < kTensors; ++t) {
+        if (err.empty() && hvd_request_wait(reqs[t], 30000) != HVD_OK) err = "allreduce failed";
+        const std::vector<double> &result = t % 2 == 0 ? in[t] : out[t];
+        for (int i = 0; i < kLen && err.empty(); ++i) {
+            if (result[i] != input(t, i) * factor(t))
+                err = "tensor " + std::to_string(t) + " element " + std::to_string(i) + ": " +
+                      std::to_string(result[i]) + ", expected " +
+                      std::to_string(input(t, i) * factor(t));
+            if (t % 2 == 1 && in[t][i] != input(t, i)) err = "out-of-place input changed";
+        }
+        hvd_request_release(reqs[t]);
+    }
+    *fused = ctx->ctx->engine().fused_tensors();
+    if (hvd_finalize(ctx) != HVD_OK && err.empty()) err = "finalize failed";
+    return err;
+}
+
+void test_one_rank_fused_allreduce_scales(void **) {
+    assert_true(fused_tensors_on_ranks(1, run_one_rank_fused_scales) > 1);
+}
+
 // 32 ragged allgathers, then 32 reducescatters (rank r gives r + 1 + t % 3 rows; the
 // reducescatters split 2n + t rows), enqueued back to back after a barrier: the coordinator
 // fuses runs of each kind; every output must match a reference computed here.
@@ -361,6 +415,7 @@ int main(void) {
         cmocka_unit_test(test_three_ranks),
         cmocka_unit_test(test_four_ranks),
         cmocka_unit_test(test_small_tensors_are_fused),
+        cmocka_unit_test(test_one_rank_fused_allreduce_scales),
         cmocka_unit_test(test_allgathers_and_reducescatters_are_fused),
         cmocka_unit_test(test_zero_fusion_threshold_disables_fusion),
         cmocka_unit_test(test_cycle_time_batches_ops_for_fusion),
