@@ -204,10 +204,10 @@ class Engine {
     ResponseCache cache_;
     std::unique_ptr<CacheBitAllocator> cache_bits_;  // rank 0
     RoundTable rounds_;
-    uint64_t rounds_voted_ = 0;                      // rounds this rank voted in (rank 0: started)
-    uint64_t rounds_done_ = 0;                       // rounds put into responses_
-    std::map<uint32_t, CachedWait> cached_waiting_;  // by bit
-    BitVector invalid_;                              // to vote invalid in the next round
+    uint64_t rounds_voted_ = 0;  // rounds this rank voted in (rank 0: started)
+    uint64_t rounds_done_ = 0;   // rounds put into responses_
+    std::unordered_map<uint32_t, CachedWait> cached_waiting_;  // by bit
+    BitVector invalid_;                                        // to vote invalid in the next round
     // Invalid bits of this rank's vote in the round in flight that still mean the op they
     // meant when voted (the bit has not changed since).
     std::set<uint32_t> voted_invalid_;

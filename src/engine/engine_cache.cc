@@ -29,8 +29,7 @@ void Engine::report_ready(const std::vector<RequestPtr> &reqs) {
         uint32_t bit = 0;
         ResponseCache::Lookup found = cache_.lookup(req->meta, &bit);
         if (found == ResponseCache::Lookup::kHit && !cache_suspended_ &&
-            cached_waiting_.count(bit) == 0) {
-            cached_waiting_[bit] = CachedWait{req, now, false};
+            cached_waiting_.try_emplace(bit, CachedWait{req, now, false}).second) {
             cache_news_ = true;
             continue;
         }
