@@ -159,7 +159,6 @@ void Engine::run_round(const RoundOutcome &outcome) {
     cache_hits_.fetch_add(batch.size(), std::memory_order_relaxed);
     for (Response &resp : batch)
         responses_.push_back(std::move(resp));
-    batch.clear();
     for (uint32_t bit : outcome.invalid.bits()) {
         if (cache_.touched(bit)) {
             // Some votes may have meant the op the bit held before: keep the entry, and vote

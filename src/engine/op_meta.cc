@@ -52,11 +52,9 @@ namespace {
 // Most entries a shape, split list or first-dimension list may have on the wire.
 constexpr uint64_t kMaxListEntries = UINT64_C(1) << 24;
 
-void write_dims(WireWriter &w, const std::vector<int64_t> &dims) {
-    w.array(dims.data(), dims.size());
-}
-
-void write_dims(WireWriter &w, const Shape &dims) {
+// A shape or a std::vector<int64_t> of dimensions.
+template <class Dims>
+void write_dims(WireWriter &w, const Dims &dims) {
     w.array(dims.data(), dims.size());
 }
 

@@ -52,8 +52,9 @@ socklen_t addr_len(const sockaddr_storage &addr) {
 constexpr int kLowestChosenPort = 10000;
 constexpr int kChoiceAttempts = 64;
 
-// A random port of `addr` outside `avoid` that binds now, or -1 after kChoiceAttempts misses
-// (or when the ports outside `avoid` are too few to pick from).
+// A random port of `addr` outside `avoid` that binds now, or -1 after kChoiceAttempts ports
+// in use, at the first other failure (an address that is not this machine's fails for every
+// port), or when the ports outside `avoid` are too few to pick from.
 int bindable_port_outside(sockaddr_storage addr, PortRange avoid) {
     int below = std::max(0, avoid.lo - kLowestChosenPort);
     int above = std::max(0, 65535 - avoid.hi);
@@ -65,6 +66,7 @@ int bindable_port_outside(sockaddr_storage addr, PortRange avoid) {
         int port = index < below ? kLowestChosenPort + index : avoid.hi + 1 + (index - below);
         set_port(&addr, port);
         if (bound_port(reinterpret_cast<sockaddr *>(&addr), addr_len(addr)) == port) return port;
+        if (errno != EADDRINUSE) return -1;
     }
     return -1;
 }
