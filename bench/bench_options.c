@@ -31,8 +31,9 @@ int bench_coll_reduces(bench_coll_t coll) {
     return coll == BENCH_ALLREDUCE || coll == BENCH_REDUCESCATTER;
 }
 
-int bench_coll_owns_output(bench_coll_t coll) {
-    return coll == BENCH_ALLGATHER || coll == BENCH_ALLTOALL || coll == BENCH_REDUCESCATTER;
+int bench_owns_output(const bench_options_t *o) {
+    return o->coll == BENCH_ALLTOALL || o->coll == BENCH_REDUCESCATTER ||
+           (o->coll == BENCH_ALLGATHER && !o->inplace);
 }
 
 static void usage(FILE *f) {
@@ -45,7 +46,9 @@ static void usage(FILE *f) {
             "  -d DTYPE                 float32 (default), float64, float16, bfloat16, int8,\n"
             "                           uint8, int16, uint16, int32, int64, bool\n"
             "  -o sum|avg|min|max|prod  reduce op (default sum; reducescatter: sum or avg)\n"
-            "  -i 0|1                   in place (default 1; allreduce and broadcast only)\n"
+            "  -i 0|1                   in place (default 1; allreduce, broadcast, allgather:\n"
+            "                           1 gathers into the caller's buffer, where each rank's\n"
+            "                           input is its own block; 0 into a library-owned output)\n"
             "  -r ROOT                  broadcast root (default 0)\n"
             "  -t SECONDS               timed time per size (default 0.3)\n"
             "  -w N                     warm-up steps (default 2; 1 from 32 MiB on)\n"
@@ -228,7 +231,7 @@ static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args
 }
 
 static int validate(bench_options_t *o, const sweep_args_t *sw, char *err, size_t errlen) {
-    if (bench_coll_owns_output(o->coll)) o->inplace = 0;
+    if (o->coll == BENCH_ALLTOALL || o->coll == BENCH_REDUCESCATTER) o->inplace = 0;
     if (o->coll == BENCH_REDUCESCATTER && o->op != HVD_OP_SUM && o->op != HVD_OP_AVERAGE) {
         snprintf(err, errlen, "reducescatter takes -o sum or avg");
         return 2;

@@ -44,8 +44,10 @@ int bench_parse_options(int argc, char **argv, int speak, bench_options_t *o);
 const char *bench_coll_name(bench_coll_t coll);
 /* Takes a reduce op (allreduce, reducescatter). */
 int bench_coll_reduces(bench_coll_t coll);
-/* The library allocates the output (allgather, alltoall, reducescatter): never in place. */
-int bench_coll_owns_output(bench_coll_t coll);
+/* The library allocates the output: alltoall, reducescatter, and allgather out of place
+ * (hvd_allgather_enqueue); in place, allgather gathers into the caller's buffer
+ * (hvd_allgather_into_enqueue) with this rank's input at its own block. */
+int bench_owns_output(const bench_options_t *o);
 
 /* "8", "4K", "64M", "1G", "1.5M" (binary multipliers, optional trailing B); 0 on error. */
 size_t bench_parse_size(const char *s);

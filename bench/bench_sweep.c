@@ -47,8 +47,8 @@ bench_layout_t bench_layout_for(const bench_job_t *job, size_t size_bytes) {
         count /= n;
         if (count < 1) count = 1;
         l.bytes = count * n * job->esize;
-    } else if (bench_coll_owns_output(job->o->coll)) { /* alltoall, reducescatter: an even */
-        count -= count % n;                            /* split of the input */
+    } else if (bench_owns_output(job->o)) { /* alltoall, reducescatter: an even */
+        count -= count % n;                 /* split of the input */
         if (count < n) count = n;
         l.bytes = count * job->esize;
     } else {

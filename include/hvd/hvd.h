@@ -303,6 +303,22 @@ HVD_API hvd_status_t hvd_allgather_enqueue(hvd_context_h ctx, const hvd_tensor_t
                                            const hvd_op_params_t *params,
                                            hvd_request_h *req_p) HVD_NOEXCEPT;
 
+/* Allgather into a caller-owned output (as NCCL's ncclAllGather, torch's
+ * all_gather_into_tensor): out has in's dtype and dimensions beyond the first, and its first
+ * dimension is the sum of every member's first dimension (ragged allowed); member r's rows
+ * follow those of members 0..r-1. In place: in->data is this rank's rows inside out (the same
+ * memory), which then stay where they are and are not copied; otherwise in and out must not
+ * overlap. The caller keeps both buffers alive and untouched until the request completes;
+ * hvd_request_output returns out. HVD_ERR_INVALID_ARG at enqueue: dtype or trailing
+ * dimensions differ, out has fewer rows than in, in overlaps out without being whole rows of
+ * it. HVD_ERR_INVALID_ARG on every rank of the set, at completion: some rank's out does not
+ * have exactly the sum of the first dimensions, or its in lies inside its out at other rows
+ * than its own (the message names the rank). Since 1.1 (HVD_1.1 symbol version). */
+HVD_API hvd_status_t hvd_allgather_into_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                                const hvd_tensor_t *out,
+                                                const hvd_op_params_t *params,
+                                                hvd_request_h *req_p) HVD_NOEXCEPT;
+
 /* Copies the root's tensor to every rank (root: params->root_rank, a rank of the set).
  * out->data == in->data is in place; on the root, out receives a copy of in. */
 HVD_API hvd_status_t hvd_broadcast_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,

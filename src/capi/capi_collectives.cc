@@ -1,5 +1,6 @@
 // The enqueue functions: local validation, then a Request handed to the engine.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "capi/guard.h"
@@ -211,6 +212,39 @@ std::shared_ptr<Request> prepare_allgather(const char *fn, const hvd_tensor_t *i
     return req;
 }
 
+// Allgather into a caller-owned output: the input's dtype and dimensions beyond the first, at
+// least the input's rows (the coordinator checks the exact count). An input that overlaps the
+// output must be whole rows inside it: in place, where the coordinator checks that they are
+// this rank's rows.
+void check_gather_output(const char *fn, Request &req) {
+    const TensorRef &in = req.input, &out = req.output;
+    if (out.dtype != in.dtype)
+        invalid(fn, strprintf("output dtype %s differs from input dtype %s",
+                              hvd::dtype_name(out.dtype), hvd::dtype_name(in.dtype)));
+    bool same_rows = out.shape.size() == in.shape.size();
+    for (size_t i = 1; same_rows && i < in.shape.size(); ++i)
+        same_rows = out.shape[i] == in.shape[i];
+    if (!same_rows)
+        invalid(fn, strprintf("output shape %s and input shape %s differ beyond the first "
+                              "dimension",
+                              hvd::engine::shape_string(out.shape).c_str(),
+                              hvd::engine::shape_string(in.shape).c_str()));
+    if (out.shape[0] < in.shape[0])
+        invalid(fn, strprintf("the output has %lld rows, fewer than the input's %lld",
+                              static_cast<long long>(out.shape[0]),
+                              static_cast<long long>(in.shape[0])));
+    req.meta.out_rows = out.shape[0];
+    const uintptr_t ib = reinterpret_cast<uintptr_t>(in.data), ie = ib + in.bytes();
+    const uintptr_t ob = reinterpret_cast<uintptr_t>(out.data), oe = ob + out.bytes();
+    if (ib == ie || ob == oe || ie <= ob || oe <= ib) return;  // no overlap
+    const size_t row_bytes = in.bytes() / static_cast<size_t>(in.shape[0]);
+    if (ib < ob || ie > oe || (ib - ob) % row_bytes != 0)
+        invalid(fn,
+                "the input overlaps the output without being whole rows inside it (in "
+                "place, the input is this rank's rows of the output)");
+    req.meta.in_row = static_cast<int64_t>((ib - ob) / row_bytes);
+}
+
 std::shared_ptr<Request> prepare_reducescatter(const char *fn, const hvd_tensor_t *in,
                                                const OpParams &o) {
     auto req = new_request(fn, in, nullptr, /*has_output=*/false);
@@ -283,6 +317,22 @@ HVD_API hvd_status_t hvd_allgather_enqueue(hvd_context_h ctx, const hvd_tensor_t
         if (req_p == nullptr) invalid(fn, "req_p is NULL");
         OpParams o = read_params(fn, ctx, params);
         return submit(fn, c, o, prepare_allgather(fn, in), req_p);
+    });
+}
+
+HVD_API hvd_status_t hvd_allgather_into_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
+                                                const hvd_tensor_t *out,
+                                                const hvd_op_params_t *params,
+                                                hvd_request_h *req_p) noexcept {
+    const char *fn = "hvd_allgather_into_enqueue";
+    return guarded(fn, [&] {
+        hvd::engine::Context &c = live_context(fn, ctx);
+        if (req_p == nullptr) invalid(fn, "req_p is NULL");
+        OpParams o = read_params(fn, ctx, params);
+        auto req = prepare_allgather(fn, in);
+        req->output = read_tensor(fn, "output", out);
+        check_gather_output(fn, *req);
+        return submit(fn, c, o, req, req_p);
     });
 }
 

@@ -18,7 +18,7 @@ hvd_status_t finished_status(const hvd::engine::Request &req, const char *fn) {
 hvd_tensor_t output_of(const hvd::engine::Request &r) {
     hvd_tensor_t t{};
     t.device_type = HVD_DEVICE_CPU;
-    bool library_owned = r.meta.type == hvd::engine::OpType::kAllgather ||
+    bool library_owned = (r.meta.type == hvd::engine::OpType::kAllgather && r.meta.out_rows < 0) ||
                          r.meta.type == hvd::engine::OpType::kAlltoall ||
                          r.meta.type == hvd::engine::OpType::kReducescatter;
     const hvd::engine::TensorRef &ref = library_owned ? r.input : r.output;

@@ -16,12 +16,18 @@ inline hvd_status_t fail(hvd_status_t status, const std::string &detail) {
     return status;
 }
 
+// "fn: detail", once: errors thrown by the enqueue checks already start with the function.
+inline std::string prefixed(const char *fn, const char *detail) {
+    std::string head = std::string(fn) + ": ";
+    return std::string(detail).rfind(head, 0) == 0 ? std::string(detail) : head + detail;
+}
+
 template <typename Body>
 hvd_status_t guarded(const char *fn, Body &&body) noexcept {
     try {
         return body();
     } catch (const Error &e) {
-        return fail(e.status(), std::string(fn) + ": " + e.what());
+        return fail(e.status(), prefixed(fn, e.what()));
     } catch (const std::bad_alloc &) {
         return fail(HVD_ERR_NO_MEMORY, std::string(fn) + ": out of memory");
     } catch (const std::exception &e) {

@@ -1,8 +1,11 @@
 // Ragged allgather through the shared-memory group of a single-host job.
 // Staged: in round k every member copies piece k (slot-sized) of its block into its slot, then
 // copies every other member's piece k into place; as many rounds as the largest block has
-// pieces. Single copy (blocks in the group's single-copy range): every member publishes its
-// block's address and reads the others' blocks straight from their processes, one round.
+// pieces. Single copy (blocks from the group's single-copy minimum on, no upper bound): every
+// member publishes its block's address and reads the others' blocks straight from their
+// processes, one round. Unlike a broadcast, every member reads, so no reader is left with all
+// the work: 2 ranks, --bind, in place, 4-64 MiB went from 0.65-0.8x Open MPI staged to
+// 0.97-1.27x single copy (a block crosses memory once instead of through a slot).
 #include <cstring>
 
 #include "collectives/collectives.h"
@@ -39,7 +42,7 @@ hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
     return comm.guarded(kName, [&] {
         ShmSync sync(comm, kName);
         shm::Group &g = sync.group();
-        if (g.single_copy(largest)) {
+        if (g.single_copy_unbounded(largest)) {
             uint64_t t = 0;
             hvd_status_t s = sync.begin(&t);
             if (s != HVD_OK) return s;

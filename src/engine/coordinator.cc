@@ -158,6 +158,12 @@ Response Coordinator::complete(const Key &key, Pending &p) {
             for (const OpMeta &m : metas)
                 resp.first_dims.push_back(m.shape.empty() ? 0 : m.shape[0]);
             describe_tensor(resp, metas[0]);  // row shape and dtype, for the fusion planner
+            err = check_gather_outputs(metas, ranks, resp.first_dims);
+            if (!err.empty()) {
+                resp.status = HVD_ERR_INVALID_ARG;
+                resp.message = err;
+                resp.first_dims.clear();
+            }
             break;
         case OpType::kReducescatter:
             describe_tensor(resp, metas[0]);

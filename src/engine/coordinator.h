@@ -85,4 +85,12 @@ class Coordinator {
 // rank of by_member[i].
 std::string validate_op(const std::vector<OpMeta> &by_member, const std::vector<int32_t> &ranks);
 
+// Allgathers into caller-owned outputs: every such output has as many rows as all members'
+// inputs together, and an input inside its output starts at the rows of the members before
+// it (in place). Returns "" when that holds, else a message naming the rank, e.g.
+// "allgather 'x': rank 1's output has 6 rows, the inputs of ranks [0,1,2] add up to 7".
+std::string check_gather_outputs(const std::vector<OpMeta> &by_member,
+                                 const std::vector<int32_t> &ranks,
+                                 const std::vector<int64_t> &first_dims);
+
 }  // namespace hvd::engine

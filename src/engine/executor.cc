@@ -89,6 +89,16 @@ hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
     return HVD_OK;
 }
 
+// Where an allgather's rows go: the caller's output (allgather into), or a library-owned
+// buffer of `rows` rows sized here.
+char *gather_output(Request &req, int64_t rows, size_t row_bytes) {
+    if (req.meta.out_rows >= 0) return static_cast<char *>(req.output.data);
+    req.owned_shape = req.input.shape;
+    req.owned_shape[0] = rows;
+    req.owned_data.resize(static_cast<size_t>(rows) * row_bytes);
+    return req.owned_data.data();
+}
+
 hvd_status_t run_allgather(collectives::Comm &comm, const Response &resp, Request &req) {
     const TensorRef &in = req.input;
     size_t row_bytes = row_bytes_of(in);
@@ -98,10 +108,7 @@ hvd_status_t run_allgather(collectives::Comm &comm, const Response &resp, Reques
         bytes.push_back(static_cast<size_t>(d) * row_bytes);
         rows += d;
     }
-    req.owned_shape = in.shape;
-    req.owned_shape[0] = rows;
-    req.owned_data.resize(static_cast<size_t>(rows) * row_bytes);
-    return collectives::allgatherv(comm, in.data, req.owned_data.data(), bytes);
+    return collectives::allgatherv(comm, in.data, gather_output(req, rows, row_bytes), bytes);
 }
 
 // resp.first_dims is the n x n matrix of rows, [sender][receiver].
@@ -307,10 +314,7 @@ hvd_status_t execute_fused_allgather(collectives::Comm &comm, const std::vector<
         int64_t rows = 0;
         for (int64_t d : resps[t].first_dims)
             rows += d;
-        req.owned_shape = req.input.shape;
-        req.owned_shape[0] = rows;
-        req.owned_data.resize(static_cast<size_t>(rows) * row_bytes[t]);
-        char *out = req.owned_data.data();
+        char *out = gather_output(req, rows, row_bytes[t]);
         for (size_t r = 0; r < n; ++r) {
             size_t bytes = static_cast<size_t>(resps[t].first_dims[r]) * row_bytes[t];
             if (bytes > 0) std::memcpy(out, recv + cursor[r], bytes);

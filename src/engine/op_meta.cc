@@ -88,6 +88,8 @@ std::string encode_ready(const ReadyReport &report) {
         w.array(m.splits.data(), m.splits.size());
         w.str(m.group);
         w.i32(m.group_size);
+        w.i64(m.out_rows);
+        w.i64(m.in_row);
     }
     return std::move(w.bytes());
 }
@@ -113,6 +115,8 @@ ReadyReport decode_ready(const std::string &bytes) {
         m.splits = r.array<int32_t>(kMaxListEntries, "splits");
         m.group = r.str();
         m.group_size = r.i32();
+        m.out_rows = r.i64();
+        m.in_row = r.i64();
         metas.push_back(std::move(m));
     }
     return report;

@@ -41,6 +41,11 @@ struct OpMeta {
     std::vector<int32_t> splits;  // alltoall: rows for each member; set create: the ranks
     std::string group;            // grouped ops: the group's name; "" for a lone op
     int32_t group_size = 0;       // grouped ops: how many ops the group has
+    // Allgather into a caller-owned output: its first dimension (-1: library-owned output),
+    // and the row of that output where this rank's input starts (-1: input outside it). The
+    // coordinator checks both against the members' first dimensions.
+    int64_t out_rows = -1;
+    int64_t in_row = -1;
 };
 
 // Data tags carry 20 bits of an op's sequence number: the coordinator numbers the ops it

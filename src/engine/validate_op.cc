@@ -123,4 +123,31 @@ std::string validate_op(const std::vector<OpMeta> &by_member, const std::vector<
     return all;
 }
 
+std::string check_gather_outputs(const std::vector<OpMeta> &by_member,
+                                 const std::vector<int32_t> &ranks,
+                                 const std::vector<int64_t> &first_dims) {
+    int64_t total = 0;
+    for (int64_t d : first_dims)
+        total += d;
+    int64_t before = 0;  // rows of the members before member i
+    for (size_t i = 0; i < by_member.size(); ++i) {
+        const OpMeta &m = by_member[i];
+        if (m.out_rows >= 0 && m.out_rows != total)
+            return strprintf(
+                "%s '%s': rank %d's output has %lld rows, the inputs of ranks %s "
+                "add up to %lld (%s)",
+                op_type_name(m.type), m.name.c_str(), ranks[i], static_cast<long long>(m.out_rows),
+                ranks_string(ranks).c_str(), static_cast<long long>(total),
+                shape_string(first_dims).c_str());
+        if (m.in_row >= 0 && m.in_row != before)
+            return strprintf(
+                "%s '%s': rank %d's input lies in its output from row %lld; in place "
+                "it must start at row %lld, after the rows of the ranks before it",
+                op_type_name(m.type), m.name.c_str(), ranks[i], static_cast<long long>(m.in_row),
+                static_cast<long long>(before));
+        before += first_dims[i];
+    }
+    return "";
+}
+
 }  // namespace hvd::engine

@@ -43,10 +43,11 @@ struct Settings {
     // Allreduces up to this size are reduced whole by every member in one round
     // (HVD_SHM_ONE_SHOT_MAX_BYTES).
     size_t one_shot_max_bytes = 16 * 1024;
-    // Allgather blocks and broadcasts in this range go by single copy, once enabled
-    // (HVD_SHM_SINGLE_COPY_MIN_BYTES, 0 = never; HVD_SHM_SINGLE_COPY_MAX_BYTES). 2 ranks, --bind:
-    // 128 KiB broadcast 17.4 -> 8.8 us, 512 KiB allgather 38 -> 20 us; but 64 MiB broadcast 10.5
-    // -> 5.6 GB/s, as a single copy leaves all the work to the reader while staging splits it.
+    // Broadcasts in this range (allgather blocks from the minimum on) go by single copy, once
+    // enabled (HVD_SHM_SINGLE_COPY_MIN_BYTES, 0 = never; HVD_SHM_SINGLE_COPY_MAX_BYTES).
+    // 2 ranks, --bind: 128 KiB broadcast 17.4 -> 8.8 us, 512 KiB allgather 38 -> 20 us; but
+    // 64 MiB broadcast 10.5 -> 5.6 GB/s, as a single copy leaves all the work to the reader
+    // while staging splits it.
     size_t single_copy_min_bytes = 16 * 1024;
     size_t single_copy_max_bytes = 1024 * 1024;
 
@@ -116,8 +117,8 @@ class Group {
     void enable_single_copy(bool on) {
         single_copy_on_ = on && settings_.single_copy_min_bytes > 0;
     }
-    // Whether a transfer of `bytes` may go by single copy with no upper bound: two-member
-    // broadcasts, where both members copy half each.
+    // Whether a transfer of `bytes` may go by single copy with no upper bound: allgathers
+    // (every member reads the others' blocks) and two-member broadcasts (both copy half).
     bool single_copy_unbounded(size_t bytes) const {
         return single_copy_on_ && bytes >= settings_.single_copy_min_bytes;
     }

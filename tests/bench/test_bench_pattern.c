@@ -156,8 +156,16 @@ static void test_options(void **state) {
     const char *many[] = {"hvd_bench", "--many", "16", "-c", "allgather", "-i", "1"};
     assert_int_equal(parse(&o, 7, many), 0);
     assert_int_equal(o.many, 16);
-    assert_int_equal(o.inplace, 0); /* library-owned output */
+    assert_int_equal(o.inplace, 1); /* into the caller's buffer */
+    assert_int_equal(bench_owns_output(&o), 0);
     assert_int_equal(o.sizes[o.nsizes - 1], (size_t)4 << 20);
+    const char *owned[] = {"hvd_bench", "-c", "allgather", "-i", "0"};
+    assert_int_equal(parse(&o, 5, owned), 0);
+    assert_int_equal(bench_owns_output(&o), 1); /* library-owned output */
+    const char *a2a[] = {"hvd_bench", "-c", "alltoall", "-i", "1"};
+    assert_int_equal(parse(&o, 5, a2a), 0);
+    assert_int_equal(o.inplace, 0);
+    assert_int_equal(bench_owns_output(&o), 1);
 
     const char *bad_op[] = {"hvd_bench", "-d", "bool", "-o", "avg"};
     assert_int_equal(parse(&o, 5, bad_op), 2);

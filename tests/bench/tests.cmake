@@ -33,6 +33,8 @@ hvd_bench_test(allreduce_np4 NP 4 SIZES 5 ARGS -b 8 -e 2K -x none -d bfloat16 -o
 # Fusion path: 16 tensors per step, 8 B .. 4 KiB (6 sizes).
 hvd_bench_test(many16_np2 NP 2 SIZES 6 ARGS --many 16 -b 8 -e 4K)
 hvd_bench_test(allgather_np3 NP 3 SIZES 4 ARGS -c allgather -b 12 -e 768 -x none)
+hvd_bench_test(allgather_owned_np3 NP 3 SIZES 4 ARGS -c allgather -i 0 -b 12 -e 768 -x none)
+hvd_bench_test(allgather_many_np2 NP 2 SIZES 4 ARGS -c allgather --many 4 -b 8 -e 128K -f 64 -x none)
 hvd_bench_test(broadcast_np2 NP 2 SIZES 4 ARGS -c broadcast -r 1 -i 0 -b 8 -e 512 -x none)
 hvd_bench_test(single_rank NP 1 SIZES 3 ARGS -b 8 -e 128 -x none -d int64)
 

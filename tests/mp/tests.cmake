@@ -2,12 +2,13 @@
 hvd_mp_program(mp_collectives)
 hvd_mp_program(mp_peer_failure)
 hvd_mp_program(mp_more_collectives)
+hvd_mp_program(mp_allgather_into)
 
 # A failing assertion aborts the rank at once (the others then see a dead peer and stop),
 # and no op waits longer than a minute.
 set(HVD_MP_ENV "CMOCKA_TEST_ABORT=1;HVD_OP_TIMEOUT=60;HVD_START_TIMEOUT=60")
 
-foreach(prog mp_collectives mp_more_collectives)
+foreach(prog mp_collectives mp_more_collectives mp_allgather_into)
   hvd_mp_test(${prog} NP 1 2 3 4 TIMEOUT 300)
   foreach(np 1 2 3 4)
     set_tests_properties(mp.${prog}.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
@@ -22,6 +23,9 @@ foreach(np 2 3)
   set_tests_properties(mp.mp_collectives_no_shm.np${np} PROPERTIES
     ENVIRONMENT "${HVD_MP_ENV};HVD_SHM=0")
 endforeach()
+hvd_mp_test(mp_allgather_into NP 3 SUFFIX _no_shm TIMEOUT 300)
+set_tests_properties(mp.mp_allgather_into_no_shm.np3 PROPERTIES
+  ENVIRONMENT "${HVD_MP_ENV};HVD_SHM=0")
 foreach(setting HVD_SHM=0 HVD_SHM_ONE_SHOT_MAX_BYTES=0 HVD_SHM_SINGLE_COPY_MIN_BYTES=0)
   string(REGEX REPLACE "=.*" "" key ${setting})
   add_test(NAME mp.rank1_${key}.np3
