@@ -89,6 +89,8 @@ for c in allgather broadcast alltoall reducescatter; do
   v=HAS_$c
   [ "${!v:-1}" = 1 ] && add_case coll "hvd_bind_${c}_np2" "$REPS" "${HVD[@]}" 2 "$B" --bind -c $c "${SWEEP[@]}"
 done
+# allgather in place (above, as the MPI cases run it) and into a library-owned output
+add_case coll hvd_bind_allgather_oop_np2 1 "${HVD[@]}" 2 "$B" --bind -c allgather -i 0 "${SWEEP[@]}"
 if [ "$NP4" = 1 ]; then
   add_case coll hvd_np4 "$REPS" "${HVD[@]}" 4 "$B" "${SWEEP[@]}"
   add_case coll hvd_bind_np4 1 "${HVD[@]}" 4 "$B" --bind "${SWEEP[@]}"

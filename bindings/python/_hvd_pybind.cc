@@ -404,12 +404,17 @@ py::int_ enqueue(py::handle kind_obj, py::handle ctx_obj, py::handle ins, py::ha
         status = hvd_barrier_enqueue(ctx, &params, &req);
     } else if (kind == "join") {
         status = hvd_join_enqueue(ctx, &params, &req);
-    } else if (kind == "allreduce" || kind == "broadcast") {
+    } else if (kind == "allreduce" || kind == "broadcast" || kind == "allgather_into") {
         Tensor tin, tout;
         single_tensor(ins, kind, "ins", &tin);
         single_tensor(outs, kind, "outs", &tout);
-        status = kind == "allreduce" ? hvd_allreduce_enqueue(ctx, &tin.t, &tout.t, &params, &req)
-                                     : hvd_broadcast_enqueue(ctx, &tin.t, &tout.t, &params, &req);
+        if (kind == "allreduce") {
+            status = hvd_allreduce_enqueue(ctx, &tin.t, &tout.t, &params, &req);
+        } else if (kind == "broadcast") {
+            status = hvd_broadcast_enqueue(ctx, &tin.t, &tout.t, &params, &req);
+        } else {
+            status = hvd_allgather_into_enqueue(ctx, &tin.t, &tout.t, &params, &req);
+        }
     } else if (kind == "allgather" || kind == "alltoall" || kind == "reducescatter") {
         Tensor tin;
         single_tensor(ins, kind, "ins", &tin);

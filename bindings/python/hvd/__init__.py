@@ -24,7 +24,8 @@ from hvd.process_sets import (ProcessSet, add_process_set, global_process_set,
                               remove_process_set)
 
 try:
-    from hvd._numpy_ops import (allgather, allgather_async, allreduce, allreduce_,
+    from hvd._numpy_ops import (allgather, allgather_async, allgather_into,
+                                allgather_into_async, allreduce, allreduce_,
                                 allreduce_async, allreduce_async_, alltoall, alltoall_async,
                                 broadcast, broadcast_, broadcast_async, broadcast_async_,
                                 grouped_allgather, grouped_allgather_async, grouped_allreduce,

@@ -119,6 +119,8 @@ _ENQUEUE = {
                           _params_p, _req_p),
     "allgather": _declare("hvd_allgather_enqueue", _status, _handle, _tensor_p, _params_p,
                           _req_p),
+    "allgather_into": _declare("hvd_allgather_into_enqueue", _status, _handle, _tensor_p,
+                               _tensor_p, _params_p, _req_p),
     "alltoall": _declare("hvd_alltoall_enqueue", _status, _handle, _tensor_p, _params_p, _req_p),
     "reducescatter": _declare("hvd_reducescatter_enqueue", _status, _handle, _tensor_p,
                               _params_p, _req_p),
@@ -337,7 +339,7 @@ def enqueue(kind, ctx, ins, outs=None, name=None, ps=None, op=None, prescale=1.0
             status = fn(ctx, pin, pout, len(tin), ctypes.byref(params), ctypes.byref(req))
         else:
             status = fn(ctx, pin, len(tin), ctypes.byref(params), ctypes.byref(req))
-    elif kind in ("allreduce", "broadcast"):
+    elif kind in ("allreduce", "broadcast", "allgather_into"):
         tin = _tensor(ins[0], keep)
         tout = _tensor(outs[0], keep)
         status = fn(ctx, ctypes.byref(tin), ctypes.byref(tout), ctypes.byref(params),

@@ -142,6 +142,22 @@ def allgather(tensor, name=None, process_set=global_process_set):
     return _runtime.synchronize(allgather_async(tensor, name, process_set))
 
 
+def allgather_into_async(tensor, output, name=None, process_set=global_process_set):
+    out = _writable(output)
+    arr = _contiguous(tensor)
+    return _runtime.enqueue("allgather_into", [_desc(arr)], [_desc(out)], keep=(arr, out),
+                            finish=lambda req: out, name=_op_args.check_name(name),
+                            process_set=process_set)
+
+
+def allgather_into(tensor, output, name=None, process_set=global_process_set):
+    """Gathers every rank's tensor into output (a writable C-contiguous array of the same dtype
+    whose first dimension is the sum of every rank's) in rank order, and returns output. In
+    place when tensor is this rank's rows of output (e.g. output[start:start + rows]): they stay
+    where they are. A wrong output size on any rank fails the op on every rank."""
+    return _runtime.synchronize(allgather_into_async(tensor, output, name, process_set))
+
+
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     arrays = [_contiguous(t) for t in tensors]
     return _runtime.enqueue(

@@ -108,6 +108,31 @@ def test_allgather_ragged(dtype):
     np.testing.assert_array_equal(out, expect)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_allgather_into_in_place_and_not(dtype):
+    r, n = hvd.rank(), hvd.size()
+    rows = [k + 1 for k in range(n)]
+    start = sum(rows[:r])
+    expect = np.concatenate([np.stack([rank_data(k, dtype, 3)] * rows[k]) for k in range(n)])
+    out = np.zeros_like(expect)
+    mine = np.stack([rank_data(r, dtype, 3)] * rows[r])
+    assert hvd.allgather_into(mine, out, name="agi." + dtype) is out
+    np.testing.assert_array_equal(out, expect)
+    out = np.zeros_like(expect)
+    out[start:start + rows[r]] = mine
+    hvd.allgather_into(out[start:start + rows[r]], out, name="agi.inplace." + dtype)
+    np.testing.assert_array_equal(out, expect)
+
+
+def test_allgather_into_wrong_size_fails_everywhere():
+    out = np.zeros((hvd.size() + (1 if hvd.rank() == hvd.size() - 1 else 0), 2), np.float32)
+    # like a shape mismatch: found while the op runs, so it fails on every rank
+    with pytest.raises(hvd.HorovodInternalError, match="rank %d's output has" % (hvd.size() - 1)):
+        hvd.allgather_into(np.ones((1, 2), np.float32), out, name="agi.wrong")
+    with pytest.raises(ValueError):
+        hvd.allgather_into(np.ones((1, 2), np.float32), np.zeros((hvd.size(), 3), np.float32))
+
+
 def test_grouped_allgather():
     r = hvd.rank()
     a, b = hvd.grouped_allgather([np.array([r]), np.full((r + 1, 2), r, dtype=np.int16)])
