@@ -1,8 +1,9 @@
 /* hvd_allgather_into_enqueue on the ranks hvdrun started: every dtype, in place and out of
  * place, ragged rows (a rank with none too), sizes on both sides of the shared-memory
- * single-copy and slot sizes, fused runs, repeats served by the response cache; arguments
- * rejected at enqueue, and outputs of the wrong size or misplaced in-place inputs reported
- * on every rank. Expected values come from the formula each rank fills its rows with. */
+ * single-copy and slot sizes, fused runs, repeats served by the response cache, gathers in
+ * process sets; arguments rejected at enqueue, and outputs of the wrong size or misplaced
+ * in-place inputs reported on every rank. Expected values come from the formula each rank
+ * fills its rows with. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -253,6 +254,51 @@ static void test_completion_errors(void **state) {
     gather_finish(&g, "after.errors", ragged_rows, 3);
 }
 
+/* Evens and odds gather in their own process sets at once, in place, under one name: each
+ * output holds its set's members' rows (member i = global rank 2i or 2i+1) in set order. */
+static void test_process_sets(void **state) {
+    (void)state;
+    int32_t members[2][8], count[2] = {0, 0};
+    for (int32_t r = 0; r < mp_size && r < 16; ++r)
+        members[r % 2][count[r % 2]++] = r;
+    hvd_process_set_h sets[2] = {NULL, NULL};
+    for (int k = 0; k < 2; ++k)
+        if (count[k] > 0)
+            assert_int_equal(hvd_process_set_create(mp_ctx, members[k], count[k], &sets[k]),
+                             HVD_OK);
+    const int mine = mp_rank % 2;
+    int64_t total = 0, first = 0;
+    for (int32_t i = 0; i < count[mine]; ++i) {
+        if (members[mine][i] == mp_rank) first = total;
+        total += members[mine][i] + 1;
+    }
+    int64_t rows = mp_rank + 1;
+    int32_t *out = calloc((size_t)total * kCols, sizeof(int32_t));
+    for (int64_t k = 0; k < rows * kCols; ++k)
+        out[first * kCols + k] = mp_rank * 1000 + (int32_t)k;
+    int64_t in_shape[2] = {rows, kCols}, out_shape[2] = {total, kCols};
+    hvd_tensor_t ti = mp_tensor(out + first * kCols, HVD_DTYPE_INT32, 2, in_shape);
+    hvd_tensor_t to = mp_tensor(out, HVD_DTYPE_INT32, 2, out_shape);
+    hvd_op_params_t p = mp_params(sets[mine]);
+    p.field_mask |= HVD_OP_FIELD_NAME;
+    p.name = "in.set";
+    hvd_request_h req;
+    assert_int_equal(hvd_allgather_into_enqueue(mp_ctx, &ti, &to, &p, &req), HVD_OK);
+    assert_int_equal(mp_wait(req), HVD_OK);
+    hvd_request_release(req);
+    size_t pos = 0;
+    for (int32_t i = 0; i < count[mine]; ++i) {
+        int32_t r = members[mine][i];
+        for (int64_t k = 0; k < (r + 1) * kCols; ++k, ++pos)
+            if (out[pos] != r * 1000 + (int32_t)k)
+                mp_die("set gather: element %zu is %d, expected %d", pos, out[pos],
+                       r * 1000 + (int32_t)k);
+    }
+    free(out);
+    for (int k = 1; k >= 0; --k)
+        if (sets[k]) assert_int_equal(hvd_process_set_destroy(mp_ctx, sets[k]), HVD_OK);
+}
+
 int main(void) {
     mp_init();
     const struct CMUnitTest tests[] = {
@@ -261,6 +307,7 @@ int main(void) {
         cmocka_unit_test(test_repeats),
         cmocka_unit_test(test_enqueue_errors),
         cmocka_unit_test(test_completion_errors),
+        cmocka_unit_test(test_process_sets),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (failed) return 1;
