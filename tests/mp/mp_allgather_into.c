@@ -153,13 +153,24 @@ static void test_fused_run(void **state) {
     hvd_request_release(owned);
 }
 
-/* The same name again and again (response cache hits) with new data each time. */
+/* large_rows, but the last rank has 5 more. */
+static int64_t last_grows(int32_t r) {
+    return large_rows(r) + (r == mp_size - 1 ? 5 : 0);
+}
+
+/* The same name again and again (response cache hits) with new data each time; then only
+ * the last rank's rows change (its own description misses the cache, the others' hit). */
 static void test_repeats(void **state) {
     (void)state;
     for (int salt = 0; salt < 4; ++salt) {
         gather_t g;
         gather_start(&g, "repeat", HVD_DTYPE_FLOAT32, large_rows, 1, salt);
         gather_finish(&g, "repeat", large_rows, salt);
+    }
+    for (int salt = 4; salt < 6; ++salt) {
+        gather_t g;
+        gather_start(&g, "repeat", HVD_DTYPE_FLOAT32, last_grows, salt % 2, salt);
+        gather_finish(&g, "repeat", last_grows, salt);
     }
 }
 
