@@ -36,13 +36,13 @@ void bench_data_init(bench_job_t *job, const bench_layout_t *l) {
         if (job->o->coll == BENCH_ALLREDUCE && !job->o->inplace)
             fill_sentinel(job, bench_out(job, l, k), l);
     }
-    if (job->o->coll == BENCH_ALLGATHER && job->o->inplace) bench_data_reset(job, l);
+    if (bench_gathers_in_place(job->o)) bench_data_reset(job, l);
 }
 
 void bench_data_reset(bench_job_t *job, const bench_layout_t *l) {
     const bench_options_t *o = job->o;
     if (bench_owns_output(o)) return; /* a fresh library-owned output per op */
-    if (o->coll == BENCH_ALLGATHER) { /* in place: every block but this rank's own */
+    if (bench_gathers_in_place(o)) {  /* every block but this rank's own */
         for (int k = 0; k < o->many; ++k)
             for (int32_t r = 0; r < job->nranks; ++r)
                 if (r != job->rank)
@@ -131,7 +131,7 @@ static long check_tensor(bench_job_t *job, const bench_layout_t *l, int k, const
     unsigned char block[BENCH_BLOCK_BYTES];
     bench_mismatch_t m;
     if (bench_owns_output(o)) return check_owned(job, l, k, when);
-    if (o->coll == BENCH_ALLGATHER)
+    if (bench_gathers_in_place(o))
         return check_chunks(job, l, k, bench_out(job, l, k), l->count, 0, when);
     if (o->coll == BENCH_ALLREDUCE)
         bench_block_reduced(o->dtype, o->op, job->nranks, k, block);

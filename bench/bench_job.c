@@ -29,20 +29,14 @@ static hvd_tensor_t cpu_tensor(void *data, int32_t dtype, const int64_t *shape) 
     return t;
 }
 
-/* In place allgather: tensor k's output is n blocks of count elements, its input this
- * rank's block of them. */
-static int gathers_in_place(const bench_job_t *job) {
-    return job->o->coll == BENCH_ALLGATHER && job->o->inplace;
-}
-
 char *bench_in(const bench_job_t *job, const bench_layout_t *l, int k) {
-    if (gathers_in_place(job))
+    if (bench_gathers_in_place(job->o))
         return bench_out(job, l, k) + (size_t)job->rank * l->count * job->esize;
     return job->in + (size_t)k * l->count * job->esize;
 }
 
 char *bench_out(const bench_job_t *job, const bench_layout_t *l, int k) {
-    size_t blocks = gathers_in_place(job) ? (size_t)job->nranks : 1;
+    size_t blocks = bench_gathers_in_place(job->o) ? (size_t)job->nranks : 1;
     return job->out + (size_t)k * blocks * l->count * job->esize;
 }
 
@@ -63,7 +57,7 @@ void bench_enqueue(bench_job_t *job, const bench_layout_t *l, int k) {
             s = hvd_allreduce_enqueue(job->ctx, &in, &out, &p, &job->reqs[k]);
             break;
         case BENCH_ALLGATHER:
-            if (o->inplace) {
+            if (bench_gathers_in_place(o)) {
                 int64_t gathered[1] = {(int64_t)l->count * job->nranks};
                 out = cpu_tensor(bench_out(job, l, k), o->dtype, gathered);
                 s = hvd_allgather_into_enqueue(job->ctx, &in, &out, &p, &job->reqs[k]);

@@ -36,6 +36,10 @@ int bench_owns_output(const bench_options_t *o) {
            (o->coll == BENCH_ALLGATHER && !o->inplace);
 }
 
+int bench_gathers_in_place(const bench_options_t *o) {
+    return o->coll == BENCH_ALLGATHER && o->inplace;
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: hvd_bench [options]   (launch with hvdrun -np N, mpirun, srun, torchrun)\n"

@@ -48,6 +48,9 @@ int bench_coll_reduces(bench_coll_t coll);
  * (hvd_allgather_enqueue); in place, allgather gathers into the caller's buffer
  * (hvd_allgather_into_enqueue) with this rank's input at its own block. */
 int bench_owns_output(const bench_options_t *o);
+/* Allgather in place: tensor k's output is n blocks of count elements, its input this
+ * rank's block of them. */
+int bench_gathers_in_place(const bench_options_t *o);
 
 /* "8", "4K", "64M", "1G", "1.5M" (binary multipliers, optional trailing B); 0 on error. */
 size_t bench_parse_size(const char *s);

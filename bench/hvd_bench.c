@@ -63,7 +63,7 @@ static void job_allocate(bench_job_t *job) {
     bench_layout_t big = bench_layout_for(job, o->sizes[o->nsizes - 1]);
     size_t bytes = big.count * job->esize * (size_t)o->many;
     /* in place allgather: each tensor's gathered output, this rank's input inside it */
-    if (o->coll == BENCH_ALLGATHER && o->inplace) bytes *= (size_t)job->nranks;
+    if (bench_gathers_in_place(o)) bytes *= (size_t)job->nranks;
     job->in = alloc_or_fail(job, bytes, "input tensors");
     int own_out = !o->inplace && !bench_owns_output(o);
     job->out = own_out ? alloc_or_fail(job, bytes, "output tensors") : job->in;

@@ -117,10 +117,14 @@ OpParams read_params(const char *fn, hvd_context_h ctx, const hvd_op_params_t *p
     return o;
 }
 
-void check_same_layout(const char *fn, const TensorRef &in, const TensorRef &out) {
+void check_same_dtype(const char *fn, const TensorRef &in, const TensorRef &out) {
     if (out.dtype != in.dtype)
         invalid(fn, strprintf("output dtype %s differs from input dtype %s",
                               hvd::dtype_name(out.dtype), hvd::dtype_name(in.dtype)));
+}
+
+void check_same_layout(const char *fn, const TensorRef &in, const TensorRef &out) {
+    check_same_dtype(fn, in, out);
     if (out.shape != in.shape)
         invalid(fn, strprintf("output shape %s differs from input shape %s",
                               hvd::engine::shape_string(out.shape).c_str(),
@@ -218,9 +222,7 @@ std::shared_ptr<Request> prepare_allgather(const char *fn, const hvd_tensor_t *i
 // this rank's rows.
 void check_gather_output(const char *fn, Request &req) {
     const TensorRef &in = req.input, &out = req.output;
-    if (out.dtype != in.dtype)
-        invalid(fn, strprintf("output dtype %s differs from input dtype %s",
-                              hvd::dtype_name(out.dtype), hvd::dtype_name(in.dtype)));
+    check_same_dtype(fn, in, out);
     bool same_rows = out.shape.size() == in.shape.size();
     for (size_t i = 1; same_rows && i < in.shape.size(); ++i)
         same_rows = out.shape[i] == in.shape[i];
