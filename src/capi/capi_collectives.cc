@@ -156,7 +156,7 @@ void check_adasum(const char *fn, int32_t dtype, int32_t set_size) {
 // The checks every enqueue starts with; out may be NULL for library-owned outputs.
 std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
                                      const hvd_tensor_t *out, bool has_output) {
-    auto req = std::make_shared<Request>();
+    auto req = hvd::engine::make_request();
     req->input = read_tensor(fn, "input", in);
     if (has_output) {
         req->output = read_tensor(fn, "output", out);
@@ -272,7 +272,7 @@ hvd_status_t submit_group(const char *fn, hvd_context_h ctx, int32_t n,
     if (req_p == nullptr) invalid(fn, "req_p is NULL");
     if (n <= 0) invalid(fn, strprintf("a group needs at least one tensor, got %d", n));
     OpParams o = read_params(fn, ctx, params);
-    auto parent = std::make_shared<Request>();
+    auto parent = hvd::engine::make_request();
     parent->meta.type = type;
     parent->meta.set_id = o.set->id;
     parent->meta.name = o.name.empty() ? c.engine().auto_name(type, o.set->id) : o.name;
@@ -446,7 +446,7 @@ HVD_API hvd_status_t hvd_barrier_enqueue(hvd_context_h ctx, const hvd_op_params_
         hvd::engine::Context &c = live_context(fn, ctx);
         if (req_p == nullptr) invalid(fn, "req_p is NULL");
         OpParams o = read_params(fn, ctx, params);
-        auto req = std::make_shared<Request>();
+        auto req = hvd::engine::make_request();
         req->meta.type = OpType::kBarrier;
         return submit(fn, c, o, req, req_p);
     });
@@ -459,7 +459,7 @@ HVD_API hvd_status_t hvd_join_enqueue(hvd_context_h ctx, const hvd_op_params_t *
         hvd::engine::Context &c = live_context(fn, ctx);
         if (req_p == nullptr) invalid(fn, "req_p is NULL");
         OpParams o = read_params(fn, ctx, params);
-        auto req = std::make_shared<Request>();
+        auto req = hvd::engine::make_request();
         req->meta.type = OpType::kJoin;
         return submit(fn, c, o, req, req_p);
     });

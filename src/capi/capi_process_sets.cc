@@ -18,7 +18,7 @@ std::shared_ptr<Request> negotiate(const char *fn, hvd::engine::Context &c, OpTy
                                    std::vector<int32_t> ranks, int32_t set_id) {
     hvd::engine::AbortState &a = c.abort_state();
     if (a.aborted()) throw Error(a.status(), a.detail());
-    auto req = std::make_shared<Request>();
+    auto req = hvd::engine::make_request();
     req->meta.type = type;
     req->meta.set_id = 0;
     req->meta.name = c.engine().auto_name(type, 0);

@@ -50,6 +50,9 @@ HVD_API hvd_status_t hvd_request_test(hvd_request_h req) noexcept {
 HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) noexcept {
     return guarded("hvd_request_wait", [&] {
         if (req == nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_request_wait: req is NULL");
+        // Finished already (the rest of a fused run, usually): no deadline, no lock.
+        if (req->req->status() != HVD_INPROGRESS)
+            return finished_status(*req->req, "hvd_request_wait");
         // A wait with no limit of its own still ends when the op's own deadline does.
         hvd::Deadline d =
             timeout_ms < 0 ? req->req->completion_bound() : hvd::Deadline::after_ms(timeout_ms);

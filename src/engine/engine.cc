@@ -523,7 +523,7 @@ const Request *Engine::joined_request(uint16_t set_id) const {
 }
 
 RequestPtr Engine::zeros_like(const Response &resp, const Request &join) {
-    auto req = std::make_shared<Request>();
+    auto req = make_request();
     req->meta.name = resp.name;
     req->meta.set_id = resp.set_id;
     req->meta.type = OpType::kAllreduce;

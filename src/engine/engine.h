@@ -11,6 +11,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <set>
 #include <string>
@@ -91,8 +92,9 @@ class Engine {
     bool receive_control();
     bool run_responses();
     using Key = std::pair<uint16_t, std::string>;  // (process set, name), owning
-    // Keyed by a view of the request's name: the map holds the request the key views.
-    using PendingMap = std::unordered_map<NameKey, RequestPtr, NameKeyHash>;
+    // Keyed by a view of the request's name: the map holds the request the key views. Nodes
+    // come from a pool of the engine's (pending_pool_): hundreds per step are made and freed.
+    using PendingMap = std::pmr::unordered_map<NameKey, RequestPtr, NameKeyHash>;
 
     void deliver_responses(std::vector<Response> responses);
     std::vector<int32_t> recipients(const Response &r) const;
@@ -159,8 +161,11 @@ class Engine {
     std::mutex mu_;
     std::vector<RequestPtr> queue_;
     // Names enqueued and not yet finished: views of the requests' names (finish_all takes
-    // each out before the request can go).
-    std::unordered_set<NameKey, NameKeyHash> in_flight_names_;
+    // each out before the request can go). Nodes from a pool used only under mu_: the
+    // caller's thread makes them and the engine's frees them, which glibc's per-thread caches
+    // handle slowly.
+    std::pmr::unsynchronized_pool_resource in_flight_pool_;
+    std::pmr::unordered_set<NameKey, NameKeyHash> in_flight_names_{&in_flight_pool_};
     std::map<std::pair<uint16_t, int>, uint64_t> auto_name_counters_;
 
     // Engine-thread state.
@@ -183,7 +188,8 @@ class Engine {
     // Timeline: closes the request's NEGOTIATE span and opens the span of its op.
     void trace_start_op(Request &req);
     void trace_end_op(const Request &req);
-    PendingMap pending_;  // reported (to the coordinator or the cache), not yet run
+    std::pmr::unsynchronized_pool_resource pending_pool_;  // engine thread only
+    PendingMap pending_{&pending_pool_};  // reported (to the coordinator or the cache), not yet run
     std::map<uint16_t, int> pending_joins_;  // joins in pending_, by set
     void add_pending(const RequestPtr &req);
     RequestPtr take_pending(PendingMap::iterator it);
@@ -206,8 +212,8 @@ class Engine {
     RoundTable rounds_;
     uint64_t rounds_voted_ = 0;  // rounds this rank voted in (rank 0: started)
     uint64_t rounds_done_ = 0;   // rounds put into responses_
-    std::unordered_map<uint32_t, CachedWait> cached_waiting_;  // by bit
-    BitVector invalid_;                                        // to vote invalid in the next round
+    std::pmr::unordered_map<uint32_t, CachedWait> cached_waiting_{&pending_pool_};  // by bit
+    BitVector invalid_;  // to vote invalid in the next round
     // Invalid bits of this rank's vote in the round in flight that still mean the op they
     // meant when voted (the bit has not changed since).
     std::set<uint32_t> voted_invalid_;

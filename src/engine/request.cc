@@ -3,6 +3,7 @@
 #include <new>
 
 #include "common/dtype.h"
+#include "engine/block_pool.h"
 #include "engine/buffer_pool.h"
 
 namespace hvd::engine {
@@ -33,6 +34,10 @@ void OwnedBuffer::resize(size_t n) {
     size_ = n;
 }
 
+RequestPtr make_request() {
+    return std::allocate_shared<Request>(PooledAllocator<Request>());
+}
+
 size_t TensorRef::elements() const {
     size_t n = 1;
     for (int64_t d : shape)
@@ -46,9 +51,9 @@ size_t TensorRef::bytes() const {
 
 bool Request::settle(hvd_status_t status, const std::string &message) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (status_ != HVD_INPROGRESS) return false;
-    status_ = status;
+    if (status_.load(std::memory_order_relaxed) != HVD_INPROGRESS) return false;
     message_ = message;
+    status_.store(status, std::memory_order_release);
     return true;
 }
 
@@ -75,8 +80,7 @@ Deadline Request::completion_bound() const {
 }
 
 hvd_status_t Request::status() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return status_;
+    return status_.load(std::memory_order_acquire);
 }
 
 std::string Request::message() const {
@@ -85,13 +89,15 @@ std::string Request::message() const {
 }
 
 hvd_status_t Request::wait(const Deadline &until) {
+    hvd_status_t s = status();
+    if (s != HVD_INPROGRESS) return s;
     std::unique_lock<std::mutex> lock(mu_);
-    auto done = [this] { return status_ != HVD_INPROGRESS; };
+    auto done = [this] { return status_.load(std::memory_order_relaxed) != HVD_INPROGRESS; };
     if (until.infinite())
         cv_.wait(lock, done);
     else
         cv_.wait_until(lock, until.at(), done);
-    return status_;
+    return status();
 }
 
 }  // namespace hvd::engine

@@ -2,6 +2,7 @@
 // shared by the caller's handle and the engine.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -96,7 +97,9 @@ class Request {
   private:
     mutable std::mutex mu_;
     std::condition_variable cv_;
-    hvd_status_t status_ = HVD_INPROGRESS;
+    // Written under mu_ (after message_); read without it, so that a finished request is
+    // tested and waited on without a lock.
+    std::atomic<hvd_status_t> status_{HVD_INPROGRESS};
     std::string message_;
     size_t members_done_ = 0;
     hvd_status_t first_member_error_ = HVD_OK;
@@ -104,5 +107,8 @@ class Request {
 };
 
 using RequestPtr = std::shared_ptr<Request>;
+
+// A new request, from the request pool (block_pool.h). Thread-safe; throws std::bad_alloc.
+RequestPtr make_request();
 
 }  // namespace hvd::engine

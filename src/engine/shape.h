@@ -63,7 +63,9 @@ class Shape {
 
   private:
     size_t size_ = 0;
-    int64_t inline_[kInlineDims] = {};
+    // Only the first size_ are ever read: not zero-filled (a fill per shape showed in the
+    // enqueue's profile).
+    int64_t inline_[kInlineDims];
     std::unique_ptr<int64_t[]> heap_;  // set when size_ > kInlineDims
 };
 
