@@ -38,7 +38,7 @@ std::shared_ptr<Request> negotiate(const char *fn, hvd::engine::Context &c, OpTy
 }  // namespace
 
 hvd::engine::ProcessSetPtr hvd_context::process_set(hvd_process_set_h ps, const char *fn) {
-    if (ps == nullptr) return ctx->process_sets().find(0);
+    if (ps == nullptr) return ctx->process_sets().global();
     std::lock_guard<std::mutex> lock(process_sets_mu);
     if (!process_sets.count(ps))
         throw Error(HVD_ERR_INVALID_ARG,

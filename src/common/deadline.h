@@ -21,6 +21,8 @@ class Deadline {
 
     bool infinite() const { return infinite_; }
     bool expired() const { return !infinite_ && Clock::now() >= at_; }
+    // expired() against a time the caller read once for many deadlines.
+    bool expired_at(Clock::time_point now) const { return !infinite_ && now >= at_; }
     Clock::time_point at() const { return at_; }
     // Milliseconds left, clamped to [0, cap_ms]; cap_ms when infinite.
     int64_t remaining_ms(int64_t cap_ms) const {

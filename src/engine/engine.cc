@@ -108,7 +108,8 @@ hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string 
                              reqs[i]->meta.name.c_str());
             return HVD_ERR_INVALID_ARG;
         }
-        queue_.insert(queue_.end(), reqs, reqs + n);
+        for (size_t i = 0; i < n; ++i)
+            queue_.push_back(reqs[i]);
         if (timeline_->active())
             for (size_t i = 0; i < n; ++i)
                 timeline_->begin(reqs[i]->meta.name, "QUEUE");
@@ -634,8 +635,10 @@ void Engine::reap_sends_for(std::chrono::milliseconds limit) {
 }
 
 void Engine::check_timeouts() {
+    if (pending_.empty()) return;
+    const auto now = Deadline::Clock::now();  // one clock read for every pending op
     for (auto &kv : pending_) {
-        if (!kv.second->deadline.expired()) continue;
+        if (!kv.second->deadline.expired_at(now)) continue;
         std::string detail =
             strprintf("rank %d: %s '%s' timed out waiting for the other ranks", rank_,
                       op_type_name(kv.second->meta.type), kv.second->meta.name.c_str());
