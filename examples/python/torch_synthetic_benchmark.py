@@ -221,6 +221,10 @@ class DdpBackend:
         return t.tolist()
 
     def finish(self):
+        # Every rank past its last collective before any tears gloo down: destroying the group
+        # while a peer's last message is in flight ended one rank in std::terminate (seen once
+        # under load, "terminate called without an active exception").
+        self.dist.barrier()
         self.dist.destroy_process_group()
 
 

@@ -182,6 +182,7 @@ hvd_status_t submit(const char *fn, hvd::engine::Context &c, OpParams &o,
               o.name.empty() ? c.engine().auto_name(req->meta.type, o.set->id) : std::move(o.name));
     auto handle = std::make_unique<hvd_request>();
     handle->req = req;
+    handle->engine = c.engine_ref();
     std::string err;
     hvd_status_t s = c.engine().enqueue(req, &err);
     if (s != HVD_OK) throw Error(s, strprintf("%s: %s", fn, err.c_str()));
@@ -287,6 +288,7 @@ hvd_status_t submit_group(const char *fn, hvd_context_h ctx, int32_t n,
     }
     auto handle = std::make_unique<hvd_request>();
     handle->req = parent;
+    handle->engine = c.engine_ref();
     std::string err;
     hvd_status_t s = c.engine().enqueue_group(parent->members, &err);
     if (s != HVD_OK) throw Error(s, strprintf("%s: %s", fn, err.c_str()));

@@ -28,5 +28,7 @@ struct hvd_context {
 
 struct hvd_request {
     hvd::engine::RequestPtr req;
+    // The engine that runs it, for a waiter that drives it (expired: wait only).
+    std::weak_ptr<hvd::engine::Engine> engine;
     std::atomic<int> waiters{0};  // threads inside hvd_request_wait
 };

@@ -62,7 +62,7 @@ Context::Context(const InitConfig &config) : config_(config) {
     // Horovod's HVD_TIMELINE records the coordinator's view, on rank 0.
     if (const char *path = env_setting("TIMELINE"); path != nullptr && rank_ == 0)
         timeline_.start(path, env_setting_bool("TIMELINE_MARK_CYCLES", false), rank_);
-    engine_ = std::make_unique<Engine>(rank_, size_, transport_.get(), &abort_, &sets_, &timeline_,
+    engine_ = std::make_shared<Engine>(rank_, size_, transport_.get(), &abort_, &sets_, &timeline_,
                                        &runtime_);
     monitor_ = std::make_unique<FailureMonitor>(rank_, std::move(kv_), &abort_, engine_.get());
     engine_->use_shared_memory(shm_.get());

@@ -50,6 +50,8 @@ class Context {
     int64_t op_timeout_ms() const { return config_.op_timeout_ms; }
     AbortState &abort_state() { return abort_; }
     Engine &engine() { return *engine_; }
+    // For request handles: a waiter that drives the engine keeps it alive while it does.
+    std::weak_ptr<Engine> engine_ref() const { return engine_; }
     ProcessSetTable &process_sets() { return sets_; }
     Timeline &timeline() { return timeline_; }
     RuntimeConfig &config() { return runtime_; }
@@ -77,7 +79,7 @@ class Context {
     std::unique_ptr<bootstrap::KvClient> kv_;      // during init; then owned by monitor_
     std::unique_ptr<transport::Transport> transport_;
     std::unique_ptr<shm::Group> shm_;  // declared before engine_: outlives it
-    std::unique_ptr<Engine> engine_;
+    std::shared_ptr<Engine> engine_;
     std::unique_ptr<FailureMonitor> monitor_;
     bool finalized_ = false;
 };

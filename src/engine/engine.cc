@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -70,6 +71,9 @@ void Engine::stop() {
     }
     wake();
     if (thread_.joinable()) thread_.join();
+    // A caller driving passes sees stop_flag_ within one pass and leaves.
+    while (drivers_.load() != 0)
+        std::this_thread::yield();
 }
 
 void Engine::wake() {
@@ -123,43 +127,107 @@ hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string 
 void Engine::loop() {
     idle_spin_ = transport::may_run_on_several_cpus() ? transport::spin_window()
                                                       : std::chrono::microseconds(0);
+    // Pinned to one CPU with its caller, the engine does not spin; a waiting caller runs its
+    // passes instead (drive_while_waiting), when spinning is allowed at all.
+    waiters_drive_.store(idle_spin_.count() == 0 && transport::spin_window().count() > 0);
+    if (waiters_drive_.load() && env_setting_bool("ENGINE_BATCH", true)) {
+        struct sched_param param {};
+        param.sched_priority = 0;
+        (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+    }
+    std::unique_lock<std::mutex> drive(drive_mu_);
     for (;;) {
         if (stop_flag_.load()) break;
-        bool worked = false;
         if (abort_->aborted()) {
             fail_everything(abort_->status(), abort_->detail());
-            sleep_until_work();
+            sleep_until_work(drive);
             continue;
         }
-        try {
-            worked |= take_new_requests();
-            worked |= transport_->progress();
-            for (int32_t peer : transport_->take_failed_peers())
-                abort_->set(HVD_ERR_PEER_FAILED,
-                            strprintf("rank %d: rank %d became unreachable", rank_, peer));
-            worked |= receive_control();
-            // Everything that became ready in this pass leaves as one batch: while this rank
-            // was busy in a collective, ready reports piled up, and one batch lets the
-            // fusion planner join them.
-            worked |= order_responses();
-            worked |= run_responses();
-            if (coordinator_) autotune_step();
-            reap_sends();
-            check_timeouts();
-            if (coordinator_) inspect_stalls();
-        } catch (const Error &e) {
-            abort_->set(e.status(), e.what());
-        } catch (const std::exception &e) {
-            abort_->set(HVD_ERR_INTERNAL, strprintf("rank %d: engine: %s", rank_, e.what()));
-        }
-        if (worked && timeline_->active()) timeline_->mark_cycle();
-        if (!worked) sleep_until_work();
+        if (!run_pass()) sleep_until_work(drive);
     }
     fail_everything(abort_->aborted() ? abort_->status() : HVD_ERR_ABORTED,
                     abort_->aborted() ? abort_->detail()
                                       : strprintf("rank %d: context finalized before the op "
                                                   "completed",
                                                   rank_));
+}
+
+bool Engine::run_pass() {
+    bool worked = false;
+    try {
+        worked |= take_new_requests();
+        worked |= transport_->progress();
+        for (int32_t peer : transport_->take_failed_peers())
+            abort_->set(HVD_ERR_PEER_FAILED,
+                        strprintf("rank %d: rank %d became unreachable", rank_, peer));
+        worked |= receive_control();
+        // Everything that became ready in this pass leaves as one batch: while this rank
+        // was busy in a collective, ready reports piled up, and one batch lets the
+        // fusion planner join them.
+        worked |= order_responses();
+        worked |= run_responses();
+        if (coordinator_) autotune_step();
+        reap_sends();
+        check_timeouts();
+        if (coordinator_) inspect_stalls();
+    } catch (const Error &e) {
+        abort_->set(e.status(), e.what());
+    } catch (const std::exception &e) {
+        abort_->set(HVD_ERR_INTERNAL, strprintf("rank %d: engine: %s", rank_, e.what()));
+    }
+    if (worked && timeline_->active()) timeline_->mark_cycle();
+    return worked;
+}
+
+namespace {
+
+// Counts a caller inside the engine's passes, for stop() to wait on.
+class DriverScope {
+  public:
+    explicit DriverScope(std::atomic<int> &n) : n_(n) { n_.fetch_add(1); }
+    ~DriverScope() { n_.fetch_sub(1); }
+    DriverScope(const DriverScope &) = delete;
+    DriverScope &operator=(const DriverScope &) = delete;
+
+  private:
+    std::atomic<int> &n_;
+};
+
+}  // namespace
+
+bool Engine::driven_pass(std::unique_lock<std::mutex> &drive) {
+    bool worked = run_pass();
+    if (abort_->aborted()) {
+        drive.unlock();
+        wake();  // the engine thread fails what is left
+    }
+    return worked;
+}
+
+bool Engine::drive_while_waiting(const Request &req, const Deadline &until) {
+    if (!waiters_drive_.load(std::memory_order_relaxed)) return req.status() != HVD_INPROGRESS;
+    DriverScope scope(drivers_);
+    const auto window = transport::spin_window();
+    auto spin_until = std::chrono::steady_clock::now() + window;
+    // Held for the whole drive: handing it back after every pass woke the engine thread
+    // (blocked on it) each time, ~100 context switches per 256-tensor step.
+    std::unique_lock<std::mutex> drive(drive_mu_, std::try_to_lock);
+    if (!drive.owns_lock()) return false;  // the engine thread is at work: let it finish
+    for (;;) {
+        if (req.status() != HVD_INPROGRESS) return true;
+        if (stop_flag_.load() || abort_->aborted()) return false;
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= spin_until || until.expired_at(now)) return false;
+        if (driven_pass(drive)) spin_until = std::chrono::steady_clock::now() + window;
+        if (!drive.owns_lock()) return false;
+    }
+}
+
+void Engine::drive_once() {
+    if (!waiters_drive_.load(std::memory_order_relaxed)) return;
+    DriverScope scope(drivers_);
+    std::unique_lock<std::mutex> drive(drive_mu_, std::try_to_lock);
+    if (drive.owns_lock() && !stop_flag_.load() && !abort_->aborted()) driven_pass(drive);
 }
 
 // Coordinator responses out, then cache rounds and batches in order into responses_. A second
@@ -761,7 +829,7 @@ std::chrono::steady_clock::time_point Engine::held_until() const {
     return held_since_ + std::chrono::microseconds(config_->cycle_time_us.load());
 }
 
-void Engine::sleep_until_work() {
+void Engine::sleep_until_work(std::unique_lock<std::mutex> &drive) {
     // Spin briefly when the engine has a CPU of its own to spin on: the next message of a
     // busy job usually arrives within microseconds, and waking a sleeping thread costs far
     // more on a virtual machine (2 ranks unbound: 8 B allreduce ~5 us with the spin, ~60 us
@@ -796,8 +864,10 @@ void Engine::sleep_until_work() {
         sleeping_.store(false);
         return;
     }
+    drive.unlock();  // a waiting caller may run passes meanwhile
     ::poll(fds, nfds, static_cast<int>(next.remaining_ms(kMaxSleepMs)));
     sleeping_.store(false);
+    drive.lock();
     uint64_t drained;
     ssize_t ignored = ::read(wake_fd_, &drained, sizeof drained);
     (void)ignored;

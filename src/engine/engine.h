@@ -68,6 +68,18 @@ class Engine {
     // Thread-safe. Makes the engine thread look at its queue and the abort state now.
     void wake();
 
+    // Called by a thread about to sleep until req completes: while the engine thread sleeps,
+    // runs the engine's passes on this thread, spinning up to the spin window after the last
+    // pass that did work (no hand-off to the engine thread and back, each a context switch
+    // when both share one CPU). Only where the engine does not spin itself (pinned to one
+    // CPU) and spinning is allowed (HVD_SPIN_US, not more ranks than CPUs); returns at once
+    // when the engine thread is running a pass. Returns true if req completed; false means
+    // wait for it as usual. Thread-safe.
+    bool drive_while_waiting(const Request &req, const Deadline &until);
+    // The same for a caller that polls (hvd_request_test): at most one pass, never waiting
+    // for the engine thread. Thread-safe.
+    void drive_once();
+
     // Next auto-name for unnamed ops of one kind in one process set ("allreduce.noname.7").
     // Thread-safe.
     std::string auto_name(OpType type, uint16_t set_id);
@@ -87,6 +99,10 @@ class Engine {
     };
 
     void loop();
+    bool run_pass();  // one round of everything; true if anything happened. Under drive_mu_.
+    // run_pass() by a caller holding `drive`; on an abort, lets go of it and wakes the engine
+    // thread, which fails what is left.
+    bool driven_pass(std::unique_lock<std::mutex> &drive);
     bool take_new_requests();
     bool order_responses();
     bool receive_control();
@@ -119,7 +135,7 @@ class Engine {
     void finish(const RequestPtr &req, hvd_status_t status, const std::string &message);
     void finish_all(const RequestPtr *reqs, size_t n, hvd_status_t status,
                     const std::string &message);
-    void sleep_until_work();
+    void sleep_until_work(std::unique_lock<std::mutex> &drive);
     std::chrono::microseconds idle_spin_{0};  // set by the engine thread at start
 
     // Response cache (engine_cache.cc). Ready requests go to the cache's rounds or to the
@@ -156,6 +172,12 @@ class Engine {
     std::atomic<bool> work_queued_{false};
     std::atomic<bool> stop_flag_{false};
     std::atomic<bool> sleeping_{false};
+    // Held by whichever thread runs a pass: the engine thread, except while it sleeps, or a
+    // waiting caller (drive_while_waiting). The engine-thread state below is only touched
+    // under it.
+    std::mutex drive_mu_;
+    std::atomic<bool> waiters_drive_{false};
+    std::atomic<int> drivers_{0};  // threads inside drive_while_waiting (stop() waits for 0)
 
     // Shared with callers (guarded by mu_).
     std::mutex mu_;

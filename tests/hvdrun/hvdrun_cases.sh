@@ -249,6 +249,30 @@ case_aliases_and_info() {
     expect_match out '^usage: hvdrun -np N'
 }
 
+# --bind-to core: each local rank runs on exactly one CPU, local rank mod the CPUs hvdrun may
+# use (worked out here from hvdrun's own affinity); bad values and remote hosts are refused.
+case_bind() {
+    cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)
+    run -np 3 --bind-to core sh -c 'awk "/^Cpus_allowed_list/ { print \"cpus=\" \$2 }" /proc/self/status'
+    expect_rc 0
+    expect_lines out 3
+    list=$(echo "$cpus" | tr ',' '\n' | awk -F- '{ if (NF == 2) for (c = $1; c <= $2; c++) print c; else print $1 }')
+    ncpu=$(echo "$list" | wc -l)
+    for r in 0 1 2; do
+        want=$(echo "$list" | sed -n "$((r % ncpu + 1))p")
+        expect_once out "[$r]<stdout>: cpus=$want"
+    done
+    run -np 2 --bind-to=none sh -c 'awk "/^Cpus_allowed_list/ { print \$2 }" /proc/self/status'
+    expect_rc 0
+    expect_once out "[1]<stdout>: $cpus"
+    run -np 1 --bind-to socket true
+    expect_rc 2
+    expect_once err "hvdrun: invalid --bind-to value 'socket' (expected core or none)"
+    run -np 2 -H localhost:1,fakehost-b:1 --bind-to core true
+    expect_rc 2
+    expect_once err "hvdrun: --bind-to core binds ranks on this host only; rank 1 runs on fakehost-b"
+}
+
 case_exports() {
     HVDRUN_TEST_B=from-env run -np 2 -x HVDRUN_TEST_A=given -x HVDRUN_TEST_B -x HVDRUN_TEST_UNSET \
         sh -c 'echo "A=$HVDRUN_TEST_A B=$HVDRUN_TEST_B"'

@@ -15,6 +15,30 @@ foreach(prog mp_collectives mp_more_collectives mp_allgather_into)
   endforeach()
 endforeach()
 
+# Ranks pinned to one CPU each (hvdrun --bind-to core): with as many CPUs as ranks, a thread
+# waiting on a request runs the engine's passes itself instead of sleeping (Engine::
+# drive_while_waiting); with more ranks than CPUs it sleeps as before. Failures and timeouts
+# must reach a driving waiter too.
+foreach(prog mp_collectives mp_more_collectives mp_allgather_into)
+  hvd_mp_test(${prog} NP 2 3 SUFFIX _bound HVDRUN_ARGS --bind-to core TIMEOUT 300)
+  foreach(np 2 3)
+    set_tests_properties(mp.${prog}_bound.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
+  endforeach()
+endforeach()
+foreach(mode kill-midway abort)
+  set(code 137)
+  set(ok 1)
+  if(mode STREQUAL "abort")
+    set(code 0)
+    set(ok 2)
+  endif()
+  add_test(NAME mp.peer_${mode}_bound.np2
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh ${code} "survivor ok" ${ok} --
+            $<TARGET_FILE:hvdrun> -np 2 --bind-to core $<TARGET_FILE:mp_peer_failure> ${mode})
+  set_tests_properties(mp.peer_${mode}_bound.np2 PROPERTIES
+    LABELS mp TIMEOUT 120 ENVIRONMENT "${HVD_MP_ENV}")
+endforeach()
+
 # Single-host jobs use the shared-memory collectives by default; the transport's are checked
 # too (HVD_SHM=0). Ranks whose settings differ must still agree: a rank without shared memory
 # keeps every rank on the transport, and the shared-memory tunables are rank 0's.

@@ -62,6 +62,14 @@ execute_process(COMMAND ${hvd_core_interpreter} -c "import numpy, pytest"
                 RESULT_VARIABLE hvd_core_rc OUTPUT_QUIET ERROR_QUIET)
 if(hvd_core_rc EQUAL 0)
   hvd_python_suite(core ${hvd_core_interpreter} numpy)
+  # Ranks pinned one per CPU: waits and polls (hvd.synchronize, hvd.poll) run the engine's
+  # passes on the calling thread.
+  add_test(NAME python.core.numpy.ctypes.bound.np2
+    COMMAND $<TARGET_FILE:hvdrun> -np 2 --bind-to core ${hvd_core_interpreter} -m pytest -x -q
+            -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/core
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(python.core.numpy.ctypes.bound.np2 PROPERTIES LABELS python TIMEOUT 300
+    ENVIRONMENT "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_PY_BACKEND=ctypes;HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1")
 else()
   message(WARNING "${hvd_core_interpreter} lacks numpy or pytest: the hvd Python tests are not added")
 endif()

@@ -18,6 +18,7 @@ struct RankLaunch {
     std::vector<std::string> argv;  // what to exec locally: the program, or ssh
     std::vector<std::string> envp;  // its complete environment
     std::string stdin_data;         // for ssh: the job secret, kept off the command line
+    int cpu = -1;                   // --bind-to core: the CPU a local rank runs on; -1 none
 };
 
 struct LaunchContext {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_binding.h"
 #include "hosts.h"
 #include "launch_plan.h"
 #include "options.h"
@@ -76,9 +77,11 @@ void print_plan(const std::vector<Placement> &ranks, const std::vector<RankLaunc
                  ctx.job.rdv_port, ctx.job.job_id.c_str());
     for (size_t i = 0; i < ranks.size(); ++i) {
         const Placement &p = ranks[i];
-        std::fprintf(stderr, "hvdrun: rank %d on %s (local %d/%d, cross %d/%d)%s%s\n", p.rank,
+        std::string cpu = plan[i].cpu >= 0 ? ", cpu " + std::to_string(plan[i].cpu) : "";
+        std::fprintf(stderr, "hvdrun: rank %d on %s (local %d/%d, cross %d/%d%s)%s%s\n", p.rank,
                      p.host.c_str(), p.local_rank, p.local_size, p.cross_rank, p.cross_size,
-                     plan[i].remote ? ": " : "", plan[i].remote ? join(plan[i].argv).c_str() : "");
+                     cpu.c_str(), plan[i].remote ? ": " : "",
+                     plan[i].remote ? join(plan[i].argv).c_str() : "");
     }
 }
 
@@ -107,6 +110,10 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan)
     }
     LaunchContext ctx = make_context(*opts, ranks);
     *plan = plan_launch(ranks, opts->command, ctx);
+    if (opts->bind_core && !assign_cpus(ranks, allowed_cpus(), plan, &err)) {
+        std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
+        return kUsageError;
+    }
     if (opts->verbose) print_plan(ranks, *plan, ctx);
     return -1;
 }

@@ -101,6 +101,15 @@ bool set_no_prefix(const std::string &, const std::string &, Options *o, std::st
     return true;
 }
 
+bool set_bind_to(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (v == "core" || v == "none") {
+        o->bind_core = v == "core";
+        return true;
+    }
+    *err = "invalid " + flag + " value '" + v + "' (expected core or none)";
+    return false;
+}
+
 bool set_verbose(const std::string &, const std::string &, Options *o, std::string *) {
     o->verbose = true;
     return true;
@@ -127,6 +136,7 @@ constexpr OptionSpec kOptions[] = {
     {"--ssh-port", true, set_ssh_port},
     {"--start-timeout", true, set_start_timeout},
     {"--no-prefix", false, set_no_prefix},
+    {"--bind-to", true, set_bind_to},
     {"--verbose", false, set_verbose},
 };
 
@@ -237,6 +247,9 @@ const char *usage_text() {
            "                           others to exit before SIGTERM (default 5, or\n"
            "                           HVD_RUN_GRACE_SECONDS)\n"
            "  --no-prefix              pass rank output through without the rank prefix\n"
+           "  --bind-to core|none      core: pin each rank to one CPU (local rank mod the\n"
+           "                           CPUs hvdrun may use), as mpirun --bind-to core;\n"
+           "                           ranks on this host only (default none)\n"
            "  -p, --ssh-port PORT      ssh port for remote hosts\n"
            "  --start-timeout S        ssh connect timeout for remote hosts\n"
            "  --verbose                print the rank placement and remote commands\n"

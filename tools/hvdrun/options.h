@@ -19,6 +19,7 @@ struct Options {
     int ssh_port = 0;                  // -p / --ssh-port; 0: ssh's default
     int start_timeout = 0;             // --start-timeout seconds for ssh to connect; 0: default
     bool verbose = false;              // --verbose: print placement and remote commands
+    bool bind_core = false;            // --bind-to core (true) or none (false, the default)
     std::vector<std::string> command;  // program and its arguments, untouched
 };
 

@@ -1,5 +1,7 @@
 #include "process.h"
 
+#include <sched.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -82,7 +84,7 @@ void reset_signals(const sigset_t &mask) {
 
 // Runs in the forked child; never returns. Only redirects, resets and exec's.
 [[noreturn]] void exec_child(char *const argv[], char *const envp[], const ChildPipes &p,
-                             pid_t hvdrun_pid, const sigset_t &mask) {
+                             pid_t hvdrun_pid, const sigset_t &mask, int cpu) {
     // If hvdrun dies without its cleanup (SIGKILL), the rank still gets SIGTERM. Checking the
     // parent afterwards closes the window where hvdrun died before prctl.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -93,6 +95,17 @@ void reset_signals(const sigset_t &mask) {
     if (input >= 0) dup2(input, STDIN_FILENO);
     dup2(p.out.write_end, STDOUT_FILENO);
     dup2(p.err.write_end, STDERR_FILENO);
+    if (cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0) {
+            static const char kMsg[] =
+                "hvdrun: --bind-to core: cannot pin this rank to its CPU; "
+                "it runs unpinned\n";
+            (void)!write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+        }
+    }
     execvpe(argv[0], argv, envp);
     int code = errno;
     (void)!write(p.status.write_end, &code, sizeof(code));
@@ -100,13 +113,13 @@ void reset_signals(const sigset_t &mask) {
 }
 
 // fork() with every signal blocked, so that no hvdrun handler runs in the child.
-pid_t fork_child(char *const argv[], char *const envp[], const ChildPipes &p) {
+pid_t fork_child(char *const argv[], char *const envp[], const ChildPipes &p, int cpu) {
     sigset_t all, saved;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &saved);
     pid_t hvdrun_pid = getpid();
     pid_t pid = fork();
-    if (pid == 0) exec_child(argv, envp, p, hvdrun_pid, saved);
+    if (pid == 0) exec_child(argv, envp, p, hvdrun_pid, saved, cpu);
     int fork_errno = errno;
     sigprocmask(SIG_SETMASK, &saved, nullptr);
     errno = fork_errno;
@@ -133,11 +146,12 @@ int read_exec_errno(int fd) {
 }  // namespace
 
 SpawnedProcess spawn_process(const std::vector<std::string> &argv,
-                             const std::vector<std::string> &envp, const std::string &stdin_data) {
+                             const std::vector<std::string> &envp, const std::string &stdin_data,
+                             int cpu) {
     std::vector<char *> c_argv = c_strings(argv);
     std::vector<char *> c_envp = c_strings(envp);
     ChildPipes p = make_child_pipes(!stdin_data.empty());
-    pid_t pid = fork_child(c_argv.data(), c_envp.data(), p);
+    pid_t pid = fork_child(c_argv.data(), c_envp.data(), p, cpu);
     int fork_errno = errno;
     // The child's ends belong to the child alone.
     for (int *fd : {&p.in.read_end, &p.out.write_end, &p.err.write_end, &p.status.write_end}) {

@@ -22,10 +22,12 @@ struct SpawnedProcess {
 // ("NAME=VALUE" strings), in its own process group. Its stdin is /dev/null, or, when
 // `stdin_data` is not empty, a pipe holding stdin_data and then EOF (stdin_data must fit a
 // pipe buffer, 64 KiB, and SIGPIPE must be ignored). Returns once the child has exec'ed or
-// failed to (waits at most 10 s for that). Throws std::runtime_error when a pipe or fork()
-// fails.
+// failed to (waits at most 10 s for that). cpu >= 0 pins the child to that CPU before it
+// exec's (when the kernel refuses, the child says so on its stderr and runs unpinned).
+// Throws std::runtime_error when a pipe or fork() fails.
 SpawnedProcess spawn_process(const std::vector<std::string> &argv,
-                             const std::vector<std::string> &envp, const std::string &stdin_data);
+                             const std::vector<std::string> &envp, const std::string &stdin_data,
+                             int cpu = -1);
 
 // This process's environment with `overrides` replacing or adding variables.
 std::vector<std::string> merged_environment(const std::vector<EnvVar> &overrides);

@@ -76,7 +76,7 @@ class UcxTransport final : public Transport {
 
         ucp_worker_params_t wparams{};
         wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-        wparams.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the engine thread drives it
+        wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // the engine or a waiter, one at a time
         s = ucp_worker_create(context_, &wparams, &worker_);
         if (s != UCS_OK) {
             ucp_cleanup(context_);
