@@ -224,6 +224,7 @@ class Engine {
     collectives::ScratchBuffer scratch_;
     collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step
     std::chrono::steady_clock::time_point next_stall_check_{};
+    std::chrono::steady_clock::time_point next_timeout_check_{};
     std::map<Key, std::chrono::steady_clock::time_point> stall_warned_;
     std::atomic<uint64_t> fused_collectives_{0};
     std::atomic<uint64_t> fused_tensors_{0};
