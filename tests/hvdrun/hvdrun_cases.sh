@@ -8,7 +8,7 @@ CASE=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d "${TMPDIR:-/tmp}/hvdrun_test.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-unset HVD_RUN_GRACE_SECONDS
+unset HVD_RUN_GRACE_SECONDS HVD_RUN_BIND_TO
 
 fail() {
     echo "FAIL [$CASE]: $*"
@@ -265,6 +265,15 @@ case_bind() {
     run -np 2 --bind-to=none sh -c 'awk "/^Cpus_allowed_list/ { print \$2 }" /proc/self/status'
     expect_rc 0
     expect_once out "[1]<stdout>: $cpus"
+    HVD_RUN_BIND_TO=core run -np 2 sh -c 'awk "/^Cpus_allowed_list/ { print \$2 }" /proc/self/status'
+    expect_rc 0
+    expect_once out "[1]<stdout>: $(echo "$list" | sed -n "$((1 % ncpu + 1))p")"
+    HVD_RUN_BIND_TO=core run -np 2 --bind-to none sh -c 'awk "/^Cpus_allowed_list/ { print \$2 }" /proc/self/status'
+    expect_rc 0
+    expect_once out "[1]<stdout>: $cpus"
+    HVD_RUN_BIND_TO=numa run -np 1 true
+    expect_rc 2
+    expect_once err "hvdrun: invalid HVD_RUN_BIND_TO value 'numa' (expected core or none)"
     run -np 1 --bind-to socket true
     expect_rc 2
     expect_once err "hvdrun: invalid --bind-to value 'socket' (expected core or none)"

@@ -104,6 +104,7 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan)
     std::vector<HostSlots> hosts;
     std::vector<Placement> ranks;
     if (!apply_grace_env(std::getenv("HVD_RUN_GRACE_SECONDS"), opts, &err) ||
+        !apply_bind_env(std::getenv("HVD_RUN_BIND_TO"), opts, &err) ||
         !load_hosts(*opts, &hosts, &err) || !place_ranks(hosts, opts->num_proc, &ranks, &err)) {
         std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
         return kUsageError;

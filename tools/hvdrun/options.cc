@@ -104,6 +104,7 @@ bool set_no_prefix(const std::string &, const std::string &, Options *o, std::st
 bool set_bind_to(const std::string &flag, const std::string &v, Options *o, std::string *err) {
     if (v == "core" || v == "none") {
         o->bind_core = v == "core";
+        o->bind_given = true;
         return true;
     }
     *err = "invalid " + flag + " value '" + v + "' (expected core or none)";
@@ -227,6 +228,17 @@ bool apply_grace_env(const char *grace_env, Options *opts, std::string *err) {
     return false;
 }
 
+bool apply_bind_env(const char *bind_env, Options *opts, std::string *err) {
+    if (opts->bind_given || bind_env == nullptr || bind_env[0] == '\0') return true;
+    std::string v(bind_env);
+    if (v == "core" || v == "none") {
+        opts->bind_core = v == "core";
+        return true;
+    }
+    *err = "invalid HVD_RUN_BIND_TO value '" + v + "' (expected core or none)";
+    return false;
+}
+
 const char *usage_text() {
     return "usage: hvdrun -np N [options] [--] prog [args...]\n"
            "\n"
@@ -249,7 +261,8 @@ const char *usage_text() {
            "  --no-prefix              pass rank output through without the rank prefix\n"
            "  --bind-to core|none      core: pin each rank to one CPU (local rank mod the\n"
            "                           CPUs hvdrun may use), as mpirun --bind-to core;\n"
-           "                           ranks on this host only (default none)\n"
+           "                           ranks on this host only (default none, or\n"
+           "                           HVD_RUN_BIND_TO)\n"
            "  -p, --ssh-port PORT      ssh port for remote hosts\n"
            "  --start-timeout S        ssh connect timeout for remote hosts\n"
            "  --verbose                print the rank placement and remote commands\n"

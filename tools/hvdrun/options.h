@@ -20,6 +20,7 @@ struct Options {
     int start_timeout = 0;             // --start-timeout seconds for ssh to connect; 0: default
     bool verbose = false;              // --verbose: print placement and remote commands
     bool bind_core = false;            // --bind-to core (true) or none (false, the default)
+    bool bind_given = false;           // true when --bind-to was on the command line
     std::vector<std::string> command;  // program and its arguments, untouched
 };
 
@@ -33,6 +34,10 @@ ParseOutcome parse_options(const std::vector<std::string> &args, Options *out, s
 // Applies HVD_RUN_GRACE_SECONDS (value of the variable, nullptr when unset) unless the
 // command line already set the grace period. Returns false with *err on a malformed value.
 bool apply_grace_env(const char *grace_env, Options *opts, std::string *err);
+
+// Applies HVD_RUN_BIND_TO (core or none; value of the variable, nullptr when unset) unless
+// the command line gave --bind-to. Returns false with *err on another value.
+bool apply_bind_env(const char *bind_env, Options *opts, std::string *err);
 
 // Parses a non-negative decimal number of seconds ("5", "0.5"). Returns false if malformed.
 bool parse_seconds(const std::string &text, double *out);
