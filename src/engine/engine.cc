@@ -125,11 +125,12 @@ hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string 
 }
 
 void Engine::loop() {
-    idle_spin_ = transport::may_run_on_several_cpus() ? transport::spin_window()
-                                                      : std::chrono::microseconds(0);
-    // Pinned to one CPU with its caller, the engine does not spin; a waiting caller runs its
-    // passes instead (drive_while_waiting), when spinning is allowed at all.
-    waiters_drive_.store(idle_spin_.count() == 0 && transport::spin_window().count() > 0);
+    // The engine thread never spins while idle: a caller that waits on a request runs the
+    // passes itself (drive_while_waiting) when spinning is allowed at all, so no thread has to
+    // be woken to finish its op. As SCHED_BATCH the engine thread's wake-ups (an enqueue, a
+    // message) do not preempt the caller either.
+    unpinned_ = transport::may_run_on_several_cpus();
+    waiters_drive_.store(transport::spin_window().count() > 0);
     if (waiters_drive_.load() && env_setting_bool("ENGINE_BATCH", true)) {
         struct sched_param param {};
         param.sched_priority = 0;
@@ -218,7 +219,11 @@ bool Engine::drive_while_waiting(const Request &req, const Deadline &until) {
         if (stop_flag_.load() || abort_->aborted()) return false;
         const auto now = std::chrono::steady_clock::now();
         if (now >= spin_until || until.expired_at(now)) return false;
-        if (driven_pass(drive)) spin_until = std::chrono::steady_clock::now() + window;
+        if (driven_pass(drive)) {
+            spin_until = std::chrono::steady_clock::now() + window;
+        } else if (unpinned_ && window - (spin_until - now) >= transport::kYieldAfterSpin) {
+            ::sched_yield();  // unpinned, the peer's driver may be waiting for this CPU
+        }
         if (!drive.owns_lock()) return false;
     }
 }
@@ -834,22 +839,13 @@ std::chrono::steady_clock::time_point Engine::held_until() const {
 }
 
 void Engine::sleep_until_work(std::unique_lock<std::mutex> &drive) {
-    // Spin briefly when the engine has a CPU of its own to spin on: the next message of a
-    // busy job usually arrives within microseconds, and waking a sleeping thread costs far
-    // more on a virtual machine (2 ranks unbound: 8 B allreduce ~5 us with the spin, ~60 us
-    // without). Pinned to one CPU with its caller it does not: there the spin only took the
-    // CPU from the caller's enqueues (256 x 4 KiB step 1290 -> 1160 us without it) and the
-    // 8 B allreduce took 4.5 us either way.
-    const auto start = std::chrono::steady_clock::now();
-    const auto spin_until = start + idle_spin_;
-    auto now = start;
-    do {
-        if (!transport_aborted_ && transport_->progress()) return;
-        if (work_queued_.load() || stop_flag_.load()) return;
-        // Unpinned, a peer's engine may be waiting for this CPU: after a short spin, let it.
-        if (now - start >= transport::kYieldAfterSpin) ::sched_yield();
-        now = std::chrono::steady_clock::now();
-    } while (!transport_aborted_ && now < spin_until);
+    // No idle spin: a caller waiting on a request drives the passes itself (loop()). An
+    // engine that spun kept its CPU from the caller when both shared one (256 x 4 KiB step
+    // 1290 -> 1160 us without it), and unpinned it still had to wake the sleeping caller on
+    // another CPU, ~30 us on this VM (2 ranks unbound, 8 B: 4 or ~35 us, against 1.9 us with
+    // the caller driving).
+    if (!transport_aborted_ && transport_->progress()) return;
+    if (work_queued_.load() || stop_flag_.load()) return;
     if (!transport_aborted_ && !transport_->arm()) return;
     Deadline next = Deadline::after_ms(kMaxSleepMs);
     for (auto &kv : pending_)

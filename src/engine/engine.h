@@ -71,10 +71,10 @@ class Engine {
     // Called by a thread about to sleep until req completes: while the engine thread sleeps,
     // runs the engine's passes on this thread, spinning up to the spin window after the last
     // pass that did work (no hand-off to the engine thread and back, each a context switch
-    // when both share one CPU). Only where the engine does not spin itself (pinned to one
-    // CPU) and spinning is allowed (HVD_SPIN_US, not more ranks than CPUs); returns at once
-    // when the engine thread is running a pass. Returns true if req completed; false means
-    // wait for it as usual. Thread-safe.
+    // when both share one CPU, a wake-up of the caller's sleeping CPU when they do not).
+    // Only where spinning is allowed (HVD_SPIN_US, not more ranks than CPUs); returns at
+    // once when the engine thread is running a pass. Returns true if req completed; false
+    // means wait for it as usual. Thread-safe.
     bool drive_while_waiting(const Request &req, const Deadline &until);
     // The same for a caller that polls (hvd_request_test): at most one pass, never waiting
     // for the engine thread. Thread-safe.
@@ -136,7 +136,7 @@ class Engine {
     void finish_all(const RequestPtr *reqs, size_t n, hvd_status_t status,
                     const std::string &message);
     void sleep_until_work(std::unique_lock<std::mutex> &drive);
-    std::chrono::microseconds idle_spin_{0};  // set by the engine thread at start
+    bool unpinned_ = true;  // the engine thread (and so its caller) may use several CPUs
 
     // Response cache (engine_cache.cc). Ready requests go to the cache's rounds or to the
     // coordinator; batches of coordinator responses and finished rounds are put in the order

@@ -15,10 +15,10 @@ foreach(prog mp_collectives mp_more_collectives mp_allgather_into)
   endforeach()
 endforeach()
 
-# Ranks pinned to one CPU each (hvdrun --bind-to core): with as many CPUs as ranks, a thread
-# waiting on a request runs the engine's passes itself instead of sleeping (Engine::
-# drive_while_waiting); with more ranks than CPUs it sleeps as before. Failures and timeouts
-# must reach a driving waiter too.
+# Ranks pinned to one CPU each (hvdrun --bind-to core), where the waiting thread that runs
+# the engine's passes (Engine::drive_while_waiting) shares its CPU with the engine thread;
+# with more ranks than CPUs (np3) waiters sleep instead. Failures and timeouts must reach a
+# driving waiter too.
 foreach(prog mp_collectives mp_more_collectives mp_allgather_into)
   hvd_mp_test(${prog} NP 2 3 SUFFIX _bound HVDRUN_ARGS --bind-to core TIMEOUT 300)
   foreach(np 2 3)

@@ -63,7 +63,7 @@ execute_process(COMMAND ${hvd_core_interpreter} -c "import numpy, pytest"
 if(hvd_core_rc EQUAL 0)
   hvd_python_suite(core ${hvd_core_interpreter} numpy)
   # Ranks pinned one per CPU: waits and polls (hvd.synchronize, hvd.poll) run the engine's
-  # passes on the calling thread.
+  # passes on the calling thread, which shares its CPU with the engine thread.
   add_test(NAME python.core.numpy.ctypes.bound.np2
     COMMAND $<TARGET_FILE:hvdrun> -np 2 --bind-to core ${hvd_core_interpreter} -m pytest -x -q
             -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/core
