@@ -206,7 +206,7 @@ bool Engine::driven_pass(std::unique_lock<std::mutex> &drive) {
 }
 
 bool Engine::drive_while_waiting(const Request &req, const Deadline &until) {
-    if (!waiters_drive_.load(std::memory_order_relaxed)) return req.status() != HVD_INPROGRESS;
+    if (!waiters_drive_.load()) return req.status() != HVD_INPROGRESS;  // (acquire: unpinned_)
     DriverScope scope(drivers_);
     const auto window = transport::spin_window();
     auto spin_until = std::chrono::steady_clock::now() + window;
@@ -229,7 +229,7 @@ bool Engine::drive_while_waiting(const Request &req, const Deadline &until) {
 }
 
 void Engine::drive_once() {
-    if (!waiters_drive_.load(std::memory_order_relaxed)) return;
+    if (!waiters_drive_.load()) return;
     DriverScope scope(drivers_);
     std::unique_lock<std::mutex> drive(drive_mu_, std::try_to_lock);
     if (drive.owns_lock() && !stop_flag_.load() && !abort_->aborted()) driven_pass(drive);
