@@ -442,7 +442,10 @@ HVD_API hvd_status_t hvd_request_test(hvd_request_h req) HVD_NOEXCEPT;
 
 /* Blocks until the request completes or timeout_ms passes (< 0: no limit of its own; the op
  * timeout still applies). Returns the final status, or HVD_INPROGRESS when this wait's own
- * timeout ran out and the request is still live. */
+ * timeout ran out and the request is still live. While it waits, the calling thread may run
+ * the library's engine itself (rather than sleep while the engine thread works, which saves a
+ * thread wake-up per op); a collective it has started then runs to its end, so such a wait
+ * can return after timeout_ms, but never after that collective's op timeout. */
 HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) HVD_NOEXCEPT;
 
 /* Output i (0 for a single-tensor op) of a request that completed with HVD_OK: data, dtype,

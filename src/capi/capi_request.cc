@@ -43,8 +43,6 @@ extern "C" {
 HVD_API hvd_status_t hvd_request_test(hvd_request_h req) noexcept {
     return guarded("hvd_request_test", [&] {
         if (req == nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_request_test: req is NULL");
-        if (req->req->status() == HVD_INPROGRESS)
-            if (std::shared_ptr<hvd::engine::Engine> e = req->engine.lock()) e->drive_once();
         return finished_status(*req->req, "hvd_request_test");
     });
 }
@@ -58,11 +56,14 @@ HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) noe
         // A wait with no limit of its own still ends when the op's own deadline does.
         hvd::Deadline d =
             timeout_ms < 0 ? req->req->completion_bound() : hvd::Deadline::after_ms(timeout_ms);
+        struct Waiting {  // counted while inside, however this call ends
+            std::atomic<int> &n;
+            ~Waiting() { n.fetch_sub(1); }
+        } waiting{req->waiters};
         req->waiters.fetch_add(1);
         if (std::shared_ptr<hvd::engine::Engine> e = req->engine.lock())
             e->drive_while_waiting(*req->req, d);
         req->req->wait(d);
-        req->waiters.fetch_sub(1);
         return finished_status(*req->req, "hvd_request_wait");
     });
 }

@@ -214,25 +214,29 @@ bool Engine::drive_while_waiting(const Request &req, const Deadline &until) {
     // (blocked on it) each time, ~100 context switches per 256-tensor step.
     std::unique_lock<std::mutex> drive(drive_mu_, std::try_to_lock);
     if (!drive.owns_lock()) return false;  // the engine thread is at work: let it finish
+    bool worked = false;
     for (;;) {
-        if (req.status() != HVD_INPROGRESS) return true;
+        if (req.status() != HVD_INPROGRESS) break;
         if (stop_flag_.load() || abort_->aborted()) return false;
         const auto now = std::chrono::steady_clock::now();
-        if (now >= spin_until || until.expired_at(now)) return false;
-        if (driven_pass(drive)) {
+        if (now >= spin_until || until.expired_at(now)) break;
+        worked = driven_pass(drive);
+        if (!drive.owns_lock()) return false;
+        if (worked) {
             spin_until = std::chrono::steady_clock::now() + window;
         } else if (unpinned_ && window - (spin_until - now) >= transport::kYieldAfterSpin) {
             ::sched_yield();  // unpinned, the peer's driver may be waiting for this CPU
         }
-        if (!drive.owns_lock()) return false;
     }
-}
-
-void Engine::drive_once() {
-    if (!waiters_drive_.load()) return;
-    DriverScope scope(drivers_);
-    std::unique_lock<std::mutex> drive(drive_mu_, std::try_to_lock);
-    if (drive.owns_lock() && !stop_flag_.load() && !abort_->aborted()) driven_pass(drive);
+    // Leave the engine as its own loop would before sleeping: a pass that did work may have
+    // left more (a batch for the other ranks, say) that no message will come to announce.
+    for (int extra = 0; worked && extra < 4 && drive.owns_lock(); ++extra)
+        worked = driven_pass(drive);
+    if (worked && drive.owns_lock()) {
+        drive.unlock();
+        wake();
+    }
+    return req.status() != HVD_INPROGRESS;
 }
 
 // Coordinator responses out, then cache rounds and batches in order into responses_. A second

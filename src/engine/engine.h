@@ -76,9 +76,6 @@ class Engine {
     // once when the engine thread is running a pass. Returns true if req completed; false
     // means wait for it as usual. Thread-safe.
     bool drive_while_waiting(const Request &req, const Deadline &until);
-    // The same for a caller that polls (hvd_request_test): at most one pass, never waiting
-    // for the engine thread. Thread-safe.
-    void drive_once();
 
     // Next auto-name for unnamed ops of one kind in one process set ("allreduce.noname.7").
     // Thread-safe.

@@ -62,8 +62,8 @@ execute_process(COMMAND ${hvd_core_interpreter} -c "import numpy, pytest"
                 RESULT_VARIABLE hvd_core_rc OUTPUT_QUIET ERROR_QUIET)
 if(hvd_core_rc EQUAL 0)
   hvd_python_suite(core ${hvd_core_interpreter} numpy)
-  # Ranks pinned one per CPU: waits and polls (hvd.synchronize, hvd.poll) run the engine's
-  # passes on the calling thread, which shares its CPU with the engine thread.
+  # Ranks pinned one per CPU: waits (hvd.synchronize) run the engine's passes on the calling
+  # thread, which shares its CPU with the engine thread; polls (hvd.poll) leave them to it.
   add_test(NAME python.core.numpy.ctypes.bound.np2
     COMMAND $<TARGET_FILE:hvdrun> -np 2 --bind-to core ${hvd_core_interpreter} -m pytest -x -q
             -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/core
