@@ -1,6 +1,7 @@
 // Request completion: test, wait, output, message, release.
 #include "capi/guard.h"
 #include "capi/handles.h"
+#include "common/scoped_count.h"
 
 using hvd::strprintf;
 using hvd::capi::fail;
@@ -56,11 +57,7 @@ HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) noe
         // A wait with no limit of its own still ends when the op's own deadline does.
         hvd::Deadline d =
             timeout_ms < 0 ? req->req->completion_bound() : hvd::Deadline::after_ms(timeout_ms);
-        struct Waiting {  // counted while inside, however this call ends
-            std::atomic<int> &n;
-            ~Waiting() { n.fetch_sub(1); }
-        } waiting{req->waiters};
-        req->waiters.fetch_add(1);
+        hvd::ScopedCount waiting(req->waiters);  // hvd_request_release refuses meanwhile
         if (std::shared_ptr<hvd::engine::Engine> e = req->engine.lock())
             e->drive_while_waiting(*req->req, d);
         req->req->wait(d);

@@ -13,6 +13,7 @@
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/scoped_count.h"
 #include "engine/control_tags.h"
 #include "engine/executor.h"
 #include "engine/fusion_planner.h"
@@ -119,7 +120,7 @@ hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string 
                 timeline_->begin(reqs[i]->meta.name, "QUEUE");
         work_queued_.store(true);
     }
-    // An engine that is awake (running or spinning) sees work_queued_ without a system call.
+    // An engine that is awake (running a pass) sees work_queued_ without a system call.
     if (sleeping_.load()) wake();
     return HVD_OK;
 }
@@ -180,22 +181,6 @@ bool Engine::run_pass() {
     return worked;
 }
 
-namespace {
-
-// Counts a caller inside the engine's passes, for stop() to wait on.
-class DriverScope {
-  public:
-    explicit DriverScope(std::atomic<int> &n) : n_(n) { n_.fetch_add(1); }
-    ~DriverScope() { n_.fetch_sub(1); }
-    DriverScope(const DriverScope &) = delete;
-    DriverScope &operator=(const DriverScope &) = delete;
-
-  private:
-    std::atomic<int> &n_;
-};
-
-}  // namespace
-
 bool Engine::driven_pass(std::unique_lock<std::mutex> &drive) {
     bool worked = run_pass();
     if (abort_->aborted()) {
@@ -205,23 +190,23 @@ bool Engine::driven_pass(std::unique_lock<std::mutex> &drive) {
     return worked;
 }
 
-bool Engine::drive_while_waiting(const Request &req, const Deadline &until) {
-    if (!waiters_drive_.load()) return req.status() != HVD_INPROGRESS;  // (acquire: unpinned_)
-    DriverScope scope(drivers_);
+void Engine::drive_while_waiting(const Request &req, const Deadline &until) {
+    if (!waiters_drive_.load()) return;  // (acquire: unpinned_)
+    ScopedCount driving(drivers_);       // stop() waits for it to leave
     const auto window = transport::spin_window();
     auto spin_until = std::chrono::steady_clock::now() + window;
     // Held for the whole drive: handing it back after every pass woke the engine thread
     // (blocked on it) each time, ~100 context switches per 256-tensor step.
     std::unique_lock<std::mutex> drive(drive_mu_, std::try_to_lock);
-    if (!drive.owns_lock()) return false;  // the engine thread is at work: let it finish
+    if (!drive.owns_lock()) return;  // the engine thread is at work: let it finish
     bool worked = false;
     for (;;) {
         if (req.status() != HVD_INPROGRESS) break;
-        if (stop_flag_.load() || abort_->aborted()) return false;
+        if (stop_flag_.load() || abort_->aborted()) return;
         const auto now = std::chrono::steady_clock::now();
         if (now >= spin_until || until.expired_at(now)) break;
         worked = driven_pass(drive);
-        if (!drive.owns_lock()) return false;
+        if (!drive.owns_lock()) return;
         if (worked) {
             spin_until = std::chrono::steady_clock::now() + window;
         } else if (unpinned_ && window - (spin_until - now) >= transport::kYieldAfterSpin) {
@@ -236,7 +221,6 @@ bool Engine::drive_while_waiting(const Request &req, const Deadline &until) {
         drive.unlock();
         wake();
     }
-    return req.status() != HVD_INPROGRESS;
 }
 
 // Coordinator responses out, then cache rounds and batches in order into responses_. A second

@@ -73,9 +73,9 @@ class Engine {
     // pass that did work (no hand-off to the engine thread and back, each a context switch
     // when both share one CPU, a wake-up of the caller's sleeping CPU when they do not).
     // Only where spinning is allowed (HVD_SPIN_US, not more ranks than CPUs); returns at
-    // once when the engine thread is running a pass. Returns true if req completed; false
-    // means wait for it as usual. Thread-safe.
-    bool drive_while_waiting(const Request &req, const Deadline &until);
+    // once when the engine thread is running a pass. The caller then waits on req as usual
+    // (at once complete when this thread finished it). Thread-safe.
+    void drive_while_waiting(const Request &req, const Deadline &until);
 
     // Next auto-name for unnamed ops of one kind in one process set ("allreduce.noname.7").
     // Thread-safe.

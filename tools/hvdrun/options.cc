@@ -101,9 +101,15 @@ bool set_no_prefix(const std::string &, const std::string &, Options *o, std::st
     return true;
 }
 
+// "core" or "none" into *core; false for anything else.
+bool parse_bind_to(const std::string &v, bool *core) {
+    if (v != "core" && v != "none") return false;
+    *core = v == "core";
+    return true;
+}
+
 bool set_bind_to(const std::string &flag, const std::string &v, Options *o, std::string *err) {
-    if (v == "core" || v == "none") {
-        o->bind_core = v == "core";
+    if (parse_bind_to(v, &o->bind_core)) {
         o->bind_given = true;
         return true;
     }
@@ -231,10 +237,7 @@ bool apply_grace_env(const char *grace_env, Options *opts, std::string *err) {
 bool apply_bind_env(const char *bind_env, Options *opts, std::string *err) {
     if (opts->bind_given || bind_env == nullptr || bind_env[0] == '\0') return true;
     std::string v(bind_env);
-    if (v == "core" || v == "none") {
-        opts->bind_core = v == "core";
-        return true;
-    }
+    if (parse_bind_to(v, &opts->bind_core)) return true;
     *err = "invalid HVD_RUN_BIND_TO value '" + v + "' (expected core or none)";
     return false;
 }

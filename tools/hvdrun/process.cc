@@ -1,9 +1,8 @@
 #include "process.h"
 
-#include <sched.h>
-
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
