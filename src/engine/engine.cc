@@ -72,9 +72,28 @@ void Engine::stop() {
     }
     wake();
     if (thread_.joinable()) thread_.join();
-    // A caller driving passes sees stop_flag_ within one pass and leaves.
-    while (drivers_.load() != 0)
-        std::this_thread::yield();
+    // A caller driving passes sees stop_flag_ before its next pass and leaves; the pass it is
+    // in ends by its collective's op timeout at the latest. The engine cannot be torn down
+    // under it, so this waits for as long as that takes, and says so every 10 s.
+    const auto start = std::chrono::steady_clock::now();
+    auto next_note = start + std::chrono::seconds(10);
+    while (drivers_.load() != 0) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - start < std::chrono::milliseconds(10)) {
+            std::this_thread::yield();
+            continue;
+        }
+        if (now >= next_note) {
+            HVD_LOG(kWarning, rank_,
+                    "shutdown: waiting %lld s for %d thread(s) still running a collective in "
+                    "hvd_request_wait (each returns by its op timeout)",
+                    static_cast<long long>(
+                        std::chrono::duration_cast<std::chrono::seconds>(now - start).count()),
+                    drivers_.load());
+            next_note = now + std::chrono::seconds(10);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
 }
 
 void Engine::wake() {
@@ -120,8 +139,11 @@ hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string 
                 timeline_->begin(reqs[i]->meta.name, "QUEUE");
         work_queued_.store(true);
     }
-    // An engine that is awake (running a pass) sees work_queued_ without a system call.
-    if (sleeping_.load()) wake();
+    // An engine that is awake (running a pass) sees work_queued_ without a system call. The
+    // first enqueue to find it asleep wakes it and clears the flag for the rest: the engine
+    // thread (a batch thread on its caller's CPU) may not run for a while, and until then
+    // every enqueue of a burst wrote the eventfd again (256 x 4 KiB step: 256 writes).
+    if (sleeping_.load() && sleeping_.exchange(false)) wake();
     return HVD_OK;
 }
 

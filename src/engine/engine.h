@@ -165,7 +165,7 @@ class Engine {
     bool stop_requested_ = false;  // guarded by mu_
     // Read by the engine thread without mu_ (written under it): a request is queued, a stop
     // was requested. sleeping_: the engine is (about to be) blocked in poll, so an enqueue
-    // must write the eventfd; otherwise it need not.
+    // must write the eventfd; otherwise it need not. The enqueue that writes it clears it.
     std::atomic<bool> work_queued_{false};
     std::atomic<bool> stop_flag_{false};
     std::atomic<bool> sleeping_{false};
