@@ -202,9 +202,11 @@ void Context::attach_shared_memory(const Deadline &deadline) {
 
 void Context::choose_spin_window() {
     long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t us = placement_.local_size > cpus ? 0 : 50;
-    us = env_setting_int("SPIN_US", us);
+    // More ranks than CPUs: waiters poll longer but yield after every poll (transport.h).
+    const bool oversubscribed = placement_.local_size > cpus;
+    int64_t us = env_setting_int("SPIN_US", oversubscribed ? 200 : 50);
     transport::set_spin_window(std::chrono::microseconds(us < 0 ? 0 : us));
+    transport::set_yield_spin(env_setting_bool("SPIN_YIELD", oversubscribed));
 }
 
 void Context::abort(hvd_status_t status, const std::string &detail) {

@@ -231,8 +231,9 @@ void Engine::drive_while_waiting(const Request &req, const Deadline &until) {
         if (!drive.owns_lock()) return;
         if (worked) {
             spin_until = std::chrono::steady_clock::now() + window;
-        } else if (unpinned_ && window - (spin_until - now) >= transport::kYieldAfterSpin) {
-            ::sched_yield();  // unpinned, the peer's driver may be waiting for this CPU
+        } else if (transport::yield_spin() ||
+                   (unpinned_ && window - (spin_until - now) >= transport::kYieldAfterSpin)) {
+            ::sched_yield();  // the peer's driver may be waiting for this CPU
         }
     }
     // Leave the engine as its own loop would before sleeping: a pass that did work may have

@@ -72,7 +72,8 @@ class Engine {
     // runs the engine's passes on this thread, spinning up to the spin window after the last
     // pass that did work (no hand-off to the engine thread and back, each a context switch
     // when both share one CPU, a wake-up of the caller's sleeping CPU when they do not).
-    // Only where spinning is allowed (HVD_SPIN_US, not more ranks than CPUs); returns at
+    // Only where spinning is allowed (HVD_SPIN_US > 0); yields the CPU between passes that
+    // found nothing when unpinned or when ranks share CPUs (HVD_SPIN_YIELD). Returns at
     // once when the engine thread is running a pass. The caller then waits on req as usual
     // (at once complete when this thread finished it). Thread-safe.
     void drive_while_waiting(const Request &req, const Deadline &until);

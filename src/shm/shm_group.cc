@@ -296,10 +296,14 @@ hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadli
     const auto start = std::chrono::steady_clock::now();
     const auto spin_until = start + transport::spin_window();
     const auto yield_from = start + transport::kYieldAfterSpin;
+    const bool yield_every_poll = transport::yield_spin();
     for (;;) {
         for (int i = 0; i < kPollsPerCheck; ++i) {
             if (reached(member, c, round)) return HVD_OK;
-            cpu_relax();
+            if (yield_every_poll)
+                ::sched_yield();  // ranks share CPUs: let the one waited for run
+            else
+                cpu_relax();
         }
         if (abort_status != nullptr) {
             int32_t a = abort_status->load(std::memory_order_acquire);

@@ -9,7 +9,8 @@
 // member writes half t % 2 only after every member's kDone counter reached t - 2 (everyone has
 // finished reading that half's previous round).
 //
-// Waiting: spin for transport::spin_window(), then sleep on a futex in the segment (the poster
+// Waiting: spin for transport::spin_window() (yielding the CPU after every poll where
+// transport::yield_spin()), then sleep on a futex in the segment (the poster
 // wakes members that said they sleep). Every wait ends at the deadline or when the abort flag
 // is raised (the failure monitor raises it when a peer process dies).
 //

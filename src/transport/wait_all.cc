@@ -13,6 +13,7 @@ namespace {
 // fd. Short: on a small VM a sleeping waiter costs a hypervisor round trip to wake, but a
 // spinning one steals the core its peer may need.
 std::atomic<int64_t> g_spin_us{50};
+std::atomic<bool> g_yield_spin{false};
 // Upper bound of one sleep, so an abort raised by another thread is seen promptly.
 constexpr int64_t kMaxSleepMs = 20;
 
@@ -43,6 +44,14 @@ void set_spin_window(std::chrono::microseconds window) {
     g_spin_us.store(window.count(), std::memory_order_relaxed);
 }
 
+bool yield_spin() {
+    return g_yield_spin.load(std::memory_order_relaxed);
+}
+
+void set_yield_spin(bool on) {
+    g_yield_spin.store(on, std::memory_order_relaxed);
+}
+
 bool may_run_on_several_cpus() {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -67,7 +76,10 @@ hvd_status_t wait_all(Transport &t, Completion *const *cs, size_t n, const Deadl
             continue;
         }
         if (deadline.expired()) return fail(t, HVD_ERR_TIMED_OUT);
-        if (std::chrono::steady_clock::now() - last_event < spin_window()) continue;
+        if (std::chrono::steady_clock::now() - last_event < spin_window()) {
+            if (yield_spin()) ::sched_yield();
+            continue;
+        }
         if (!t.arm()) continue;  // events pending: progress again
         struct pollfd pfd = {t.event_fd(), POLLIN, 0};
         ::poll(&pfd, 1, static_cast<int>(deadline.remaining_ms(kMaxSleepMs)));

@@ -17,8 +17,8 @@ endforeach()
 
 # Ranks pinned to one CPU each (hvdrun --bind-to core), where the waiting thread that runs
 # the engine's passes (Engine::drive_while_waiting) shares its CPU with the engine thread;
-# with more ranks than CPUs (np3) waiters sleep instead. Failures and timeouts must reach a
-# driving waiter too.
+# with more ranks than CPUs (np3 on 2 CPUs) ranks also share CPUs, and waiters yield after
+# every poll. Failures and timeouts must reach a driving waiter too.
 foreach(prog mp_collectives mp_more_collectives mp_allgather_into)
   hvd_mp_test(${prog} NP 2 3 SUFFIX _bound HVDRUN_ARGS --bind-to core TIMEOUT 300)
   foreach(np 2 3)
@@ -37,6 +37,15 @@ foreach(mode kill-midway abort)
             $<TARGET_FILE:hvdrun> -np 2 --bind-to core $<TARGET_FILE:mp_peer_failure> ${mode})
   set_tests_properties(mp.peer_${mode}_bound.np2 PROPERTIES
     LABELS mp TIMEOUT 120 ENVIRONMENT "${HVD_MP_ENV}")
+endforeach()
+
+# Both ways of waiting whatever this host's CPU count: yielding after every poll (the default
+# with more ranks than CPUs) and sleeping at once (HVD_SPIN_US=0: no polling, no driving).
+foreach(setting HVD_SPIN_YIELD=1 HVD_SPIN_US=0)
+  string(REGEX REPLACE "=.*" "" key ${setting})
+  hvd_mp_test(mp_collectives NP 3 SUFFIX _${key} TIMEOUT 300)
+  set_tests_properties(mp.mp_collectives_${key}.np3 PROPERTIES
+    ENVIRONMENT "${HVD_MP_ENV};${setting}")
 endforeach()
 
 # Single-host jobs use the shared-memory collectives by default; the transport's are checked
