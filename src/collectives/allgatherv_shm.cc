@@ -10,6 +10,7 @@
 
 #include "collectives/collectives.h"
 #include "collectives/shm_sync.h"
+#include "collectives/stream_copy.h"
 
 namespace hvd::collectives {
 
@@ -65,7 +66,7 @@ hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
             hvd_status_t s = sync.begin(&t);
             if (s != HVD_OK) return s;
             size_t own = at < bytes[me] ? (bytes[me] - at < piece ? bytes[me] - at : piece) : 0;
-            if (own > 0) std::memcpy(g.slot(me, t), mine + at, own);
+            if (own > 0) stream_copy(g.slot(me, t), mine + at, own);
             sync.post(shm::Counter::kReady, t);
             s = sync.all(shm::Counter::kReady, t, "to stage its block");
             if (s != HVD_OK) return s;
@@ -73,7 +74,7 @@ hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
                 if (at >= bytes[m]) continue;
                 size_t len = bytes[m] - at < piece ? bytes[m] - at : piece;
                 if (m != me) {
-                    std::memcpy(o + offset[m] + at, g.slot(m, t), len);
+                    stream_copy(o + offset[m] + at, g.slot(m, t), len);
                 } else if (!own_in_place) {
                     std::memcpy(o + offset[m] + at, mine + at, len);
                 }

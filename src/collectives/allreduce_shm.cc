@@ -19,6 +19,7 @@
 
 #include "collectives/collectives.h"
 #include "collectives/shm_sync.h"
+#include "collectives/stream_copy.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "reduce/reduce.h"
@@ -86,7 +87,7 @@ hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const 
 // fn for PieceList::for_range: copies the parts of the range into dst (the range's start).
 auto copy_into(char *dst) {
     return [dst](const char *in, char *, size_t at, size_t len) {
-        std::memcpy(dst + at, in, len);
+        stream_copy(dst + at, in, len);
         return HVD_OK;
     };
 }
@@ -160,7 +161,7 @@ void gather_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t es
         const char *theirs = g.slot(m, r.t) + at;
         list.for_range(r.base + at, r.base + at + sh.count * esz,
                        [&](const char *, char *out, size_t off, size_t len) {
-                           std::memcpy(out, theirs + off, len);
+                           stream_copy(out, theirs + off, len);
                            return HVD_OK;
                        });
     }
@@ -245,7 +246,7 @@ hvd_status_t allreduce_shm_pieces(Comm &comm, const Piece *pieces, size_t n_piec
     if (comm.size() == 1) {
         for (size_t i = 0; i < n_pieces; ++i)
             if (pieces[i].out != pieces[i].in && pieces[i].bytes > 0)
-                std::memcpy(pieces[i].out, pieces[i].in, pieces[i].bytes);
+                stream_copy(pieces[i].out, pieces[i].in, pieces[i].bytes);
         return HVD_OK;
     }
     return run(comm, pieces, n_pieces, bytes, dtype, op);

@@ -9,6 +9,7 @@
 
 #include "collectives/collectives.h"
 #include "collectives/shm_sync.h"
+#include "collectives/stream_copy.h"
 
 namespace hvd::collectives {
 
@@ -84,12 +85,12 @@ hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_ind
             hvd_status_t s = start_round(&t);
             if (s != HVD_OK) return s;
             if (root) {
-                std::memcpy(g.slot(root_index, t), b + done, len);
+                stream_copy(g.slot(root_index, t), b + done, len);
                 sync.post(shm::Counter::kReady, t);
             } else {
                 s = sync.one(root_index, shm::Counter::kReady, t, "to stage its chunk");
                 if (s != HVD_OK) return s;
-                std::memcpy(b + done, g.slot(root_index, t), len);
+                stream_copy(b + done, g.slot(root_index, t), len);
             }
             sync.post(shm::Counter::kDone, t);
             last = t;

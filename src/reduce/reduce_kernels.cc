@@ -94,6 +94,27 @@ void self_combine(T *acc, size_t n) {
         acc[i] = Op::apply(acc[i], acc[i]);
 }
 
+// Large arrays are walked as several interleaved streams, a block of each in turn: a core
+// reading what another core has just written (the shared-memory collectives read their peers'
+// slots) keeps more of those slow misses in flight along several sequential streams than
+// along one. Two threads on this VM, a float32 sum of 128 KiB, one input from the other core:
+// one stream 18.2 GB/s, four 24 GB/s (with 64-byte blocks 11.4 GB/s: too short a loop).
+constexpr size_t kStreams = 4;
+constexpr size_t kStreamBlockBytes = 128;
+constexpr size_t kStreamMinBytes = 16 * 1024;
+
+// fn(offset, len) over [0, n) elements: kStreams equal runs of whole blocks, interleaved
+// block by block, then the rest in one piece.
+template <class T, class F>
+void in_streams(size_t n, F &&fn) {
+    constexpr size_t block = kStreamBlockBytes / sizeof(T);
+    const size_t run = n / (kStreams * block) * block;
+    for (size_t i = 0; i < run; i += block)
+        for (size_t k = 0; k < kStreams; ++k)
+            fn(k * run + i, block);
+    if (n > kStreams * run) fn(kStreams * run, n - kStreams * run);
+}
+
 using KernelFn = void (*)(void *dst, const void *a, const void *b, size_t count);
 
 template <class Op, class T>
@@ -102,10 +123,18 @@ void reduce_typed(void *dst, const void *a, const void *b, size_t count) {
     const T *x = static_cast<const T *>(a);
     const T *y = static_cast<const T *>(b);
     if (out == y && out != x) std::swap(x, y);  // every op here is commutative
+    const bool streams = count * sizeof(T) >= kStreamMinBytes;
     if (out != x) {
-        combine<Op>(out, x, y, count);
+        if (streams)
+            in_streams<T>(count,
+                          [&](size_t at, size_t n) { combine<Op>(out + at, x + at, y + at, n); });
+        else
+            combine<Op>(out, x, y, count);
     } else if (out != y) {
-        accumulate<Op>(out, y, count);
+        if (streams)
+            in_streams<T>(count, [&](size_t at, size_t n) { accumulate<Op>(out + at, y + at, n); });
+        else
+            accumulate<Op>(out, y, count);
     } else {
         self_combine<Op>(out, count);
     }

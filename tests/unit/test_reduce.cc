@@ -30,7 +30,9 @@ using hvd::reduce::reduce_inplace;
 using hvd::reduce::reduce_into;
 
 constexpr int32_t kOps[] = {HVD_OP_SUM, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
-constexpr size_t kLengths[] = {0, 1, 7, 1000, 4099};
+// 16411: at least 16 KiB for every dtype (the kernels then interleave streams of 128-byte
+// blocks) with a ragged tail.
+constexpr size_t kLengths[] = {0, 1, 7, 1000, 4099, 16411};
 
 // ------------------------------------------------------------------ per-dtype references
 

@@ -1,0 +1,57 @@
+// collectives::stream_copy: every byte lands where memcpy would put it, at sizes below, at and
+// above the size where it switches to interleaved streams, with ragged tails and unaligned
+// ends, and nothing outside the destination is touched.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <random>
+#include <vector>
+
+#include "collectives/stream_copy.h"
+
+using hvd::collectives::stream_copy;
+
+namespace {
+
+constexpr unsigned char kGuard = 0xA5;
+constexpr size_t kGuardBytes = 64;
+
+void check_copy(size_t bytes, size_t src_offset, size_t dst_offset, std::mt19937_64 &rng) {
+    std::vector<unsigned char> src(bytes + src_offset);
+    for (auto &b : src)
+        b = static_cast<unsigned char>(rng());
+    std::vector<unsigned char> dst(dst_offset + bytes + 2 * kGuardBytes, kGuard);
+    unsigned char *out = dst.data() + kGuardBytes + dst_offset;
+    stream_copy(out, src.data() + src_offset, bytes);
+    for (size_t i = 0; i < bytes; ++i)
+        if (out[i] != src[src_offset + i])
+            fail_msg("%zu bytes (src +%zu, dst +%zu): byte %zu is %u, expected %u", bytes,
+                     src_offset, dst_offset, i, out[i], src[src_offset + i]);
+    for (size_t i = 0; i < kGuardBytes + dst_offset; ++i)
+        assert_int_equal(dst[i], kGuard);
+    for (size_t i = kGuardBytes + dst_offset + bytes; i < dst.size(); ++i)
+        assert_int_equal(dst[i], kGuard);
+}
+
+void test_sizes_and_offsets(void **) {
+    std::mt19937_64 rng(42);
+    const size_t sizes[] = {0,         1,           127,         128,    16383,  16384,
+                            16384 + 1, 16384 + 511, 16384 + 512, 100003, 262144, 1 << 20};
+    for (size_t bytes : sizes)
+        for (size_t src_offset : {0, 1, 8})
+            for (size_t dst_offset : {0, 3, 64})
+                check_copy(bytes, src_offset, dst_offset, rng);
+}
+
+}  // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sizes_and_offsets),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
