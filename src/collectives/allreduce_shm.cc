@@ -72,15 +72,23 @@ class PieceList {
 
 // dst = part(0) op part(1) op ... over `count` elements at byte offset `at`, where part(m) is
 // member m's slot, or `own` for this member (its data may stay in its input). dst must not
-// overlap any part.
+// overlap any part. With `copy`, the result is also stored there by the last step (copy may
+// be `own`, or overlap no part).
 hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const char *own,
-                          void *dst, size_t count, int32_t dtype, int32_t op) {
+                          void *dst, void *copy, size_t count, int32_t dtype, int32_t op) {
     auto part = [&](int32_t m) -> const char * {
         return m == g.my_index() ? own : g.slot(m, round) + at;
     };
+    const int32_t n = g.size();
+    if (n == 2 && copy != nullptr)
+        return reduce::reduce_into_twice(dst, copy, part(0), part(1), count, dtype, op);
     hvd_status_t s = reduce::reduce_into(dst, part(0), part(1), count, dtype, op);
-    for (int32_t m = 2; m < g.size() && s == HVD_OK; ++m)
-        s = reduce::reduce_inplace(dst, part(m), count, dtype, op);
+    for (int32_t m = 2; m < n && s == HVD_OK; ++m) {
+        if (m == n - 1 && copy != nullptr)
+            s = reduce::reduce_into_twice(dst, copy, dst, part(m), count, dtype, op);
+        else
+            s = reduce::reduce_inplace(dst, part(m), count, dtype, op);
+    }
     return s;
 }
 
@@ -104,7 +112,7 @@ hvd_status_t one_shot(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtyp
     if (s != HVD_OK) return s;
     const size_t esz = dtype_size(dtype);
     s = list.for_range(0, bytes, [&](const char *, char *out, size_t at, size_t len) {
-        return reduce_parts(g, t, at, mine + at, out, len / esz, dtype, op);
+        return reduce_parts(g, t, at, mine + at, out, nullptr, len / esz, dtype, op);
     });
     if (s != HVD_OK) return sync.fatal(s, "the reduction");
     sync.post(shm::Counter::kDone, t);
@@ -143,11 +151,8 @@ hvd_status_t reduce_own_share(ShmSync &sync, PieceList &list, const ChunkRound &
     size_t at = own.first * esz;
     return list.for_range(r.base + at, r.base + at + own.count * esz,
                           [&](const char *in, char *out, size_t off, size_t len) {
-                              char *dst = mine + at + off;
-                              hvd_status_t s =
-                                  reduce_parts(g, r.t, at + off, in, dst, len / esz, dtype, op);
-                              std::memcpy(out, dst, len);
-                              return s;
+                              return reduce_parts(g, r.t, at + off, in, mine + at + off, out,
+                                                  len / esz, dtype, op);
                           });
 }
 

@@ -27,6 +27,12 @@ hvd_status_t reduce_inplace(void *dst, const void *src, size_t count, int32_t dt
 hvd_status_t reduce_into(void *dst, const void *a, const void *b, size_t count, int32_t dtype,
                          int32_t op);
 
+// dst[i] = copy[i] = a[i] (op) b[i] in one pass over the inputs: the same bits as reduce_into
+// followed by a copy of dst to copy. dst and copy must not overlap each other; each may equal
+// a or b, or overlap neither.
+hvd_status_t reduce_into_twice(void *dst, void *copy, const void *a, const void *b, size_t count,
+                               int32_t dtype, int32_t op);
+
 // dst[i] = src[i] * factor with Horovod's semantics: integers computed in float64 and
 // truncated toward zero (then converted to the integer type, saturating at its range);
 // float16/bfloat16 in float32; float32 in float32 (factor rounded to float); float64 in

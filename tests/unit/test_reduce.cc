@@ -28,6 +28,7 @@ namespace {
 
 using hvd::reduce::reduce_inplace;
 using hvd::reduce::reduce_into;
+using hvd::reduce::reduce_into_twice;
 
 constexpr int32_t kOps[] = {HVD_OP_SUM, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
 // 16411: at least 16 KiB for every dtype (the kernels then interleave streams of 128-byte
@@ -187,6 +188,38 @@ void check_aliasing_patterns(int32_t dtype, int32_t op, const Vec<Traits> &a,
 
     assert_int_equal(reduce_into(b_copy.data(), a.data(), b_copy.data(), n, dtype, op), HVD_OK);
     expect_equal<Traits>(b_copy, want, dtype, op, "into, dst == b");
+
+    // The result stored twice: separate outputs, then the copy over a (an in-place
+    // shared-memory allreduce) and over b, and dst over a with the copy apart.
+    Vec<Traits> dst(n), copy(n);
+    a_copy = a;
+    b_copy = b;
+    assert_int_equal(
+        reduce_into_twice(dst.data(), copy.data(), a_copy.data(), b_copy.data(), n, dtype, op),
+        HVD_OK);
+    expect_equal<Traits>(dst, want, dtype, op, "twice, dst");
+    expect_equal<Traits>(copy, want, dtype, op, "twice, copy");
+    expect_equal<Traits>(a_copy, a, dtype, op, "twice leaves a alone");
+    expect_equal<Traits>(b_copy, b, dtype, op, "twice leaves b alone");
+    dst.assign(n, typename Traits::Elem{});
+    assert_int_equal(
+        reduce_into_twice(dst.data(), a_copy.data(), a_copy.data(), b.data(), n, dtype, op),
+        HVD_OK);
+    expect_equal<Traits>(dst, want, dtype, op, "twice, copy == a: dst");
+    expect_equal<Traits>(a_copy, want, dtype, op, "twice, copy == a: copy");
+    dst.assign(n, typename Traits::Elem{});
+    assert_int_equal(
+        reduce_into_twice(dst.data(), b_copy.data(), a.data(), b_copy.data(), n, dtype, op),
+        HVD_OK);
+    expect_equal<Traits>(dst, want, dtype, op, "twice, copy == b: dst");
+    expect_equal<Traits>(b_copy, want, dtype, op, "twice, copy == b: copy");
+    a_copy = a;
+    copy.assign(n, typename Traits::Elem{});
+    assert_int_equal(
+        reduce_into_twice(a_copy.data(), copy.data(), a_copy.data(), b.data(), n, dtype, op),
+        HVD_OK);
+    expect_equal<Traits>(a_copy, want, dtype, op, "twice, dst == a: dst");
+    expect_equal<Traits>(copy, want, dtype, op, "twice, dst == a: copy");
 }
 
 template <class Traits>
