@@ -189,37 +189,29 @@ void check_aliasing_patterns(int32_t dtype, int32_t op, const Vec<Traits> &a,
     assert_int_equal(reduce_into(b_copy.data(), a.data(), b_copy.data(), n, dtype, op), HVD_OK);
     expect_equal<Traits>(b_copy, want, dtype, op, "into, dst == b");
 
-    // The result stored twice: separate outputs, then the copy over a (an in-place
-    // shared-memory allreduce) and over b, and dst over a with the copy apart.
-    Vec<Traits> dst(n), copy(n);
-    a_copy = a;
-    b_copy = b;
-    assert_int_equal(
-        reduce_into_twice(dst.data(), copy.data(), a_copy.data(), b_copy.data(), n, dtype, op),
-        HVD_OK);
-    expect_equal<Traits>(dst, want, dtype, op, "twice, dst");
-    expect_equal<Traits>(copy, want, dtype, op, "twice, copy");
-    expect_equal<Traits>(a_copy, a, dtype, op, "twice leaves a alone");
-    expect_equal<Traits>(b_copy, b, dtype, op, "twice leaves b alone");
-    dst.assign(n, typename Traits::Elem{});
-    assert_int_equal(
-        reduce_into_twice(dst.data(), a_copy.data(), a_copy.data(), b.data(), n, dtype, op),
-        HVD_OK);
-    expect_equal<Traits>(dst, want, dtype, op, "twice, copy == a: dst");
-    expect_equal<Traits>(a_copy, want, dtype, op, "twice, copy == a: copy");
-    dst.assign(n, typename Traits::Elem{});
-    assert_int_equal(
-        reduce_into_twice(dst.data(), b_copy.data(), a.data(), b_copy.data(), n, dtype, op),
-        HVD_OK);
-    expect_equal<Traits>(dst, want, dtype, op, "twice, copy == b: dst");
-    expect_equal<Traits>(b_copy, want, dtype, op, "twice, copy == b: copy");
-    a_copy = a;
-    copy.assign(n, typename Traits::Elem{});
-    assert_int_equal(
-        reduce_into_twice(a_copy.data(), copy.data(), a_copy.data(), b.data(), n, dtype, op),
-        HVD_OK);
-    expect_equal<Traits>(a_copy, want, dtype, op, "twice, dst == a: dst");
-    expect_equal<Traits>(copy, want, dtype, op, "twice, dst == a: copy");
+    // The result stored twice: separate outputs, the copy over a (an in-place shared-memory
+    // allreduce) or over b, and dst over a with the copy apart.
+    enum Where { kApart, kOverA, kOverB };
+    const Where cases[][2] = {
+        {kApart, kApart}, {kApart, kOverA}, {kApart, kOverB}, {kOverA, kApart}};
+    for (const auto &c : cases) {
+        Vec<Traits> x = a, y = b, d(n), e(n);
+        auto place = [&](Where w, Vec<Traits> &apart) -> Vec<Traits> & {
+            return w == kOverA ? x : w == kOverB ? y : apart;
+        };
+        Vec<Traits> &dst = place(c[0], d);
+        Vec<Traits> &copy = place(c[1], e);
+        assert_int_equal(
+            reduce_into_twice(dst.data(), copy.data(), x.data(), y.data(), n, dtype, op), HVD_OK);
+        const char *label = c[0] == kOverA   ? "twice, dst == a"
+                            : c[1] == kOverA ? "twice, copy == a"
+                            : c[1] == kOverB ? "twice, copy == b"
+                                             : "twice, apart";
+        expect_equal<Traits>(dst, want, dtype, op, label);
+        expect_equal<Traits>(copy, want, dtype, op, label);
+        if (c[0] != kOverA && c[1] != kOverA) expect_equal<Traits>(x, a, dtype, op, label);
+        if (c[1] != kOverB) expect_equal<Traits>(y, b, dtype, op, label);
+    }
 }
 
 template <class Traits>
