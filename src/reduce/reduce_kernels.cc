@@ -167,7 +167,10 @@ void reduce_typed_twice(void *dst, void *copy, const void *a, const void *b, siz
     const T *x = static_cast<const T *>(a);
     const T *y = static_cast<const T *>(b);
     if (count * sizeof(T) < kStreamMinBytes) {
-        combine_twice<Op>(out, dup, x, y, count);
+        // Short: two calls of memcpy per block cost more than they save (a fused step of
+        // 256 x 4 KiB tensors took 265 -> 305 us); reduce, then copy.
+        reduce_typed<Op, T>(dst, a, b, count);
+        std::memcpy(copy, dst, count * sizeof(T));
         return;
     }
     in_streams<T>(count, [&](size_t at, size_t n) {
