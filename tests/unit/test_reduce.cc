@@ -31,9 +31,10 @@ using hvd::reduce::reduce_into;
 using hvd::reduce::reduce_into_twice;
 
 constexpr int32_t kOps[] = {HVD_OP_SUM, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
-// 16411: at least 16 KiB for every dtype (the kernels then interleave streams of 128-byte
-// blocks) with a ragged tail.
-constexpr size_t kLengths[] = {0, 1, 7, 1000, 4099, 16411};
+// 32771 and 131101: at least 32 KiB for every dtype (the kernels then interleave streams of
+// 128-byte blocks) and at least 128 KiB (reduce_into_twice then stores both outputs in one
+// pass), with ragged tails.
+constexpr size_t kLengths[] = {0, 1, 7, 1000, 4099, 32771, 131101};
 
 // ------------------------------------------------------------------ per-dtype references
 

@@ -39,8 +39,8 @@ void check_copy(size_t bytes, size_t src_offset, size_t dst_offset, std::mt19937
 
 void test_sizes_and_offsets(void **) {
     std::mt19937_64 rng(42);
-    const size_t sizes[] = {0,         1,           127,         128,    16383,  16384,
-                            16384 + 1, 16384 + 511, 16384 + 512, 100003, 262144, 1 << 20};
+    const size_t sizes[] = {0,         1,           127,         128,    32767,  32768,
+                            32768 + 1, 32768 + 511, 32768 + 512, 100003, 262144, 1 << 20};
     for (size_t bytes : sizes)
         for (size_t src_offset : {0, 1, 8})
             for (size_t dst_offset : {0, 3, 64})
