@@ -93,9 +93,9 @@ hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const 
 }
 
 // fn for PieceList::for_range: copies the parts of the range into dst (the range's start).
-auto copy_into(char *dst) {
-    return [dst](const char *in, char *, size_t at, size_t len) {
-        stream_copy(dst + at, in, len);
+auto copy_into(char *dst, StreamCopies &copies) {
+    return [dst, &copies](const char *in, char *, size_t at, size_t len) {
+        copies.add(dst + at, in, len);
         return HVD_OK;
     };
 }
@@ -106,7 +106,9 @@ hvd_status_t one_shot(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtyp
     hvd_status_t s = sync.begin(&t);
     if (s != HVD_OK) return s;
     char *mine = g.slot(sync.me(), t);
-    list.for_range(0, bytes, copy_into(mine));
+    StreamCopies copies;
+    list.for_range(0, bytes, copy_into(mine, copies));
+    copies.finish();
     sync.post(shm::Counter::kReady, t);
     s = sync.all(shm::Counter::kReady, t, "to stage its data");
     if (s != HVD_OK) return s;
@@ -131,12 +133,14 @@ struct ChunkRound {
 void stage_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t esz) {
     shm::Group &g = sync.group();
     char *mine = g.slot(sync.me(), r.t);
+    StreamCopies copies;
     for (int32_t m = 0; m < g.size(); ++m) {
         Share sh = share_of(r.elems, esz, g.size(), m);
         if (m == sync.me() || sh.count == 0) continue;
         size_t at = sh.first * esz;
-        list.for_range(r.base + at, r.base + at + sh.count * esz, copy_into(mine + at));
+        list.for_range(r.base + at, r.base + at + sh.count * esz, copy_into(mine + at, copies));
     }
+    copies.finish();
 }
 
 // Reduce: this member's share of the chunk (its part from its input, the others' from their
@@ -159,6 +163,7 @@ hvd_status_t reduce_own_share(ShmSync &sync, PieceList &list, const ChunkRound &
 // Gather: copies the other members' reduced shares of the chunk from their slots to the output.
 void gather_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t esz) {
     shm::Group &g = sync.group();
+    StreamCopies copies;
     for (int32_t m = 0; m < g.size(); ++m) {
         Share sh = share_of(r.elems, esz, g.size(), m);
         if (m == sync.me() || sh.count == 0) continue;
@@ -166,10 +171,11 @@ void gather_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t es
         const char *theirs = g.slot(m, r.t) + at;
         list.for_range(r.base + at, r.base + at + sh.count * esz,
                        [&](const char *, char *out, size_t off, size_t len) {
-                           stream_copy(out, theirs + off, len);
+                           copies.add(out, theirs + off, len);
                            return HVD_OK;
                        });
     }
+    copies.finish();
 }
 
 // Finishes a round whose reduction this member has posted: waits for the others' reductions,

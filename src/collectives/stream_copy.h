@@ -13,4 +13,23 @@ namespace hvd::collectives {
 // overlap.
 void stream_copy(void *dst, const void *src, size_t bytes);
 
+// Many short copies (the tensors of a fused op), four at a time with their blocks interleaved
+// as stream_copy interleaves one long copy's. add() may copy at once (long copies) or keep the
+// copy for later; finish() does what is left. Not thread-safe; the buffers must stay valid
+// until finish().
+class StreamCopies {
+  public:
+    void add(void *dst, const void *src, size_t bytes);
+    void finish();
+
+  private:
+    struct Copy {
+        char *dst;
+        const char *src;
+        size_t bytes;
+    };
+    Copy held_[4];
+    int n_ = 0;
+};
+
 }  // namespace hvd::collectives

@@ -1,6 +1,6 @@
-// collectives::stream_copy: every byte lands where memcpy would put it, at sizes below, at and
-// above the size where it switches to interleaved streams, with ragged tails and unaligned
-// ends, and nothing outside the destination is touched.
+// collectives::stream_copy and StreamCopies: every byte lands where memcpy would put it, at
+// sizes below, at and above the size where streams start, with ragged tails and unaligned
+// ends, and nothing outside the destinations is touched.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,9 @@
 
 #include <cmocka.h>
 
+#include <iterator>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "collectives/stream_copy.h"
@@ -47,11 +49,47 @@ void test_sizes_and_offsets(void **) {
                 check_copy(bytes, src_offset, dst_offset, rng);
 }
 
+// StreamCopies: a mix of short and long copies (held and interleaved, or done at once), with
+// ragged lengths, each landing intact, and nothing else touched.
+void test_batches(void **) {
+    std::mt19937_64 rng(7);
+    const size_t lengths[] = {0, 1, 128, 129, 4096, 4000, 255, 40000, 3, 2048, 70000, 128 * 3};
+    size_t total = 0;
+    for (size_t len : lengths)
+        total += len;
+    std::vector<unsigned char> src(total);
+    for (auto &b : src)
+        b = static_cast<unsigned char>(rng());
+    // Each copy goes to its own place, in reverse order, with a guard byte between.
+    std::vector<unsigned char> dst(total + std::size(lengths), kGuard);
+    hvd::collectives::StreamCopies copies;
+    size_t from = 0, to = dst.size();
+    std::vector<std::pair<size_t, size_t>> placed;  // (dst offset, src offset) per copy
+    for (size_t len : lengths) {
+        to -= len + 1;
+        copies.add(dst.data() + to, src.data() + from, len);
+        placed.emplace_back(to, from);
+        from += len;
+    }
+    copies.finish();
+    std::vector<bool> written(dst.size(), false);
+    for (size_t i = 0; i < std::size(lengths); ++i) {
+        for (size_t j = 0; j < lengths[i]; ++j) {
+            if (dst[placed[i].first + j] != src[placed[i].second + j])
+                fail_msg("copy %zu of %zu bytes: byte %zu differs", i, lengths[i], j);
+            written[placed[i].first + j] = true;
+        }
+    }
+    for (size_t i = 0; i < dst.size(); ++i)
+        if (!written[i]) assert_int_equal(dst[i], kGuard);
+}
+
 }  // namespace
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes_and_offsets),
+        cmocka_unit_test(test_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
