@@ -93,8 +93,8 @@ done
 add_case coll hvd_bind_allgather_oop_np2 1 "${HVD[@]}" 2 "$B" --bind -c allgather -i 0 "${SWEEP[@]}"
 if [ "$NP4" = 1 ]; then
   add_case coll hvd_np4 "$REPS" "${HVD[@]}" 4 "$B" "${SWEEP[@]}"
-  add_case coll hvd_bind_np4 1 "${HVD[@]}" 4 "$B" --bind "${SWEEP[@]}"
-  add_case coll hvd_many256_np4 1 "${HVD[@]}" 4 "$B" --many 256 "${SWEEP[@]}" "${FUSION[@]}"
+  add_case coll hvd_bind_np4 "$REPS" "${HVD[@]}" 4 "$B" --bind "${SWEEP[@]}"
+  add_case coll hvd_many256_np4 "$REPS" "${HVD[@]}" 4 "$B" --many 256 "${SWEEP[@]}" "${FUSION[@]}"
 fi
 if want mpi; then
   A=./mpi_allreduce_perf
@@ -111,7 +111,7 @@ if want mpi; then
         add_case coll "mpi_${cfg}_${c}_np2.more" "$MORE" "${MPIRUN[@]}" -np 2 "${opts[@]}" $A -c $c "${SWEEP[@]}"
       done
     fi
-    [ "$NP4" = 1 ] && add_case coll "mpi_${cfg}_4KiB_np4" 1 "${MPIRUN[@]}" -np 4 "${opts[@]}" $A "${SWEEP[@]}" "${FUSION[@]}"
+    [ "$NP4" = 1 ] && add_case coll "mpi_${cfg}_4KiB_np4" "$REPS" "${MPIRUN[@]}" -np 4 "${opts[@]}" $A "${SWEEP[@]}" "${FUSION[@]}"
   done
 fi
 CASES
