@@ -15,10 +15,15 @@ void stream_copy(void *dst, const void *src, size_t bytes);
 
 // Many short copies (the tensors of a fused op), four at a time with their blocks interleaved
 // as stream_copy interleaves one long copy's. add() may copy at once (long copies) or keep the
-// copy for later; finish() does what is left. Not thread-safe; the buffers must stay valid
-// until finish().
+// copy for later; finish() (or the destructor) does what is left. Not thread-safe; the buffers
+// must stay valid until then.
 class StreamCopies {
   public:
+    StreamCopies() = default;
+    StreamCopies(const StreamCopies &) = delete;
+    StreamCopies &operator=(const StreamCopies &) = delete;
+    ~StreamCopies() { finish(); }
+
     void add(void *dst, const void *src, size_t bytes);
     void finish();
 

@@ -73,8 +73,8 @@ void Engine::stop() {
     wake();
     if (thread_.joinable()) thread_.join();
     // A caller driving passes sees stop_flag_ before its next pass and leaves; the pass it is
-    // in ends by its collective's op timeout at the latest. The engine cannot be torn down
-    // under it, so this waits for as long as that takes, and says so every 10 s.
+    // in ends with its collective, by its op timeout where one is set. The engine cannot be
+    // torn down under it, so this waits for as long as that takes, and says so every 10 s.
     const auto start = std::chrono::steady_clock::now();
     auto next_note = start + std::chrono::seconds(10);
     while (drivers_.load() != 0) {
@@ -86,7 +86,8 @@ void Engine::stop() {
         if (now >= next_note) {
             HVD_LOG(kWarning, rank_,
                     "shutdown: waiting %lld s for %d thread(s) still running a collective in "
-                    "hvd_request_wait (each returns by its op timeout)",
+                    "hvd_request_wait (each returns when its collective ends, by HVD_OP_TIMEOUT "
+                    "if one is set)",
                     static_cast<long long>(
                         std::chrono::duration_cast<std::chrono::seconds>(now - start).count()),
                     drivers_.load());

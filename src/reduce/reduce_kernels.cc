@@ -171,6 +171,7 @@ void reduce_typed_twice(void *dst, void *copy, const void *a, const void *b, siz
     T *dup = static_cast<T *>(copy);
     const T *x = static_cast<const T *>(a);
     const T *y = static_cast<const T *>(b);
+    if (out == y && out != x) std::swap(x, y);  // the operand order reduce_typed uses
     if (count * sizeof(T) < kTwiceMinBytes) {
         reduce_typed<Op, T>(dst, a, b, count);
         std::memcpy(copy, dst, count * sizeof(T));

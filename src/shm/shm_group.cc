@@ -296,9 +296,12 @@ hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadli
     const auto start = std::chrono::steady_clock::now();
     const auto spin_until = start + transport::spin_window();
     const auto yield_from = start + transport::kYieldAfterSpin;
-    const bool yield_every_poll = transport::yield_spin();
+    // Yielding, each poll may wait for another process's time slice: look at the clock and
+    // the abort flag after every one.
+    const bool yield_every_poll = transport::yield_spin() && spin_until > start;
+    const int polls_per_check = yield_every_poll ? 1 : kPollsPerCheck;
     for (;;) {
-        for (int i = 0; i < kPollsPerCheck; ++i) {
+        for (int i = 0; i < polls_per_check; ++i) {
             if (reached(member, c, round)) return HVD_OK;
             if (yield_every_poll)
                 ::sched_yield();  // ranks share CPUs: let the one waited for run

@@ -29,8 +29,8 @@ inline uint32_t g_next_seq = 1;  // each collective call gets a fresh one, the s
 
 struct World {
     // single_copy_from > 0: the shared-memory group's single-copy range is [that, any size]
-    // (still off until a test enables it).
-    explicit World(int32_t n, size_t single_copy_from = 0) {
+    // (still off until a test enables it). slot_bytes: the group's slot half.
+    explicit World(int32_t n, size_t single_copy_from = 0, size_t slot_bytes = kTestSlotBytes) {
         std::vector<hvd::transport::Transport *> raw;
         for (int32_t r = 0; r < n; ++r) {
             transports.push_back(hvd::transport::make_ucx_transport(r, n));
@@ -39,7 +39,7 @@ struct World {
         }
         hvd::transport::connect_local_transports(raw);
         hvd::shm::Settings settings;
-        settings.slot_bytes = kTestSlotBytes;
+        settings.slot_bytes = slot_bytes;
         if (single_copy_from > 0) {
             settings.single_copy_min_bytes = single_copy_from;
             settings.single_copy_max_bytes = SIZE_MAX;

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -191,10 +192,11 @@ void check_aliasing_patterns(int32_t dtype, int32_t op, const Vec<Traits> &a,
     expect_equal<Traits>(b_copy, want, dtype, op, "into, dst == b");
 
     // The result stored twice: separate outputs, the copy over a (an in-place shared-memory
-    // allreduce) or over b, and dst over a with the copy apart.
+    // allreduce) or over b, dst over a or b with the copy apart, and dst over a with the copy
+    // over b (the last step of a reduction over three or more members, in place).
     enum Where { kApart, kOverA, kOverB };
-    const Where cases[][2] = {
-        {kApart, kApart}, {kApart, kOverA}, {kApart, kOverB}, {kOverA, kApart}};
+    const Where cases[][2] = {{kApart, kApart}, {kApart, kOverA}, {kApart, kOverB},
+                              {kOverA, kApart}, {kOverB, kApart}, {kOverA, kOverB}};
     for (const auto &c : cases) {
         Vec<Traits> x = a, y = b, d(n), e(n);
         auto place = [&](Where w, Vec<Traits> &apart) -> Vec<Traits> & {
@@ -204,14 +206,13 @@ void check_aliasing_patterns(int32_t dtype, int32_t op, const Vec<Traits> &a,
         Vec<Traits> &copy = place(c[1], e);
         assert_int_equal(
             reduce_into_twice(dst.data(), copy.data(), x.data(), y.data(), n, dtype, op), HVD_OK);
-        const char *label = c[0] == kOverA   ? "twice, dst == a"
-                            : c[1] == kOverA ? "twice, copy == a"
-                            : c[1] == kOverB ? "twice, copy == b"
-                                             : "twice, apart";
+        static const char *const kWhere[] = {"apart", "over a", "over b"};
+        char label[64];
+        std::snprintf(label, sizeof label, "twice, dst %s, copy %s", kWhere[c[0]], kWhere[c[1]]);
         expect_equal<Traits>(dst, want, dtype, op, label);
         expect_equal<Traits>(copy, want, dtype, op, label);
         if (c[0] != kOverA && c[1] != kOverA) expect_equal<Traits>(x, a, dtype, op, label);
-        if (c[1] != kOverB) expect_equal<Traits>(y, b, dtype, op, label);
+        if (c[0] != kOverB && c[1] != kOverB) expect_equal<Traits>(y, b, dtype, op, label);
     }
 }
 

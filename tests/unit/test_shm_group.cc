@@ -247,12 +247,12 @@ void test_single_copy_moves_every_byte(void **) {
 }
 
 // A fused allreduce over pieces (kElems doubles each): ragged tensors (one empty), some in place
-// and some not, that cross the test's 4 KiB chunks and shares anywhere; every output checked
-// against the sum computed here, inputs of out-of-place pieces untouched.
-void check_pieces(const std::vector<size_t> &kElems) {
+// and some not, that cross the chunks (slot_bytes each) and shares anywhere; every output
+// checked against the sum computed here, inputs of out-of-place pieces untouched.
+void check_pieces(const std::vector<size_t> &kElems, size_t slot_bytes = kTestSlotBytes) {
     const size_t kPieces = kElems.size();
     for (int32_t n = 1; n <= 4; ++n) {
-        World w(n);
+        World w(n, 0, slot_bytes);
         // in[r][p], out[r][p]: pieces 1 and 4 are out of place
         std::vector<std::vector<std::vector<double>>> in(n), out(n);
         auto value = [](int32_t r, size_t p, size_t i) { return double(r + 1) * (p + 1) + i; };
@@ -295,6 +295,9 @@ void check_pieces(const std::vector<size_t> &kElems) {
 void test_pieces_reduce_as_one_buffer(void **) {
     check_pieces({1, 1500, 0, 37, 3000, 999});  // chunked: many 4 KiB chunks
     check_pieces({1, 200, 0, 37, 60, 99});      // 3176 bytes: one shot
+    // 1 MiB chunks: shares of 256-512 KiB (one-pass stores, streams) and runs of short pieces
+    // (their copies interleaved four at a time).
+    check_pieces({1, 150000, 0, 37, 70000, 5000, 999, 300, 8, 4100, 12, 90000}, 1 << 20);
     World w(2);
     double x[3] = {1, 2, 3};
     hvd::collectives::Piece torn{x, x, 10};  // not whole float64 elements
@@ -305,6 +308,51 @@ void test_pieces_reduce_as_one_buffer(void **) {
 }
 
 // share_of splits in whole cache lines and covers every element exactly once.
+// Large float32 allreduces through 1 MiB slots (shares of 256-512 KiB: the streamed kernels and
+// the one-pass store of a share), on 2, 3 and 4 members, sum, min and max, in place: every
+// member ends with the same bits, and those are the member-order reduction computed here.
+// The data makes the order visible: sums of values 1e8 apart in magnitude round differently
+// in another order, and min / max see -0 and +0.
+void test_large_allreduce_matches_member_order(void **) {
+    const size_t count = 600001;
+    for (int32_t n = 2; n <= 4; ++n) {
+        World w(n, 0, 1 << 20);
+        for (int32_t op : {HVD_OP_SUM, HVD_OP_MIN, HVD_OP_MAX}) {
+            std::vector<std::vector<float>> buf(n, std::vector<float>(count));
+            std::vector<float> want(count);
+            for (size_t i = 0; i < count; ++i) {
+                for (int32_t r = 0; r < n; ++r) {
+                    float v = (r % 2 == 0 ? 1e8f : -1e8f) * static_cast<float>(i % 3) +
+                              static_cast<float>((i * 7 + r) % 11) * 0.37f;
+                    if (i % 5 == 0) v = (r % 2 == 0) ? 0.0f : -0.0f;
+                    buf[r][i] = v;
+                }
+                float acc = buf[0][i];
+                for (int32_t r = 1; r < n; ++r) {
+                    float x = buf[r][i];
+                    acc = op == HVD_OP_SUM   ? acc + x
+                          : op == HVD_OP_MIN ? (x < acc ? x : acc)
+                                             : (x > acc ? x : acc);
+                }
+                want[i] = acc;
+            }
+            assert_all_ok(run_ranks(w, 1, [&](int32_t r, size_t, Comm &comm) {
+                comm.shm = w.shm[r].get();
+                return hvd::collectives::allreduce_shm(comm, buf[r].data(), count,
+                                                       HVD_DTYPE_FLOAT32, op);
+            }));
+            for (int32_t r = 1; r < n; ++r)
+                assert_memory_equal(buf[0].data(), buf[r].data(), count * sizeof(float));
+            if (op == HVD_OP_SUM)  // min / max of -0 and +0 may return either zero
+                assert_memory_equal(buf[0].data(), want.data(), count * sizeof(float));
+            for (size_t i = 0; i < count; ++i)
+                if (!(buf[0][i] == want[i]))
+                    fail_msg("n=%d op %d element %zu: got %g, want %g", n, op, i, buf[0][i],
+                             want[i]);
+        }
+    }
+}
+
 void test_shares_cover_the_chunk(void **) {
     for (size_t esz : {1, 2, 4, 8})
         for (int32_t n = 1; n <= 5; ++n)
@@ -334,6 +382,7 @@ int main(void) {
         cmocka_unit_test(test_sleeping_members_are_woken),
         cmocka_unit_test(test_single_copy_moves_every_byte),
         cmocka_unit_test(test_pieces_reduce_as_one_buffer),
+        cmocka_unit_test(test_large_allreduce_matches_member_order),
         cmocka_unit_test(test_shares_cover_the_chunk),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -8,7 +8,6 @@
 
 #include <cmocka.h>
 
-#include <iterator>
 #include <random>
 #include <utility>
 #include <vector>
@@ -50,10 +49,10 @@ void test_sizes_and_offsets(void **) {
 }
 
 // StreamCopies: a mix of short and long copies (held and interleaved, or done at once), with
-// ragged lengths, each landing intact, and nothing else touched.
-void test_batches(void **) {
-    std::mt19937_64 rng(7);
-    const size_t lengths[] = {0, 1, 128, 129, 4096, 4000, 255, 40000, 3, 2048, 70000, 128 * 3};
+// ragged lengths, each landing intact, and nothing else touched; finish() with 0-4 copies
+// held, and the destructor finishing what is left.
+void check_batch(const std::vector<size_t> &lengths, bool by_destructor) {
+    std::mt19937_64 rng(7 + lengths.size());
     size_t total = 0;
     for (size_t len : lengths)
         total += len;
@@ -61,19 +60,21 @@ void test_batches(void **) {
     for (auto &b : src)
         b = static_cast<unsigned char>(rng());
     // Each copy goes to its own place, in reverse order, with a guard byte between.
-    std::vector<unsigned char> dst(total + std::size(lengths), kGuard);
-    hvd::collectives::StreamCopies copies;
-    size_t from = 0, to = dst.size();
+    std::vector<unsigned char> dst(total + lengths.size(), kGuard);
     std::vector<std::pair<size_t, size_t>> placed;  // (dst offset, src offset) per copy
-    for (size_t len : lengths) {
-        to -= len + 1;
-        copies.add(dst.data() + to, src.data() + from, len);
-        placed.emplace_back(to, from);
-        from += len;
+    {
+        hvd::collectives::StreamCopies copies;
+        size_t from = 0, to = dst.size();
+        for (size_t len : lengths) {
+            to -= len + 1;
+            copies.add(dst.data() + to, src.data() + from, len);
+            placed.emplace_back(to, from);
+            from += len;
+        }
+        if (!by_destructor) copies.finish();
     }
-    copies.finish();
     std::vector<bool> written(dst.size(), false);
-    for (size_t i = 0; i < std::size(lengths); ++i) {
+    for (size_t i = 0; i < lengths.size(); ++i) {
         for (size_t j = 0; j < lengths[i]; ++j) {
             if (dst[placed[i].first + j] != src[placed[i].second + j])
                 fail_msg("copy %zu of %zu bytes: byte %zu differs", i, lengths[i], j);
@@ -82,6 +83,18 @@ void test_batches(void **) {
     }
     for (size_t i = 0; i < dst.size(); ++i)
         if (!written[i]) assert_int_equal(dst[i], kGuard);
+}
+
+void test_batches(void **) {
+    const std::vector<size_t> mixed = {0,   1,     128, 129,  4096,  4000,
+                                       255, 40000, 3,   2048, 70000, 128 * 3};
+    for (bool by_destructor : {false, true}) {
+        check_batch(mixed, by_destructor);
+        check_batch({}, by_destructor);
+        check_batch({4000}, by_destructor);  // one held: a plain copy
+        check_batch({1000, 130, 4096}, by_destructor);
+        check_batch({100, 5000, 128, 7}, by_destructor);  // four held: interleaved at once
+    }
 }
 
 }  // namespace
