@@ -1,8 +1,9 @@
 # unit.reduce_vectorized: proves that GCC auto-vectorises the hot reduction loops in
-# src/reduce/reduce_kernels.cc (float32 and int32 sum, fp16/bf16 sum through float, float32
-# min/max). A plain -fopt-info report names only source lines, and the loop templates are
-# shared by every dtype, so the check reads GCC's vectorizer dump instead: it is split per
-# function, and each kernel instantiation is a separate function there.
+# src/reduce/reduce_kernels.cc (float32 and int32 sum, float32 sum stored twice, fp16/bf16
+# sum through float, float32 min/max). A plain -fopt-info report names only source lines,
+# and the loop templates are shared by every dtype, so the check reads GCC's vectorizer dump
+# instead: it is split per function, and each kernel instantiation is a separate function
+# there.
 #
 # This file has two roles:
 #   include()d from tests/CMakeLists.txt  -> registers the test;
@@ -108,6 +109,19 @@ set(ns "hvd::reduce::{anonymous}::")
 # combine (out = a op b), accumulate (acc op= x) and self_combine (x op x).
 expect_vectorized("float32 sum" 3 "reduce_typed<${ns}SumOp, float>")
 expect_vectorized("int32 sum" 3 "reduce_typed<${ns}SumOp, int>")
+# The one-pass store of reduce_into_twice: its block's reduction (the stores are memcpy), a
+# loop of its own besides reduce_typed's (which reduce_typed_twice calls for short arrays and
+# the inliner may copy in).
+vectorized_loops(twice_loops "reduce_typed_twice<${ns}SumOp, float>" "combine_twice<${ns}SumOp, float>")
+vectorized_loops(typed_loops "reduce_typed<${ns}SumOp, float>")
+if(twice_loops)
+  list(REMOVE_ITEM twice_loops ${typed_loops})
+endif()
+if(NOT twice_loops)
+  set(failures "${failures}\n  float32 sum, stored twice: its block loop is not vectorised")
+else()
+  message(STATUS "float32 sum, stored twice: vectorised loops at ${twice_loops}")
+endif()
 # x op x is x for min/max, so only two loops remain.
 expect_vectorized("float32 min" 2 "reduce_typed<${ns}MinOp, float>")
 expect_vectorized("float32 max" 2 "reduce_typed<${ns}MaxOp, float>")
