@@ -80,14 +80,13 @@ hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const 
         return m == g.my_index() ? own : g.slot(m, round) + at;
     };
     const int32_t n = g.size();
-    if (n == 2 && copy != nullptr)
-        return reduce::reduce_into_twice(dst, copy, part(0), part(1), count, dtype, op);
-    hvd_status_t s = reduce::reduce_into(dst, part(0), part(1), count, dtype, op);
-    for (int32_t m = 2; m < n && s == HVD_OK; ++m) {
+    hvd_status_t s = HVD_OK;
+    for (int32_t m = 1; m < n && s == HVD_OK; ++m) {
+        const void *acc = m == 1 ? part(0) : dst;
         if (m == n - 1 && copy != nullptr)
-            s = reduce::reduce_into_twice(dst, copy, dst, part(m), count, dtype, op);
+            s = reduce::reduce_into_twice(dst, copy, acc, part(m), count, dtype, op);
         else
-            s = reduce::reduce_inplace(dst, part(m), count, dtype, op);
+            s = reduce::reduce_into(dst, acc, part(m), count, dtype, op);
     }
     return s;
 }

@@ -2,30 +2,22 @@
 
 #include <cstring>
 
-namespace hvd::collectives {
+#include "common/streams.h"
 
-namespace {
-constexpr size_t kStreams = 4;
-constexpr size_t kBlockBytes = 128;  // per stream and turn: two cache lines
-constexpr size_t kMinBytes = 32 * 1024;
-}  // namespace
+namespace hvd::collectives {
 
 void stream_copy(void *dst, const void *src, size_t bytes) {
     char *d = static_cast<char *>(dst);
     const char *s = static_cast<const char *>(src);
-    if (bytes < kMinBytes) {
+    if (bytes < kStreamMinBytes) {
         std::memcpy(d, s, bytes);
         return;
     }
-    const size_t run = bytes / (kStreams * kBlockBytes) * kBlockBytes;
-    for (size_t i = 0; i < run; i += kBlockBytes)
-        for (size_t k = 0; k < kStreams; ++k)
-            std::memcpy(d + k * run + i, s + k * run + i, kBlockBytes);
-    std::memcpy(d + kStreams * run, s + kStreams * run, bytes - kStreams * run);
+    in_streams<char>(bytes, [&](size_t at, size_t len) { std::memcpy(d + at, s + at, len); });
 }
 
 void StreamCopies::add(void *dst, const void *src, size_t bytes) {
-    if (bytes >= kMinBytes) {
+    if (bytes >= kStreamMinBytes) {
         stream_copy(dst, src, bytes);
         return;
     }
@@ -40,17 +32,17 @@ void StreamCopies::finish() {
         return;
     }
     size_t done = 0;
-    for (bool more = n_ > 0; more; done += kBlockBytes) {
+    for (bool more = n_ > 0; more; done += kStreamBlockBytes) {
         more = false;
         for (int k = 0; k < n_; ++k) {
             const Copy &c = held_[k];
             if (done >= c.bytes) continue;
-            if (c.bytes - done >= kBlockBytes) {
-                std::memcpy(c.dst + done, c.src + done, kBlockBytes);
+            if (c.bytes - done >= kStreamBlockBytes) {
+                std::memcpy(c.dst + done, c.src + done, kStreamBlockBytes);
             } else {
                 std::memcpy(c.dst + done, c.src + done, c.bytes - done);
             }
-            more = more || c.bytes - done > kBlockBytes;
+            more = more || c.bytes - done > kStreamBlockBytes;
         }
     }
     n_ = 0;

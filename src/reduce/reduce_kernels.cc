@@ -10,6 +10,7 @@
 
 #include "common/dtype.h"
 #include "common/half.h"
+#include "common/streams.h"
 #include "reduce/reduce.h"
 
 namespace hvd::reduce {
@@ -96,31 +97,11 @@ void self_combine(T *acc, size_t n) {
         acc[i] = Op::apply(acc[i], acc[i]);
 }
 
-// Large arrays are walked as several interleaved streams, a block of each in turn: a core
-// reading what another core has just written (the shared-memory collectives read their peers'
-// slots) keeps more of those slow misses in flight along several sequential streams than
-// along one. Two threads on this VM, a float32 sum of 128 KiB, one input from the other core:
-// one stream 18.2 GB/s, four 24 GB/s (with 64-byte blocks 11.4 GB/s: too short a loop).
-// Not below 32 KiB: a 32 KiB allreduce of 2 ranks took 8.0 -> 10.3 us with streams from 16 KiB.
-constexpr size_t kStreams = 4;
-constexpr size_t kStreamBlockBytes = 128;
-constexpr size_t kStreamMinBytes = 32 * 1024;
+// Arrays of kStreamMinBytes and more are walked as interleaved streams (common/streams.h).
 // reduce_into_twice stores both outputs in one pass from here on, and below reduces and then
 // copies: its two memcpy calls per block cost more than they save on short arrays (2 ranks,
 // 128 KiB allreduce, 64 KiB shares: 12.2 -> 13.4 us; 256 x 4 KiB step 265 -> 305 us).
 constexpr size_t kTwiceMinBytes = 128 * 1024;
-
-// fn(offset, len) over [0, n) elements: kStreams equal runs of whole blocks, interleaved
-// block by block, then the rest in one piece.
-template <class T, class F>
-void in_streams(size_t n, F &&fn) {
-    constexpr size_t block = kStreamBlockBytes / sizeof(T);
-    const size_t run = n / (kStreams * block) * block;
-    for (size_t i = 0; i < run; i += block)
-        for (size_t k = 0; k < kStreams; ++k)
-            fn(k * run + i, block);
-    if (n > kStreams * run) fn(kStreams * run, n - kStreams * run);
-}
 
 using KernelFn = void (*)(void *dst, const void *a, const void *b, size_t count);
 using TwiceFn = void (*)(void *dst, void *copy, const void *a, const void *b, size_t count);
