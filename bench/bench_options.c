@@ -66,6 +66,8 @@ static void usage(FILE *f) {
             "                           sched_yield) instead of hvd_request_wait\n"
             "  --bind                   pin each rank to one CPU (local rank mod #CPUs) before\n"
             "                           hvd_init, as Open MPI binds up to 2 ranks by default\n"
+            "  -R 0|1                   1: tensors in hvd_mem_alloc memory, which the ranks of\n"
+            "                           one host reduce in place (like nccl-tests -R; default 0)\n"
             "  -v                       iteration counts, p10/p90 and page faults as comments\n"
             "Output: '#' comments, then per size\n"
             "  size_bytes count dtype op time_us algbw_GBps busbw_GBps\n"
@@ -205,6 +207,9 @@ static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args
         case 'C':
             o->check = (int)strtol(arg, &end, 10) != 0;
             break;
+        case 'R':
+            o->shared_mem = (int)strtol(arg, &end, 10) != 0;
+            break;
         case 'T':
             o->wait_ms = (int64_t)(strtod(arg, &end) * 1000.0);
             break;
@@ -294,7 +299,7 @@ int bench_parse_options(int argc, char **argv, int speak, bench_options_t *o) {
     set_defaults(o);
     opterr = 0;
     while (rc == 0 &&
-           (opt = getopt_long(argc, argv, "c:b:e:f:x:d:o:i:r:t:w:m:C:T:vh", kLong, NULL)) != -1) {
+           (opt = getopt_long(argc, argv, "c:b:e:f:x:d:o:i:r:t:w:m:C:R:T:vh", kLong, NULL)) != -1) {
         if (opt == 'h') {
             if (speak) usage(stdout);
             return 1;

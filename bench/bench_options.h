@@ -35,6 +35,7 @@ typedef struct {
     int64_t wait_ms;       /* bound of each wait on a request */
     int poll;              /* complete by polling hvd_request_test instead of a blocking wait */
     int bind;              /* pin the process to one CPU (by local rank) before hvd_init */
+    int shared_mem;        /* -R 1: tensors in hvd_mem_alloc memory */
 } bench_options_t;
 
 /* Parses argv into *o. Returns 0 on success, 1 after printing the usage for -h, 2 after

@@ -48,7 +48,16 @@ static double bus_factor(const bench_job_t *job) {
 
 static void *alloc_or_fail(bench_job_t *job, size_t bytes, const char *what) {
     void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) {
+    if (job->o->shared_mem) {
+        hvd_status_t s = hvd_mem_alloc(bytes ? bytes : 1, &p);
+        if (s != HVD_OK) {
+            char detail[256];
+            hvd_last_error(detail, sizeof detail);
+            fprintf(stderr, "hvd_bench: rank %d: hvd_mem_alloc of %zu bytes for %s: %s\n",
+                    job->rank, bytes, what, detail);
+            bench_fail(job, what, s);
+        }
+    } else if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0) {
         fprintf(stderr, "hvd_bench: rank %d: cannot allocate %zu bytes for %s\n", job->rank, bytes,
                 what);
         bench_fail(job, what, HVD_ERR_NO_MEMORY);
@@ -74,9 +83,14 @@ static void job_allocate(bench_job_t *job) {
         snprintf(job->names[k], BENCH_NAME_LEN, "hvd_bench.%s.%d", bench_coll_name(o->coll), k);
 }
 
+static void release_shared(void *p) {
+    hvd_mem_free(p);
+}
+
 static void job_free(bench_job_t *job) {
-    if (job->out != job->in) free(job->out);
-    free(job->in);
+    void (*release)(void *) = job->o->shared_mem ? release_shared : free;
+    if (job->out != job->in) release(job->out);
+    release(job->in);
     free(job->reqs);
     free(job->names);
 }
@@ -87,10 +101,10 @@ static void print_header(const bench_job_t *job, int cpu) {
     hvd_local_size(job->ctx, &local);
     printf(
         "# hvd_bench: coll=%s nranks=%d inplace=%d dtype=%s op=%s many=%d target_s=%.2f "
-        "warmup=%d check=%d completion=%s\n",
+        "warmup=%d check=%d completion=%s memory=%s\n",
         bench_coll_name(o->coll), job->nranks, o->inplace, bench_dtype_name(o->dtype),
         bench_coll_reduces(o->coll) ? bench_op_name(o->op) : "none", o->many, o->target_s,
-        o->warmup, o->check, o->poll ? "poll" : "wait");
+        o->warmup, o->check, o->poll ? "poll" : "wait", o->shared_mem ? "hvd_mem_alloc" : "malloc");
     if (o->bind) printf("# bind: rank 0 pinned to cpu %d (each rank: local rank mod #cpus)\n", cpu);
     printf("# libhvd: %s local_size=%d time=median step (enqueue .. wait), max over ranks\n",
            hvd_version_string(), local);

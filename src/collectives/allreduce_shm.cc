@@ -190,9 +190,16 @@ hvd_status_t finish_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, s
 // Pipelined over the two slot halves: a member stages chunk k, then gathers chunk k - 1 (whose
 // reductions the others posted while it staged), then waits for chunk k's staging and reduces
 // its share. One wait per chunk that can stall, instead of two.
-hvd_status_t chunked(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtype, int32_t op) {
+//
+// With the mapped path on for this size, the first round also tells whether every member's
+// buffer is an hvd_mem_alloc region: a member whose buffer is offers it instead of staging.
+// All offered: the mapped allreduce does the rest. Some did: that round is dropped and the
+// allreduce starts again through the slots (the members that offered staged nothing).
+hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t n_pieces,
+                     size_t bytes, int32_t dtype, int32_t op, bool may_map) {
     const size_t esz = dtype_size(dtype);
     const size_t chunk = sync.group().slot_bytes() / esz * esz;
+    may_map = may_map && sync.group().mapped(bytes);
     ChunkRound prev;
     for (size_t base = 0; base < bytes; base += chunk) {
         ChunkRound cur;
@@ -200,11 +207,22 @@ hvd_status_t chunked(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtype
         cur.elems = (bytes - base < chunk ? bytes - base : chunk) / esz;
         hvd_status_t s = sync.begin(&cur.t);
         if (s != HVD_OK) return s;
-        stage_chunk(sync, list, cur, esz);
+        const bool offered = may_map && offer_mapped(sync, cur.t, pieces, n_pieces, bytes);
+        if (!offered) stage_chunk(sync, list, cur, esz);
         sync.post(shm::Counter::kReady, cur.t);
         if (prev.t != 0 && (s = finish_chunk(sync, list, prev, esz)) != HVD_OK) return s;
         s = sync.all(shm::Counter::kReady, cur.t, "to stage its chunk");
         if (s != HVD_OK) return s;
+        if (may_map) {
+            may_map = false;
+            const int32_t offers = count_offers(sync, cur.t);
+            if (offers == sync.group().size())
+                return allreduce_mapped(sync, cur.t, pieces[0], bytes, dtype, op);
+            if (offers > 0) {
+                sync.post(shm::Counter::kDone, cur.t);
+                return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
+            }
+        }
         s = reduce_own_share(sync, list, cur, esz, dtype, op);
         if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
         sync.post(shm::Counter::kReduced, cur.t);
@@ -220,7 +238,7 @@ hvd_status_t run(Comm &comm, const Piece *pieces, size_t n_pieces, size_t bytes,
         PieceList list(pieces, n_pieces);
         if (bytes <= comm.shm->one_shot_max_bytes() && bytes <= comm.shm->slot_bytes())
             return one_shot(sync, list, bytes, dtype, op);
-        return chunked(sync, list, bytes, dtype, op);
+        return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, true);
     });
 }
 

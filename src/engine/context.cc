@@ -190,13 +190,18 @@ void Context::attach_shared_memory(const Deadline &deadline) {
     }
     // Single copy needs every rank able to read every other's memory (same user or ptrace
     // rights, one PID namespace); a rank that cannot keeps all of them staging.
+    // Mapped buffers likewise need every rank able to take every other's file descriptors.
     bool can_read = group->probe_single_copy();
-    std::vector<std::string> readable =
-        kv_->all_gather("shm-single-copy", can_read ? "1" : "0", deadline);
-    bool everyone = true;
-    for (const std::string &r : readable)
-        everyone = everyone && r == "1";
-    group->enable_single_copy(everyone);
+    bool can_map = can_read && group->probe_mapped();
+    std::string mine = std::string(can_read ? "1" : "0") + (can_map ? "1" : "0");
+    std::vector<std::string> answers = kv_->all_gather("shm-single-copy", mine, deadline);
+    bool everyone_reads = true, everyone_maps = true;
+    for (const std::string &a : answers) {
+        everyone_reads = everyone_reads && a.size() == 2 && a[0] == '1';
+        everyone_maps = everyone_maps && a.size() == 2 && a[1] == '1';
+    }
+    group->enable_single_copy(everyone_reads);
+    group->enable_mapped(everyone_reads && everyone_maps);
     shm_ = std::move(group);
 }
 

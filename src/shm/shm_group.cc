@@ -24,7 +24,7 @@ namespace hvd::shm {
 namespace {
 
 constexpr uint64_t kMagic = 0x3168766473686d31ULL;  // "1mhsdvh1"
-constexpr uint32_t kLayoutVersion = 3;
+constexpr uint32_t kLayoutVersion = 4;
 constexpr size_t kPage = 4096;
 constexpr size_t kMaxSlotBytes = size_t{64} << 20;
 // Longest single futex sleep: bounds how late an abort or the deadline is seen.
@@ -76,6 +76,7 @@ struct Group::Header {
     uint64_t one_shot_max_bytes;
     uint64_t single_copy_min_bytes;
     uint64_t single_copy_max_bytes;
+    uint64_t mapped_min_bytes;
 };
 
 // One member's counters (written by it, polled by the others) and its sleep flag and bell
@@ -85,6 +86,7 @@ struct Group::Control {
     alignas(128) uint64_t counters[3];
     uint64_t stamp_round[2];  // by slot half: the round last written, and its collective
     uint32_t stamp_seq[2];
+    uint32_t mapped[2];  // by slot half: 1 if this member's buffers are regions in that round
     alignas(128) uint32_t sleeping;
     uint32_t bell;
     int32_t pid;    // the member's process, for single-copy reads
@@ -119,6 +121,7 @@ Settings Settings::from_env() {
     s.one_shot_max_bytes = bytes("SHM_ONE_SHOT_MAX_BYTES", s.one_shot_max_bytes);
     s.single_copy_min_bytes = bytes("SHM_SINGLE_COPY_MIN_BYTES", s.single_copy_min_bytes);
     s.single_copy_max_bytes = bytes("SHM_SINGLE_COPY_MAX_BYTES", s.single_copy_max_bytes);
+    s.mapped_min_bytes = bytes("SHM_MAPPED_MIN_BYTES", s.mapped_min_bytes);
     return s;
 }
 
@@ -130,7 +133,8 @@ Group::Group(std::string name, void *base, size_t bytes, int32_t size, int32_t m
       size_(size),
       my_index_(my_index),
       settings_(settings),
-      owns_name_(owns_name) {
+      owns_name_(owns_name),
+      peer_regions_(size) {
     // A process pinned to one CPU yields to its own threads only, which costs them: the
     // 256 x 4 KiB step took 416 -> 600 us when the engine yielded to its caller.
     yield_while_spinning_ = transport::may_run_on_several_cpus();
@@ -174,6 +178,7 @@ std::unique_ptr<Group> Group::create(int32_t size, int32_t my_index, const Setti
     h->one_shot_max_bytes = settings.one_shot_max_bytes;
     h->single_copy_min_bytes = settings.single_copy_min_bytes;
     h->single_copy_max_bytes = settings.single_copy_max_bytes;
+    h->mapped_min_bytes = settings.mapped_min_bytes;
     __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE);
     return std::unique_ptr<Group>(
         new Group(std::move(name), base, bytes, size, my_index, settings, true));
@@ -219,6 +224,7 @@ std::unique_ptr<Group> Group::open(const std::string &name, uint64_t nonce, int3
     settings.one_shot_max_bytes = h->one_shot_max_bytes;
     settings.single_copy_min_bytes = h->single_copy_min_bytes;
     settings.single_copy_max_bytes = h->single_copy_max_bytes;
+    settings.mapped_min_bytes = h->mapped_min_bytes;
     return std::unique_ptr<Group>(new Group(name, base, bytes, size, my_index, settings, false));
 }
 
@@ -379,6 +385,24 @@ hvd_status_t Group::copy_remote(int32_t member, uint64_t remote, void *local, si
         done += static_cast<size_t>(moved);
     }
     return HVD_OK;
+}
+
+bool Group::probe_mapped() const {
+    for (int32_t m = 0; m < size_; ++m)
+        if (m != my_index_ && !PeerRegions::can_take_fds_from(control(m)->pid)) return false;
+    return true;
+}
+
+void Group::mark(uint64_t round, bool mapped) {
+    __atomic_store_n(&control(my_index_)->mapped[round & 1], mapped ? 1u : 0u, __ATOMIC_RELAXED);
+}
+
+bool Group::marked(int32_t member, uint64_t round) const {
+    return __atomic_load_n(&control(member)->mapped[round & 1], __ATOMIC_RELAXED) != 0;
+}
+
+char *Group::map_region(int32_t member, const SharedRef &ref, std::string *error) {
+    return peer_regions_.map(member, control(member)->pid, ref, error);
 }
 
 }  // namespace hvd::shm

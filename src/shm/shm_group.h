@@ -26,6 +26,7 @@
 
 #include "common/deadline.h"
 #include "hvd/hvd.h"
+#include "shm/peer_regions.h"
 
 namespace hvd::shm {
 
@@ -51,6 +52,9 @@ struct Settings {
     // while staging splits it.
     size_t single_copy_min_bytes = 16 * 1024;
     size_t single_copy_max_bytes = 1024 * 1024;
+    // Allreduces from this size whose buffers every member allocated with hvd_mem_alloc are
+    // reduced in place in those buffers, once enabled (HVD_SHM_MAPPED_MIN_BYTES, 0 = never).
+    size_t mapped_min_bytes = 64 * 1024;
 
     static Settings from_env();
 };
@@ -133,6 +137,24 @@ class Group {
     hvd_status_t copy_remote(int32_t member, uint64_t remote, void *local, size_t len,
                              bool to_remote, std::string *error) const;
 
+    // ---- Mapped buffers: members whose buffers are hvd_mem_alloc regions (shm/shared_memory.h)
+    // read and write each other's buffers in place, each mapping the others' regions.
+
+    // Whether this process may map every other member's regions (takes their file
+    // descriptors). Call once every member has mapped the segment.
+    bool probe_mapped() const;
+    // Turns the mapped path on or off (off until called). Every member must make the same call.
+    void enable_mapped(bool on) { mapped_on_ = on && settings_.mapped_min_bytes > 0; }
+    // Whether an allreduce of `bytes` may go the mapped way (the same answer on every member).
+    bool mapped(size_t bytes) const { return mapped_on_ && bytes >= settings_.mapped_min_bytes; }
+    // This member's mark for `round`: its buffers are regions and its slot half holds where
+    // (written before posting kReady). marked() reads member m's after its kReady.
+    void mark(uint64_t round, bool mapped);
+    bool marked(int32_t member, uint64_t round) const;
+    // The start, in this process, of member m's region `ref`; nullptr with *error if it cannot
+    // be mapped.
+    char *map_region(int32_t member, const SharedRef &ref, std::string *error);
+
   private:
     struct Header;
     struct Control;
@@ -152,6 +174,8 @@ class Group {
     bool owns_name_;
     uint64_t round_ = 0;
     bool single_copy_on_ = false;
+    bool mapped_on_ = false;
+    PeerRegions peer_regions_;
     bool yield_while_spinning_ = true;  // this process may run on more than one CPU
 };
 

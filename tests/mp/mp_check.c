@@ -177,3 +177,36 @@ double mp_tolerance(int32_t dtype, double ref) {
             return 0.0;
     }
 }
+
+int mp_is_float(int32_t dtype) {
+    return dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT64 ||
+           dtype == HVD_DTYPE_BFLOAT16;
+}
+
+double mp_reference(int32_t dtype, int32_t op, size_t i) {
+    int boolean = dtype == HVD_DTYPE_BOOL;
+    double acc = mp_value(dtype, 0, i);
+    for (int32_t r = 1; r < mp_size; ++r) {
+        double v = mp_value(dtype, r, i);
+        switch (op) {
+            case HVD_OP_SUM:
+            case HVD_OP_AVERAGE:
+                acc = boolean ? (double)(acc != 0 || v != 0) : acc + v;
+                break;
+            case HVD_OP_MIN:
+                acc = v < acc ? v : acc;
+                break;
+            case HVD_OP_MAX:
+                acc = v > acc ? v : acc;
+                break;
+            case HVD_OP_PRODUCT:
+                acc = boolean ? (double)(acc != 0 && v != 0) : acc * v;
+                break;
+        }
+    }
+    if (op == HVD_OP_AVERAGE) {
+        acc = acc * (1.0 / mp_size);
+        if (!mp_is_float(dtype)) acc = trunc(acc);
+    }
+    return acc;
+}

@@ -38,6 +38,13 @@ hvd_tensor_t mp_tensor(void *data, int32_t dtype, int32_t ndim, const int64_t *s
  * reduction is exact in every dtype (non-negative for unsigned types, 0/1 for bool). */
 double mp_value(int32_t dtype, int32_t r, size_t i);
 
+/* Whether dtype is a floating-point type. */
+int mp_is_float(int32_t dtype);
+
+/* The allreduce of every rank's mp_value at element i under op (HVD_OP_*), computed here in
+ * double: bool as logical or/and, integer averages truncated toward zero. */
+double mp_reference(int32_t dtype, int32_t op, size_t i);
+
 /* Tolerance for comparing a result of dtype against an exact reference. */
 double mp_tolerance(int32_t dtype, double ref);
 

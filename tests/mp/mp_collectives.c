@@ -20,40 +20,6 @@ static const int32_t kAllDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_D
                                      HVD_DTYPE_BOOL,    HVD_DTYPE_BFLOAT16};
 static const int kNumDtypes = sizeof kAllDtypes / sizeof kAllDtypes[0];
 
-static int is_float(int32_t dtype) {
-    return dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT64 ||
-           dtype == HVD_DTYPE_BFLOAT16;
-}
-
-/* The reduction of every rank's mp_value at element i. */
-static double reference(int32_t dtype, int32_t op, size_t i) {
-    int boolean = dtype == HVD_DTYPE_BOOL;
-    double acc = mp_value(dtype, 0, i);
-    for (int32_t r = 1; r < mp_size; ++r) {
-        double v = mp_value(dtype, r, i);
-        switch (op) {
-            case HVD_OP_SUM:
-            case HVD_OP_AVERAGE:
-                acc = boolean ? (double)(acc != 0 || v != 0) : acc + v;
-                break;
-            case HVD_OP_MIN:
-                acc = v < acc ? v : acc;
-                break;
-            case HVD_OP_MAX:
-                acc = v > acc ? v : acc;
-                break;
-            case HVD_OP_PRODUCT:
-                acc = boolean ? (double)(acc != 0 && v != 0) : acc * v;
-                break;
-        }
-    }
-    if (op == HVD_OP_AVERAGE) {
-        acc = acc * (1.0 / mp_size);
-        if (!is_float(dtype)) acc = trunc(acc);
-    }
-    return acc;
-}
-
 static void check_allreduce(int32_t dtype, int32_t op, size_t count, int in_place) {
     size_t esz = mp_dtype_size(dtype);
     unsigned char *in = malloc(count * esz + 1);
@@ -76,7 +42,7 @@ static void check_allreduce(int32_t dtype, int32_t op, size_t count, int in_plac
     if (s != HVD_OK) mp_die("allreduce %s op %d: %s", mp_dtype_name(dtype), op, hvd_status_name(s));
     hvd_request_release(req);
     for (size_t i = 0; i < count; ++i) {
-        double ref = reference(dtype, op, i);
+        double ref = mp_reference(dtype, op, i);
         double got = mp_get(dtype, out, i);
         if (fabs(got - ref) > mp_tolerance(dtype, ref))
             mp_die("allreduce %s op %d count %zu %s: element %zu is %g, expected %g",
@@ -130,10 +96,10 @@ static void test_allreduce_scaling(void **state) {
             double acc = 0;
             for (int32_t r = 0; r < mp_size; ++r) {
                 double v = mp_value(dtype, r, i) * 1.5;
-                acc += is_float(dtype) ? v : trunc(v);
+                acc += mp_is_float(dtype) ? v : trunc(v);
             }
             double ref = acc * 0.25;
-            if (!is_float(dtype)) ref = trunc(ref);
+            if (!mp_is_float(dtype)) ref = trunc(ref);
             double got = mp_get(dtype, buf, i);
             if (fabs(got - ref) > mp_tolerance(dtype, ref))
                 mp_die("scaled allreduce %s element %zu: %g, expected %g", mp_dtype_name(dtype), i,

@@ -3,12 +3,13 @@ hvd_mp_program(mp_collectives)
 hvd_mp_program(mp_peer_failure)
 hvd_mp_program(mp_more_collectives)
 hvd_mp_program(mp_allgather_into)
+hvd_mp_program(mp_mapped_allreduce)
 
 # A failing assertion aborts the rank at once (the others then see a dead peer and stop),
 # and no op waits longer than a minute.
 set(HVD_MP_ENV "CMOCKA_TEST_ABORT=1;HVD_OP_TIMEOUT=60;HVD_START_TIMEOUT=60")
 
-foreach(prog mp_collectives mp_more_collectives mp_allgather_into)
+foreach(prog mp_collectives mp_more_collectives mp_allgather_into mp_mapped_allreduce)
   hvd_mp_test(${prog} NP 1 2 3 4 TIMEOUT 300)
   foreach(np 1 2 3 4)
     set_tests_properties(mp.${prog}.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
@@ -19,7 +20,7 @@ endforeach()
 # the engine's passes (Engine::drive_while_waiting) shares its CPU with the engine thread;
 # with more ranks than CPUs (np3 on 2 CPUs) ranks also share CPUs, and waiters yield after
 # every poll. Failures and timeouts must reach a driving waiter too.
-foreach(prog mp_collectives mp_more_collectives mp_allgather_into)
+foreach(prog mp_collectives mp_more_collectives mp_allgather_into mp_mapped_allreduce)
   hvd_mp_test(${prog} NP 2 3 SUFFIX _bound HVDRUN_ARGS --bind-to core TIMEOUT 300)
   foreach(np 2 3)
     set_tests_properties(mp.${prog}_bound.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
@@ -39,13 +40,18 @@ foreach(mode kill-midway abort)
     LABELS mp TIMEOUT 120 ENVIRONMENT "${HVD_MP_ENV}")
 endforeach()
 
-# Both ways of waiting whatever this host's CPU count: yielding after every poll (the default
-# with more ranks than CPUs) and sleeping at once (HVD_SPIN_US=0: no polling, no driving).
-foreach(setting HVD_SPIN_YIELD=1 HVD_SPIN_US=0)
+# One setting each, on 3 ranks. Both ways of waiting whatever this host's CPU count: yielding
+# after every poll (the default with more ranks than CPUs) and sleeping at once (HVD_SPIN_US=0:
+# no polling, no driving). hvd_mem_alloc memory with the mapped path off (the slots reduce it)
+# and without shared memory at all (HVD_SHM=0: ordinary memory, on the transport).
+foreach(case mp_collectives:HVD_SPIN_YIELD=1 mp_collectives:HVD_SPIN_US=0
+             mp_mapped_allreduce:HVD_SHM_MAPPED_MIN_BYTES=0 mp_mapped_allreduce:HVD_SHM=0)
+  string(REPLACE ":" ";" parts ${case})
+  list(GET parts 0 prog)
+  list(GET parts 1 setting)
   string(REGEX REPLACE "=.*" "" key ${setting})
-  hvd_mp_test(mp_collectives NP 3 SUFFIX _${key} TIMEOUT 300)
-  set_tests_properties(mp.mp_collectives_${key}.np3 PROPERTIES
-    ENVIRONMENT "${HVD_MP_ENV};${setting}")
+  hvd_mp_test(${prog} NP 3 SUFFIX _${key} TIMEOUT 300)
+  set_tests_properties(mp.${prog}_${key}.np3 PROPERTIES ENVIRONMENT "${HVD_MP_ENV};${setting}")
 endforeach()
 
 # Single-host jobs use the shared-memory collectives by default; the transport's are checked

@@ -1,0 +1,97 @@
+#include "shm/peer_regions.h"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+
+namespace hvd::shm {
+
+namespace {
+
+int pidfd_open(int pid) {
+    return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+
+int pidfd_getfd(int pidfd, int fd) {
+    return static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
+}
+
+}  // namespace
+
+PeerRegions::PeerRegions(int32_t members)
+    : by_member_(static_cast<size_t>(members)), pidfds_(static_cast<size_t>(members), -1) {}
+
+PeerRegions::~PeerRegions() {
+    for (auto &mappings : by_member_)
+        for (const Mapping &m : mappings)
+            ::munmap(m.base, m.bytes);
+    for (int fd : pidfds_)
+        if (fd >= 0) ::close(fd);
+}
+
+bool PeerRegions::can_take_fds_from(int pid) {
+    int pfd = pidfd_open(pid);
+    if (pfd < 0) return false;
+    // An invalid descriptor number: EBADF once the kernel has checked the ptrace rights,
+    // EPERM before, ENOSYS without the call.
+    int fd = pidfd_getfd(pfd, -1);
+    int err = errno;
+    if (fd >= 0) ::close(fd);
+    ::close(pfd);
+    return fd < 0 && err == EBADF;
+}
+
+int PeerRegions::pidfd(int32_t member, int pid, std::string *error) {
+    int &fd = pidfds_[static_cast<size_t>(member)];
+    if (fd < 0) {
+        fd = pidfd_open(pid);
+        if (fd < 0)
+            *error = strprintf("pidfd_open of member %d (pid %d): %s", member, pid,
+                               std::strerror(errno));
+    }
+    return fd;
+}
+
+char *PeerRegions::map(int32_t member, int pid, const SharedRef &ref, std::string *error) {
+    std::vector<Mapping> &mine = by_member_[static_cast<size_t>(member)];
+    for (Mapping &m : mine) {
+        if (m.id == ref.id && m.bytes == ref.bytes) {
+            m.last_use = ++uses_;
+            return m.base;
+        }
+    }
+    int pfd = pidfd(member, pid, error);
+    if (pfd < 0) return nullptr;
+    int fd = pidfd_getfd(pfd, ref.fd);
+    if (fd < 0) {
+        *error = strprintf("pidfd_getfd of descriptor %d from member %d (pid %d): %s", ref.fd,
+                           member, pid, std::strerror(errno));
+        return nullptr;
+    }
+    void *base =
+        ::mmap(nullptr, ref.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    int err = errno;
+    ::close(fd);
+    if (base == MAP_FAILED) {
+        *error =
+            strprintf("mmap of %llu bytes shared by member %d (pid %d): %s",
+                      static_cast<unsigned long long>(ref.bytes), member, pid, std::strerror(err));
+        return nullptr;
+    }
+    if (mine.size() >= kPerMember) {
+        size_t oldest = 0;
+        for (size_t i = 1; i < mine.size(); ++i)
+            if (mine[i].last_use < mine[oldest].last_use) oldest = i;
+        ::munmap(mine[oldest].base, mine[oldest].bytes);
+        mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(oldest));
+    }
+    mine.push_back(Mapping{ref.id, static_cast<char *>(base), ref.bytes, ++uses_});
+    return static_cast<char *>(base);
+}
+
+}  // namespace hvd::shm

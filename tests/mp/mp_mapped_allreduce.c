@@ -1,0 +1,200 @@
+/* Allreduce on memory from hvd_mem_alloc, which the ranks of one host reduce in place in each
+ * other's buffers: the allocation API's contract and errors; every dtype and op, in place and
+ * out of place, at sizes on both sides of the mapped path's threshold, against references
+ * computed here; tensors at offsets inside a region; more regions than a rank keeps mapped;
+ * ranks whose memory differs (some from hvd_mem_alloc, some not: the slots take over); and
+ * the same bits as the slot path for float sums that round differently in another order. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "mp_check.h"
+
+static const int32_t kAllDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_DTYPE_UINT16,
+                                     HVD_DTYPE_INT16,   HVD_DTYPE_INT32,   HVD_DTYPE_INT64,
+                                     HVD_DTYPE_FLOAT16, HVD_DTYPE_FLOAT32, HVD_DTYPE_FLOAT64,
+                                     HVD_DTYPE_BOOL,    HVD_DTYPE_BFLOAT16};
+static const int kNumDtypes = sizeof kAllDtypes / sizeof kAllDtypes[0];
+static const int32_t kOps[] = {HVD_OP_SUM, HVD_OP_AVERAGE, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
+
+static void *shared(size_t bytes) {
+    void *p = NULL;
+    hvd_status_t s = hvd_mem_alloc(bytes, &p);
+    if (s != HVD_OK || p == NULL) mp_die("hvd_mem_alloc(%zu): %s", bytes, hvd_status_name(s));
+    return p;
+}
+
+static void release(void *p) {
+    hvd_status_t s = hvd_mem_free(p);
+    if (s != HVD_OK) mp_die("hvd_mem_free: %s", hvd_status_name(s));
+}
+
+static void allreduce(const char *name, int32_t dtype, int32_t op, void *in, void *out,
+                      size_t count) {
+    int64_t shape[1] = {(int64_t)count};
+    hvd_tensor_t tin = mp_tensor(in, dtype, 1, shape);
+    hvd_tensor_t tout = mp_tensor(out, dtype, 1, shape);
+    hvd_op_params_t p = mp_params(NULL);
+    p.field_mask = HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_NAME;
+    p.reduce_op = op;
+    p.name = name;
+    hvd_request_h req;
+    hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &tin, &tout, &p, &req);
+    if (s != HVD_OK) mp_die("allreduce enqueue %s: %s", name, hvd_status_name(s));
+    s = mp_wait(req);
+    if (s != HVD_OK) mp_die("allreduce %s: %s", name, hvd_status_name(s));
+    hvd_request_release(req);
+}
+
+/* Fills `in`, reduces into `out` (== in for in place) and checks every element. */
+static void check_values(int32_t dtype, int32_t op, unsigned char *in, unsigned char *out,
+                         size_t count, const char *what) {
+    for (size_t i = 0; i < count; ++i)
+        mp_set(dtype, in, i, mp_value(dtype, mp_rank, i));
+    if (out != in) memset(out, 0x5A, count * mp_dtype_size(dtype));
+    char name[96];
+    snprintf(name, sizeof name, "mapped.%s.%d.%zu.%s", mp_dtype_name(dtype), op, count, what);
+    allreduce(name, dtype, op, in, out, count);
+    for (size_t i = 0; i < count; ++i) {
+        double ref = mp_reference(dtype, op, i);
+        double got = mp_get(dtype, out, i);
+        if (fabs(got - ref) > mp_tolerance(dtype, ref))
+            mp_die("%s: element %zu is %g, expected %g", name, i, got, ref);
+    }
+    if (out != in)
+        for (size_t i = 0; i < count; ++i)
+            if (mp_get(dtype, in, i) != mp_value(dtype, mp_rank, i))
+                mp_die("%s: input element %zu changed", name, i);
+}
+
+static void test_alloc_contract(void **state) {
+    (void)state;
+    void *p = (void *)1;
+    assert_int_equal(hvd_mem_alloc(0, &p), HVD_ERR_INVALID_ARG);
+    assert_ptr_equal(p, (void *)1); /* untouched on failure */
+    assert_int_equal(hvd_mem_alloc(64, NULL), HVD_ERR_INVALID_ARG);
+    unsigned char *q = shared(5000);
+    assert_int_equal((uintptr_t)q % (uintptr_t)sysconf(_SC_PAGESIZE), 0);
+    for (size_t i = 0; i < 5000; ++i)
+        assert_int_equal(q[i], 0);
+    memset(q, 0x77, 5000);
+    assert_int_equal(hvd_mem_free(q + 64), HVD_ERR_INVALID_ARG); /* not a region's start */
+    int on_stack = 0;
+    assert_int_equal(hvd_mem_free(&on_stack), HVD_ERR_INVALID_ARG);
+    char detail[256];
+    hvd_last_error(detail, sizeof detail);
+    assert_non_null(strstr(detail, "hvd_mem_alloc"));
+    release(q);
+    assert_int_equal(hvd_mem_free(q), HVD_ERR_INVALID_ARG); /* freed already */
+    assert_int_equal(hvd_mem_free(NULL), HVD_OK);
+}
+
+static void test_every_dtype_and_op(void **state) {
+    (void)state;
+    /* below the one-shot size, below the mapped threshold for 1-byte types, above it */
+    static const size_t counts[] = {37, 20000, 70001};
+    for (int d = 0; d < kNumDtypes; ++d)
+        for (int o = 0; o < 5; ++o)
+            for (int c = 0; c < 3; ++c) {
+                int32_t dtype = kAllDtypes[d], op = kOps[o];
+                if (dtype == HVD_DTYPE_BOOL && op == HVD_OP_AVERAGE) continue;
+                size_t bytes = counts[c] * mp_dtype_size(dtype);
+                unsigned char *in = shared(bytes), *out = shared(bytes);
+                check_values(dtype, op, in, in, counts[c], "in_place");
+                check_values(dtype, op, in, out, counts[c], "out_of_place");
+                release(out);
+                release(in);
+            }
+}
+
+/* Tensors that start and end inside a region, in the same region for in and out. */
+static void test_offsets_inside_a_region(void **state) {
+    (void)state;
+    const size_t count = 300001;
+    const size_t bytes = count * sizeof(double);
+    unsigned char *region = shared(2 * bytes + 3 * 4096);
+    check_values(HVD_DTYPE_FLOAT64, HVD_OP_SUM, region + 4096 + 8, region + 4096 + 8, count,
+                 "offset_in_place");
+    check_values(HVD_DTYPE_FLOAT64, HVD_OP_MAX, region + 8, region + bytes + 2 * 4096, count,
+                 "offset_out_of_place");
+    release(region);
+}
+
+/* More regions, one after another, than a rank keeps its peers' mapped (16): each new one is
+ * mapped, old ones dropped, and results stay right. Sizes vary so that freed address ranges
+ * are reused by later regions. */
+static void test_many_regions(void **state) {
+    (void)state;
+    for (int k = 0; k < 24; ++k) {
+        size_t count = 40000 + (size_t)(k % 5) * 9000;
+        unsigned char *buf = shared(count * sizeof(int32_t));
+        check_values(HVD_DTYPE_INT32, HVD_OP_SUM, buf, buf, count, k % 2 ? "odd" : "even");
+        release(buf);
+    }
+}
+
+/* Memory that differs between ranks: the ranks that offered their buffers take the slots too. */
+static void test_mixed_memory(void **state) {
+    (void)state;
+    const size_t count = 250000;
+    const size_t bytes = count * sizeof(float);
+    for (int32_t odd_one = 0; odd_one < mp_size; ++odd_one) {
+        int mine_shared = mp_rank != odd_one;
+        unsigned char *in = mine_shared ? shared(bytes) : malloc(bytes);
+        assert_non_null(in);
+        check_values(HVD_DTYPE_FLOAT32, HVD_OP_SUM, in, in, count, "mixed");
+        /* out of place with only the output shared (the input is not): slots as well */
+        unsigned char *out = shared(bytes), *plain = malloc(bytes);
+        assert_non_null(plain);
+        check_values(HVD_DTYPE_FLOAT32, HVD_OP_MIN, plain, out, count, "plain_in_shared_out");
+        free(plain);
+        release(out);
+        if (mine_shared)
+            release(in);
+        else
+            free(in);
+    }
+}
+
+/* Float sums whose rounding depends on the order: the mapped path and the slots (malloc'd
+ * buffers) must give the same bits, and so every rank the same result. */
+static void test_same_bits_as_slots(void **state) {
+    (void)state;
+    const size_t count = 600000;
+    const size_t bytes = count * sizeof(float);
+    float *mapped = shared(bytes);
+    float *plain = malloc(bytes);
+    assert_non_null(plain);
+    for (size_t i = 0; i < count; ++i) {
+        float v = (float)(sin((double)i * 0.37 + mp_rank * 1.3) * pow(10.0, (double)(i % 9) - 3));
+        mapped[i] = plain[i] = v;
+    }
+    allreduce("bits.mapped", HVD_DTYPE_FLOAT32, HVD_OP_SUM, mapped, mapped, count);
+    allreduce("bits.slots", HVD_DTYPE_FLOAT32, HVD_OP_SUM, plain, plain, count);
+    assert_memory_equal(mapped, plain, bytes);
+    free(plain);
+    release(mapped);
+}
+
+int main(void) {
+    mp_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_alloc_contract),
+        cmocka_unit_test(test_every_dtype_and_op),
+        cmocka_unit_test(test_offsets_inside_a_region),
+        cmocka_unit_test(test_many_regions),
+        cmocka_unit_test(test_mixed_memory),
+        cmocka_unit_test(test_same_bits_as_slots),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    mp_finalize();
+    return failed ? 1 : 0;
+}
