@@ -217,7 +217,7 @@ hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t
             may_map = false;
             const int32_t offers = count_offers(sync, cur.t);
             if (offers == sync.group().size())
-                return allreduce_mapped(sync, cur.t, pieces[0], bytes, dtype, op);
+                return allreduce_mapped(sync, cur.t, pieces, n_pieces, bytes, dtype, op);
             if (offers > 0) {
                 sync.post(shm::Counter::kDone, cur.t);
                 return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);

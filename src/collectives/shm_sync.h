@@ -85,20 +85,20 @@ hvd_status_t allreduce_shm_pieces(Comm &comm, const Piece *pieces, size_t n_piec
                                   int32_t op);
 
 // ---- The mapped path of the chunked allreduce (allreduce_shm_mapped.cc): when every member's
-// buffer (one piece; its in and out) lies in hvd_mem_alloc regions, each member reduces its
-// share straight from all members' inputs into all members' outputs. No slots, no staging.
+// pieces (each one's in and out) lie in hvd_mem_alloc regions, each member reduces its share
+// straight from all members' inputs into all members' outputs. No slots, no staging.
 
 // In the first round of a chunked allreduce of `bytes` while group().mapped(bytes): marks
-// whether this member's buffer lies in regions, and if so writes where into its slot half and
-// returns true (the member then stages nothing that round). Before posting kReady.
+// whether all of this member's pieces lie in regions, and if so writes where into its slot
+// half and returns true (the member then stages nothing that round). Before posting kReady.
 bool offer_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
                   size_t bytes);
 // After every member's kReady of that round: how many members offered.
 int32_t count_offers(const ShmSync &sync, uint64_t round);
 // Every member offered: the whole allreduce, in place in the members' regions. Ends the round:
 // returns once every member has written its share everywhere.
-hvd_status_t allreduce_mapped(ShmSync &sync, uint64_t round, const Piece &mine, size_t bytes,
-                              int32_t dtype, int32_t op);
+hvd_status_t allreduce_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
+                              size_t bytes, int32_t dtype, int32_t op);
 hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
                             const std::vector<size_t> &bytes);
 hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_index);

@@ -52,9 +52,10 @@ struct Settings {
     // while staging splits it.
     size_t single_copy_min_bytes = 16 * 1024;
     size_t single_copy_max_bytes = 1024 * 1024;
-    // Allreduces from this size whose buffers every member allocated with hvd_mem_alloc are
-    // reduced in place in those buffers, once enabled (HVD_SHM_MAPPED_MIN_BYTES, 0 = never).
-    size_t mapped_min_bytes = 64 * 1024;
+    // Allreduces from this size (and above one_shot_max_bytes) whose buffers every member
+    // allocated with hvd_mem_alloc are reduced in place in those buffers, once enabled
+    // (HVD_SHM_MAPPED_MIN_BYTES, 0 = never). 2 ranks, 24 KiB: 6.6 -> 2.5 us.
+    size_t mapped_min_bytes = 16 * 1024;
 
     static Settings from_env();
 };

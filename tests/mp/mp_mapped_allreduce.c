@@ -164,6 +164,61 @@ static void test_mixed_memory(void **state) {
     }
 }
 
+/* Many tensors enqueued together (fused into one allreduce), carved from one region; with
+ * `plain_piece` >= 0, that tensor is malloc'd on the last rank instead (the slots take over). */
+static void check_fused(int32_t op, int plain_piece) {
+    enum { kPieces = 64 };
+    size_t counts[kPieces], offsets[kPieces], total = 0;
+    for (int k = 0; k < kPieces; ++k) {
+        counts[k] = 700 + (size_t)k * 53;
+        offsets[k] = total;
+        total += counts[k] + 16; /* gaps between the tensors */
+    }
+    int32_t *region = shared(total * sizeof(int32_t));
+    int32_t *plain = malloc(counts[kPieces - 1] * sizeof(int32_t)); /* the largest */
+    assert_non_null(plain);
+    hvd_request_h reqs[kPieces];
+    for (int k = 0; k < kPieces; ++k) {
+        int32_t *t = region + offsets[k];
+        if (k == plain_piece && mp_rank == mp_size - 1) t = plain;
+        for (size_t i = 0; i < counts[k]; ++i)
+            mp_set(HVD_DTYPE_INT32, t, i, mp_value(HVD_DTYPE_INT32, mp_rank, i + (size_t)k));
+        int64_t shape[1] = {(int64_t)counts[k]};
+        hvd_tensor_t tt = mp_tensor(t, HVD_DTYPE_INT32, 1, shape);
+        char name[64];
+        snprintf(name, sizeof name, "fused.%d.%d.%d", op, plain_piece, k);
+        hvd_op_params_t p = mp_params(NULL);
+        p.field_mask = HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_NAME;
+        p.reduce_op = op;
+        p.name = name;
+        hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &tt, &tt, &p, &reqs[k]);
+        if (s != HVD_OK) mp_die("enqueue %s: %s", name, hvd_status_name(s));
+    }
+    for (int k = 0; k < kPieces; ++k) {
+        hvd_status_t s = mp_wait(reqs[k]);
+        if (s != HVD_OK) mp_die("fused piece %d: %s", k, hvd_status_name(s));
+        hvd_request_release(reqs[k]);
+        const int32_t *t = k == plain_piece && mp_rank == mp_size - 1 ? plain : region + offsets[k];
+        for (size_t i = 0; i < counts[k]; ++i) {
+            double ref = mp_reference(HVD_DTYPE_INT32, op, i + (size_t)k);
+            if (mp_get(HVD_DTYPE_INT32, t, i) != ref)
+                mp_die("fused op %d piece %d element %zu: %g, expected %g", op, k, i,
+                       mp_get(HVD_DTYPE_INT32, t, i), ref);
+        }
+        for (size_t g = 0; g < 16 && k != plain_piece; ++g) /* gaps untouched */
+            assert_int_equal(region[offsets[k] + counts[k] + g], 0);
+    }
+    free(plain);
+    release(region);
+}
+
+static void test_fused_pieces(void **state) {
+    (void)state;
+    check_fused(HVD_OP_SUM, -1);
+    check_fused(HVD_OP_MAX, -1);
+    check_fused(HVD_OP_SUM, 17);
+}
+
 /* Float sums whose rounding depends on the order: the mapped path and the slots (malloc'd
  * buffers) must give the same bits, and so every rank the same result. */
 static void test_same_bits_as_slots(void **state) {
@@ -192,6 +247,7 @@ int main(void) {
         cmocka_unit_test(test_offsets_inside_a_region),
         cmocka_unit_test(test_many_regions),
         cmocka_unit_test(test_mixed_memory),
+        cmocka_unit_test(test_fused_pieces),
         cmocka_unit_test(test_same_bits_as_slots),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
