@@ -240,7 +240,9 @@ def main():
         out.append(busbw_table(cases, h, memcpy) + "\n")
     for np_ in sorted({c.meta.get("nranks") for c in hvds}):
         for prefix, how in (("hvd", "hvdrun, no binding"),
-                            ("hvd_bind", "--bind: one CPU per rank, as Open MPI")):
+                            ("hvd_bind", "--bind: one CPU per rank, as Open MPI"),
+                            ("hvd_bind_mem", "--bind, tensors from hvd_mem_alloc (-R 1)"),
+                            ("hvd_mem", "hvdrun, tensors from hvd_mem_alloc (-R 1)")):
             t = targets(cases, np_, prefix)
             if t.rows:
                 out.append(f"## Targets of issue 6, {np_} ranks, {how} ({prefix}_*)\n")

@@ -89,12 +89,16 @@ for c in allgather broadcast alltoall reducescatter; do
   v=HAS_$c
   [ "${!v:-1}" = 1 ] && add_case coll "hvd_bind_${c}_np2" "$REPS" "${HVD[@]}" 2 "$B" --bind -c $c "${SWEEP[@]}"
 done
+# tensors from hvd_mem_alloc, which the ranks reduce in place in each other's buffers
+add_case coll hvd_bind_mem_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind -R 1 "${SWEEP[@]}"
+add_case coll hvd_bind_mem_many256_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind -R 1 --many 256 "${SWEEP[@]}" "${FUSION[@]}"
 # allgather in place (above, as the MPI cases run it) and into a library-owned output
 add_case coll hvd_bind_allgather_oop_np2 1 "${HVD[@]}" 2 "$B" --bind -c allgather -i 0 "${SWEEP[@]}"
 if [ "$NP4" = 1 ]; then
   add_case coll hvd_np4 "$REPS" "${HVD[@]}" 4 "$B" "${SWEEP[@]}"
   add_case coll hvd_bind_np4 "$REPS" "${HVD[@]}" 4 "$B" --bind "${SWEEP[@]}"
   add_case coll hvd_many256_np4 "$REPS" "${HVD[@]}" 4 "$B" --many 256 "${SWEEP[@]}" "${FUSION[@]}"
+  add_case coll hvd_mem_np4 "$REPS" "${HVD[@]}" 4 "$B" -R 1 "${SWEEP[@]}"
 fi
 if want mpi; then
   A=./mpi_allreduce_perf

@@ -380,11 +380,11 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_enqueue(hvd_context_h ctx,
 /* ---------------------------------------------------------------- shared tensor memory */
 
 /* Allocates at least `bytes` bytes (rounded up to whole pages; page aligned, zero-filled) that
- * the other ranks of a single-host job can read and write in place. An allreduce whose input
- * and output lie in such memory on every rank (64 KiB and more; HVD_SHM_MAPPED_MIN_BYTES)
- * needs no staging copies: each rank reduces its share from all ranks' buffers straight into
- * all of them (2 ranks, 64 MiB: about 2.7x faster than malloc'd buffers). Anywhere else the
- * memory is ordinary memory. Like MPI_Alloc_mem or ncclMemAlloc.
+ * the other ranks of a single-host job can read and write in place. An allreduce whose inputs
+ * and outputs (every tensor of a fused one) lie in such memory on every rank needs no staging
+ * copies, above 16 KiB (HVD_SHM_MAPPED_MIN_BYTES): each rank reduces its share from all ranks'
+ * buffers straight into all of them (2 ranks: 1 MiB 3.6x, 64 MiB 3.1x faster than malloc'd
+ * buffers). Anywhere else the memory is ordinary memory. Like MPI_Alloc_mem or ncclMemAlloc.
  * Needs no context: memory may be allocated before hvd_init and outlives hvd_finalize.
  * Its pages are reserved at once (shared memory, charged as such). Thread-safe; not collective.
  * The caller owns the memory until hvd_mem_free. Any rank may write a result into it while
