@@ -3,7 +3,9 @@
 
 #include <cstring>
 
+#include "collectives/stream_copy.h"
 #include "common/log.h"
+#include "shm/shared_memory.h"
 
 namespace hvd::collectives {
 
@@ -50,11 +52,13 @@ namespace {
 struct BlockAddress {
     uint64_t addr;
     uint64_t len;
+    shm::SharedRef region;  // where the block lies when it is hvd_mem_alloc memory (id 0: not)
 };
 }  // namespace
 
 void ShmSync::publish(uint64_t round, const void *addr, size_t len) {
-    BlockAddress a{reinterpret_cast<uint64_t>(addr), len};
+    BlockAddress a{reinterpret_cast<uint64_t>(addr), len, {}};
+    if (!group_.may_map() || !shm::shared_find(addr, len, &a.region)) a.region.id = 0;
     std::memcpy(group_.slot(comm_.my_index, round), &a, sizeof a);
 }
 
@@ -69,6 +73,18 @@ hvd_status_t ShmSync::copy(int32_t member, uint64_t round, size_t offset, void *
                                           algorithm_, comm_.members[member],
                                           static_cast<unsigned long long>(a.len), total));
     std::string error;
+    // hvd_mem_alloc memory: read (or written) in place through this process's mapping of it.
+    // A region that cannot be mapped goes by cross-memory attach like any other memory.
+    char *base = a.region.id != 0 && group_.may_map() ? group_.map_region(member, a.region, &error)
+                                                      : nullptr;
+    if (base != nullptr) {
+        char *remote = base + a.region.offset + offset;
+        if (to_remote)
+            stream_copy(remote, local, len);
+        else
+            stream_copy(local, remote, len);
+        return HVD_OK;
+    }
     hvd_status_t s = group_.copy_remote(member, a.addr + offset, local, len, to_remote, &error);
     if (s == HVD_OK) return s;
     return comm_.abort_with(

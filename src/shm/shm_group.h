@@ -146,6 +146,9 @@ class Group {
     bool probe_mapped() const;
     // Turns the mapped path on or off (off until called). Every member must make the same call.
     void enable_mapped(bool on) { mapped_on_ = on && settings_.mapped_min_bytes > 0; }
+    // Whether other members' regions may be mapped at all (single-copy reads of blocks in
+    // regions then go through the mapping).
+    bool may_map() const { return mapped_on_; }
     // Whether an allreduce of `bytes` may go the mapped way (the same answer on every member).
     bool mapped(size_t bytes) const { return mapped_on_ && bytes >= settings_.mapped_min_bytes; }
     // This member's mark for `round`: its buffers are regions and its slot half holds where

@@ -1,9 +1,10 @@
-/* Allreduce on memory from hvd_mem_alloc, which the ranks of one host reduce in place in each
- * other's buffers: the allocation API's contract and errors; every dtype and op, in place and
- * out of place, at sizes on both sides of the mapped path's threshold, against references
- * computed here; tensors at offsets inside a region; more regions than a rank keeps mapped;
- * ranks whose memory differs (some from hvd_mem_alloc, some not: the slots take over); and
- * the same bits as the slot path for float sums that round differently in another order. */
+/* Collectives on memory from hvd_mem_alloc, which the ranks of one host read and write in place
+ * in each other's buffers. Allreduce: the allocation API's contract and errors; every dtype and op,
+ * in place and out of place, at sizes on both sides of the mapped path's threshold, against
+ * references computed here; tensors at offsets inside a region; more regions than a rank keeps
+ * mapped; ranks whose memory differs (some from hvd_mem_alloc, some not: the slots take over); and
+ * the same bits as the slot path for float sums that round differently in another order.
+ * Allgather and broadcast, whose single-copy reads go through the mapping. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -219,6 +220,97 @@ static void test_fused_pieces(void **state) {
     check_fused(HVD_OP_SUM, 17);
 }
 
+/* Allgather into a caller-owned output (in place and not) and broadcast from every root, on
+ * hvd_mem_alloc memory (`shared_on` says which ranks use it; the others malloc): blocks above
+ * the single-copy minimum, which readers then copy through their mapping of the owner's
+ * region instead of cross-memory attach. */
+static void *either(int shared_here, size_t bytes) {
+    void *p = shared_here ? shared(bytes) : malloc(bytes);
+    assert_non_null(p);
+    return p;
+}
+
+static void drop(int shared_here, void *p) {
+    if (shared_here)
+        release(p);
+    else
+        free(p);
+}
+
+static double block_value(int32_t r, size_t k) {
+    return (double)((r * 131 + (int)(k % 1009)) % 2000);
+}
+
+static void check_allgather(int shared_here, int in_place) {
+    const int64_t cols = 3;
+    int64_t rows_of[8], total = 0, first = 0;
+    for (int32_t r = 0; r < mp_size; ++r) {
+        rows_of[r] = 4000 + 900 * r; /* 47-79 KiB per rank in float32 */
+        if (r < mp_rank) first += rows_of[r];
+        total += rows_of[r];
+    }
+    size_t esz = sizeof(float), mine = (size_t)(rows_of[mp_rank] * cols);
+    float *out = either(shared_here, (size_t)(total * cols) * esz);
+    float *in = in_place ? out + first * cols : either(shared_here, mine * esz);
+    for (size_t k = 0; k < mine; ++k)
+        in[k] = (float)block_value(mp_rank, k);
+    int64_t shape_in[2] = {rows_of[mp_rank], cols}, shape_out[2] = {total, cols};
+    hvd_tensor_t ti = mp_tensor(in, HVD_DTYPE_FLOAT32, 2, shape_in);
+    hvd_tensor_t to = mp_tensor(out, HVD_DTYPE_FLOAT32, 2, shape_out);
+    hvd_op_params_t p = mp_params(NULL);
+    p.field_mask = HVD_OP_FIELD_NAME;
+    p.name = in_place ? "gather.in_place" : "gather.out_of_place";
+    hvd_request_h req;
+    hvd_status_t s = hvd_allgather_into_enqueue(mp_ctx, &ti, &to, &p, &req);
+    if (s != HVD_OK) mp_die("allgather_into enqueue: %s", hvd_status_name(s));
+    if ((s = mp_wait(req)) != HVD_OK) mp_die("allgather_into: %s", hvd_status_name(s));
+    hvd_request_release(req);
+    size_t at = 0;
+    for (int32_t r = 0; r < mp_size; ++r)
+        for (size_t k = 0; k < (size_t)(rows_of[r] * cols); ++k, ++at)
+            if (out[at] != (float)block_value(r, k))
+                mp_die("allgather %s: rank %d's element %zu is %g, expected %g",
+                       in_place ? "in place" : "out of place", r, k, (double)out[at],
+                       block_value(r, k));
+    if (!in_place) drop(shared_here, in);
+    drop(shared_here, out);
+}
+
+static void check_broadcast(int shared_here, int32_t root, size_t count) {
+    float *buf = either(shared_here, count * sizeof(float));
+    for (size_t k = 0; k < count; ++k)
+        buf[k] = mp_rank == root ? (float)block_value(root, k) : -1.0f;
+    int64_t shape[1] = {(int64_t)count};
+    hvd_tensor_t t = mp_tensor(buf, HVD_DTYPE_FLOAT32, 1, shape);
+    hvd_op_params_t p = mp_params(NULL);
+    p.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_ROOT;
+    p.name = "bcast";
+    p.root_rank = root;
+    hvd_request_h req;
+    hvd_status_t s = hvd_broadcast_enqueue(mp_ctx, &t, &t, &p, &req);
+    if (s != HVD_OK) mp_die("broadcast enqueue: %s", hvd_status_name(s));
+    if ((s = mp_wait(req)) != HVD_OK) mp_die("broadcast: %s", hvd_status_name(s));
+    hvd_request_release(req);
+    for (size_t k = 0; k < count; ++k)
+        if (buf[k] != (float)block_value(root, k))
+            mp_die("broadcast from %d, %zu floats: element %zu is %g, expected %g", root, count, k,
+                   (double)buf[k], block_value(root, k));
+    drop(shared_here, buf);
+}
+
+static void test_allgather_and_broadcast(void **state) {
+    (void)state;
+    for (int mixed = 0; mixed < 2; ++mixed) {
+        int shared_here = !(mixed && mp_rank == mp_size - 1);
+        check_allgather(shared_here, 1);
+        check_allgather(shared_here, 0);
+        for (int32_t root = 0; root < mp_size; ++root) {
+            check_broadcast(shared_here, root, 200001);  /* in the single-copy range */
+            check_broadcast(shared_here, root, 1500000); /* 2 ranks: each copies half */
+        }
+    }
+}
+
 /* Float sums whose rounding depends on the order: the mapped path and the slots (malloc'd
  * buffers) must give the same bits, and so every rank the same result. */
 static void test_same_bits_as_slots(void **state) {
@@ -248,6 +340,7 @@ int main(void) {
         cmocka_unit_test(test_many_regions),
         cmocka_unit_test(test_mixed_memory),
         cmocka_unit_test(test_fused_pieces),
+        cmocka_unit_test(test_allgather_and_broadcast),
         cmocka_unit_test(test_same_bits_as_slots),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
