@@ -92,6 +92,9 @@ done
 # tensors from hvd_mem_alloc, which the ranks reduce in place in each other's buffers
 add_case coll hvd_bind_mem_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind -R 1 "${SWEEP[@]}"
 add_case coll hvd_bind_mem_many256_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind -R 1 --many 256 "${SWEEP[@]}" "${FUSION[@]}"
+for c in allgather broadcast; do
+  add_case coll "hvd_bind_mem_${c}_np2" "$REPS" "${HVD[@]}" 2 "$B" --bind -R 1 -c $c "${SWEEP[@]}"
+done
 # allgather in place (above, as the MPI cases run it) and into a library-owned output
 add_case coll hvd_bind_allgather_oop_np2 1 "${HVD[@]}" 2 "$B" --bind -c allgather -i 0 "${SWEEP[@]}"
 if [ "$NP4" = 1 ]; then

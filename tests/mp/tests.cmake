@@ -3,13 +3,13 @@ hvd_mp_program(mp_collectives)
 hvd_mp_program(mp_peer_failure)
 hvd_mp_program(mp_more_collectives)
 hvd_mp_program(mp_allgather_into)
-hvd_mp_program(mp_mapped_allreduce)
+hvd_mp_program(mp_mem_alloc)
 
 # A failing assertion aborts the rank at once (the others then see a dead peer and stop),
 # and no op waits longer than a minute.
 set(HVD_MP_ENV "CMOCKA_TEST_ABORT=1;HVD_OP_TIMEOUT=60;HVD_START_TIMEOUT=60")
 
-foreach(prog mp_collectives mp_more_collectives mp_allgather_into mp_mapped_allreduce)
+foreach(prog mp_collectives mp_more_collectives mp_allgather_into mp_mem_alloc)
   hvd_mp_test(${prog} NP 1 2 3 4 TIMEOUT 300)
   foreach(np 1 2 3 4)
     set_tests_properties(mp.${prog}.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
@@ -20,7 +20,7 @@ endforeach()
 # the engine's passes (Engine::drive_while_waiting) shares its CPU with the engine thread;
 # with more ranks than CPUs (np3 on 2 CPUs) ranks also share CPUs, and waiters yield after
 # every poll. Failures and timeouts must reach a driving waiter too.
-foreach(prog mp_collectives mp_more_collectives mp_allgather_into mp_mapped_allreduce)
+foreach(prog mp_collectives mp_more_collectives mp_allgather_into mp_mem_alloc)
   hvd_mp_test(${prog} NP 2 3 SUFFIX _bound HVDRUN_ARGS --bind-to core TIMEOUT 300)
   foreach(np 2 3)
     set_tests_properties(mp.${prog}_bound.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
@@ -45,7 +45,7 @@ endforeach()
 # no polling, no driving). hvd_mem_alloc memory with the mapped path off (the slots reduce it)
 # and without shared memory at all (HVD_SHM=0: ordinary memory, on the transport).
 foreach(case mp_collectives:HVD_SPIN_YIELD=1 mp_collectives:HVD_SPIN_US=0
-             mp_mapped_allreduce:HVD_SHM_MAPPED_MIN_BYTES=0 mp_mapped_allreduce:HVD_SHM=0)
+             mp_mem_alloc:HVD_SHM_MAPPED_MIN_BYTES=0 mp_mem_alloc:HVD_SHM=0)
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 prog)
   list(GET parts 1 setting)
