@@ -498,6 +498,14 @@ int64_t value(py::handle req) {
     return out;
 }
 
+py::int_ mem_alloc(py::handle nbytes) {
+    int64_t n = to_i64(nbytes, "nbytes");
+    if (n < 0) raise_invalid("mem_alloc: nbytes is negative: " + std::to_string(n));
+    void *p = nullptr;
+    check(hvd_mem_alloc(static_cast<size_t>(n), &p));
+    return from_pointer(p);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_hvd_pybind, m) {
@@ -582,4 +590,9 @@ PYBIND11_MODULE(_hvd_pybind, m) {
         "release",
         [](py::handle req) { check(hvd_request_release(to_handle<hvd_request>(req, "req"))); },
         py::arg("req"));
+    m.def("mem_alloc", &mem_alloc, py::arg("nbytes"),
+          "hvd_mem_alloc: the address of nbytes of memory the ranks of one host share.");
+    m.def(
+        "mem_free", [](py::handle p) { check(hvd_mem_free(to_pointer(p, "ptr"))); },
+        py::arg("ptr"));
 }

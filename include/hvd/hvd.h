@@ -382,21 +382,30 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_enqueue(hvd_context_h ctx,
 /* Allocates at least `bytes` bytes (rounded up to whole pages; page aligned, zero-filled) that
  * the other ranks of a single-host job can read and write in place. An allreduce whose inputs
  * and outputs (every tensor of a fused one) lie in such memory on every rank needs no staging
- * copies, above 16 KiB (HVD_SHM_MAPPED_MIN_BYTES): each rank reduces its share from all ranks'
- * buffers straight into all of them (2 ranks: 1 MiB 3.6x, 64 MiB 3.1x faster than malloc'd
- * buffers). Anywhere else the memory is ordinary memory. Like MPI_Alloc_mem or ncclMemAlloc.
+ * copies, above 16 KiB (HVD_SHM_MAPPED_MIN_BYTES, rank 0's value): each rank reduces its share
+ * from all ranks' buffers straight into all of them (2 ranks: 1 MiB 3.6x, 64 MiB 3.1x faster
+ * than malloc'd buffers); allgather and broadcast blocks in it are copied through the same
+ * mappings. Like MPI_Alloc_mem or ncclMemAlloc.
+ * Conditions, else the usual paths run, with the same results: the job's shared-memory
+ * collectives are on (HVD_SHM), the op is in the global process set, every rank may read every
+ * other's memory (same user or ptrace rights: Linux >= 5.6 pidfd_getfd, as for cross-memory
+ * attach; HVD_LOG_LEVEL=debug says at init whether the path is on), allreduces have no
+ * prescale and are not Adasum, and one op touches at most 16 allocations per rank.
+ * The memory is a shared mapping of an anonymous file: a fork()ed child shares it with the
+ * parent (no copy on write), and each allocation holds one file descriptor.
  * Needs no context: memory may be allocated before hvd_init and outlives hvd_finalize.
  * Its pages are reserved at once (shared memory, charged as such). Thread-safe; not collective.
- * The caller owns the memory until hvd_mem_free. Any rank may write a result into it while
- * one of this process's collectives on it is in flight, never outside one.
+ * The caller owns the memory until hvd_mem_free. Other ranks write into it only while one of
+ * this rank's collectives on it runs; after a failed collective its contents are undefined.
  * Errors: HVD_ERR_INVALID_ARG (NULL ptr_p, 0 bytes), HVD_ERR_NO_MEMORY (no memory or no
- * file descriptor left; hvd_last_error() says which). *ptr_p is written only on success. */
+ * file descriptor left; hvd_last_error() says which call failed). *ptr_p is written only on
+ * success. */
 HVD_API hvd_status_t hvd_mem_alloc(size_t bytes, void **ptr_p) HVD_NOEXCEPT;
 
 /* Frees memory from hvd_mem_alloc; ptr must be the pointer it returned, and no collective
  * enqueued on that memory may still be in flight. NULL is a no-op. Peer ranks may keep the
- * pages mapped (and so allocated) until their context drops the mapping (it keeps 16 per
- * rank) or finalizes. Thread-safe.
+ * pages mapped (and so allocated) until their context drops the mapping (it keeps the 16 of
+ * each rank it used last) or finalizes. Thread-safe.
  * Errors: HVD_ERR_INVALID_ARG (a pointer not from hvd_mem_alloc, or freed already). */
 HVD_API hvd_status_t hvd_mem_free(void *ptr) HVD_NOEXCEPT;
 

@@ -193,8 +193,9 @@ hvd_status_t finish_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, s
 //
 // With the mapped path on for this size, the first round also tells whether every member's
 // buffer is an hvd_mem_alloc region: a member whose buffer is offers it instead of staging.
-// All offered: the mapped allreduce does the rest. Some did: that round is dropped and the
-// allreduce starts again through the slots (the members that offered staged nothing).
+// All offered: the mapped allreduce does the rest (unless a member cannot map the others'
+// buffers). Some did: that round is dropped and the allreduce starts again through the slots
+// (the members that offered staged nothing).
 hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t n_pieces,
                      size_t bytes, int32_t dtype, int32_t op, bool may_map) {
     const size_t esz = dtype_size(dtype);
@@ -216,12 +217,14 @@ hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t
         if (may_map) {
             may_map = false;
             const int32_t offers = count_offers(sync, cur.t);
-            if (offers == sync.group().size())
-                return allreduce_mapped(sync, cur.t, pieces, n_pieces, bytes, dtype, op);
-            if (offers > 0) {
+            bool dropped = offers > 0;
+            if (offers == sync.group().size()) {
+                s = allreduce_mapped(sync, cur.t, pieces, n_pieces, bytes, dtype, op, &dropped);
+                if (s != HVD_OK || !dropped) return s;
+            } else if (dropped) {
                 sync.post(shm::Counter::kDone, cur.t);
-                return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
             }
+            if (dropped) return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
         }
         s = reduce_own_share(sync, list, cur, esz, dtype, op);
         if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");

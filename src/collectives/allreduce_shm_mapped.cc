@@ -78,6 +78,7 @@ bool resolve_member(shm::Group &g, int32_t m, const char *offer, const Piece *pi
     for (size_t i = 0; i < n_pieces; ++i) {
         PieceOffer p;
         std::memcpy(&p, offer + sizeof head + i * sizeof p, sizeof p);
+        if (p.bytes == 0 && pieces[i].bytes == 0) continue;  // nothing to map or reduce
         if (p.bytes != pieces[i].bytes || !fits(p.in, p.bytes) || !fits(p.out, p.bytes)) {
             *error = strprintf("member %d offered %llu bytes for piece %zu of %zu bytes", m,
                                static_cast<unsigned long long>(p.bytes), i, pieces[i].bytes);
@@ -160,11 +161,24 @@ bool offer_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_p
     shm::Group &g = sync.group();
     bool ok = offer_bytes(n_pieces) <= g.slot_bytes();
     char *slot = g.slot(sync.me(), round);
+    // The others keep at most kPerMember of this member's regions mapped: an op needing more
+    // would unmap its own buffers while it still uses them, so it goes through the slots.
+    uint64_t regions[shm::PeerRegions::kPerMember];
+    size_t n_regions = 0;
+    auto count_region = [&](uint64_t id) {
+        for (size_t k = 0; k < n_regions; ++k)
+            if (regions[k] == id) return true;
+        if (n_regions == shm::PeerRegions::kPerMember) return false;
+        regions[n_regions++] = id;
+        return true;
+    };
     for (size_t i = 0; i < n_pieces && ok; ++i) {
         PieceOffer p{};
         p.bytes = pieces[i].bytes;
-        ok = shm::shared_find(pieces[i].in, p.bytes, &p.in) &&
-             shm::shared_find(pieces[i].out, p.bytes, &p.out);
+        if (p.bytes > 0)
+            ok = shm::shared_find(pieces[i].in, p.bytes, &p.in) &&
+                 shm::shared_find(pieces[i].out, p.bytes, &p.out) && count_region(p.in.id) &&
+                 count_region(p.out.id);
         if (ok) std::memcpy(slot + sizeof(OfferHeader) + i * sizeof p, &p, sizeof p);
     }
     if (ok) {
@@ -183,20 +197,31 @@ int32_t count_offers(const ShmSync &sync, uint64_t round) {
 }
 
 hvd_status_t allreduce_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
-                              size_t bytes, int32_t dtype, int32_t op) {
+                              size_t bytes, int32_t dtype, int32_t op, bool *dropped) {
     shm::Group &g = sync.group();
+    *dropped = false;
     Buffers b;
     std::string error;
-    if (!resolve(sync, round, pieces, n_pieces, bytes, &b, &error))
-        return sync.comm().abort_with(
-            HVD_ERR_INTERNAL,
-            strprintf("%s: %s while the others wait on this rank (HVD_SHM_MAPPED_MIN_BYTES=0 "
-                      "turns this path off)",
-                      kName, error.c_str()));
+    // Every member must have mapped every other's buffers before anyone writes into them; one
+    // that could not (out of descriptors or mappings) makes all of them use the slots.
+    const bool ok = resolve(sync, round, pieces, n_pieces, bytes, &b, &error);
+    if (!ok)
+        HVD_LOG(kWarning, sync.comm().global_rank(),
+                "%s: %s: this allreduce goes through the slots instead", kName, error.c_str());
+    g.mark_resolved(round, ok);
+    sync.post(shm::Counter::kReduced, round);
+    hvd_status_t s = sync.all(shm::Counter::kReduced, round, "to map the others' buffers");
+    if (s != HVD_OK) return s;
+    for (int32_t m = 0; m < g.size(); ++m) {
+        if (g.resolved(m, round)) continue;
+        sync.post(shm::Counter::kDone, round);
+        *dropped = true;
+        return HVD_OK;
+    }
     const size_t esz = dtype_size(dtype);
     Share own = share_of(bytes / esz, esz, g.size(), sync.me());
-    hvd_status_t s = reduce_share(sync, b, pieces, n_pieces, own.first * esz,
-                                  (own.first + own.count) * esz, dtype, op);
+    s = reduce_share(sync, b, pieces, n_pieces, own.first * esz, (own.first + own.count) * esz,
+                     dtype, op);
     if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
     sync.post(shm::Counter::kDone, round);
     return sync.all(shm::Counter::kDone, round, "to write its share into every buffer");

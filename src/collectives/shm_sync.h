@@ -96,9 +96,10 @@ bool offer_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_p
 // After every member's kReady of that round: how many members offered.
 int32_t count_offers(const ShmSync &sync, uint64_t round);
 // Every member offered: the whole allreduce, in place in the members' regions. Ends the round:
-// returns once every member has written its share everywhere.
+// returns once every member has written its share everywhere, or with *dropped set (nothing
+// written) when some member could not map the others' buffers: then redo it through the slots.
 hvd_status_t allreduce_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
-                              size_t bytes, int32_t dtype, int32_t op);
+                              size_t bytes, int32_t dtype, int32_t op, bool *dropped);
 hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
                             const std::vector<size_t> &bytes);
 hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_index);

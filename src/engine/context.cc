@@ -202,6 +202,8 @@ void Context::attach_shared_memory(const Deadline &deadline) {
     }
     group->enable_single_copy(everyone_reads);
     group->enable_mapped(everyone_reads && everyone_maps);
+    HVD_LOG(kDebug, rank_, "shared memory: single copy %s, mapped buffers (hvd_mem_alloc) %s",
+            everyone_reads ? "on" : "off", everyone_reads && everyone_maps ? "on" : "off");
     shm_ = std::move(group);
 }
 

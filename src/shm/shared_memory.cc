@@ -47,22 +47,31 @@ void *shared_alloc(size_t bytes) {
     const size_t len = (bytes + page - 1) / page * page;
     int fd = ::memfd_create("hvd-mem", MFD_CLOEXEC);
     if (fd < 0) fail_with(errno, "memfd_create", bytes);
-    int err = ::ftruncate(fd, static_cast<off_t>(len)) != 0
-                  ? errno
-                  : ::posix_fallocate(fd, 0, static_cast<off_t>(len));
+    const char *call = "ftruncate";
+    int err = ::ftruncate(fd, static_cast<off_t>(len)) != 0 ? errno : 0;
+    if (err == 0) {
+        call = "posix_fallocate";
+        err = ::posix_fallocate(fd, 0, static_cast<off_t>(len));
+    }
     void *p = MAP_FAILED;
     if (err == 0) {
+        call = "mmap";
         p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
         if (p == MAP_FAILED) err = errno;
     }
     if (err != 0) {
         ::close(fd);
-        fail_with(err == EINVAL ? ENOMEM : err, p == MAP_FAILED ? "mmap" : "posix_fallocate",
-                  bytes);
+        fail_with(err == EINVAL ? ENOMEM : err, call, bytes);
     }
-    Registry &r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    r.by_start[reinterpret_cast<uintptr_t>(p)] = Region{r.next_id++, fd, len};
+    try {
+        Registry &r = registry();
+        std::lock_guard<std::mutex> lock(r.mu);
+        r.by_start[reinterpret_cast<uintptr_t>(p)] = Region{r.next_id++, fd, len};
+    } catch (...) {
+        ::munmap(p, len);
+        ::close(fd);
+        throw;
+    }
     return p;
 }
 

@@ -9,6 +9,12 @@
 // member writes half t % 2 only after every member's kDone counter reached t - 2 (everyone has
 // finished reading that half's previous round).
 //
+// Mapped rounds (allreduces of hvd_mem_alloc memory, collectives/allreduce_shm_mapped.cc): a
+// member's slot half holds where its buffers are instead of data; kReduced then says it has
+// mapped every other member's buffers (or failed to: its `resolved` mark says which), and kDone
+// that it has written its share into every member's buffers. A round that some member cannot
+// use ends with kDone and the collective starts again through the slots.
+//
 // Waiting: spin for transport::spin_window() (yielding the CPU after every poll where
 // transport::yield_spin()), then sleep on a futex in the segment (the poster
 // wakes members that said they sleep). Every wait ends at the deadline or when the abort flag
@@ -33,7 +39,8 @@ namespace hvd::shm {
 enum class Counter : int {
     kReady = 0,    // this member's data for the round is in its slot
     kReduced = 1,  // this member's share of a reduction is in its slot
-    kDone = 2,     // this member has finished reading the round's slots
+    kDone = 2,     // this member has finished reading the round's slots (in a mapped round:
+                   // writing its share into every member's buffers)
 };
 
 // The group's tunables. The creator's values go into the segment's header and every member
@@ -155,6 +162,10 @@ class Group {
     // (written before posting kReady). marked() reads member m's after its kReady.
     void mark(uint64_t round, bool mapped);
     bool marked(int32_t member, uint64_t round) const;
+    // Whether this member could map every other member's buffers for `round` (written before
+    // posting kReduced; read after that member's kReduced).
+    void mark_resolved(uint64_t round, bool ok);
+    bool resolved(int32_t member, uint64_t round) const;
     // The start, in this process, of member m's region `ref`; nullptr with *error if it cannot
     // be mapped.
     char *map_region(int32_t member, const SharedRef &ref, std::string *error);

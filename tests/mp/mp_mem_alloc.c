@@ -5,6 +5,7 @@
  * mapped; ranks whose memory differs (some from hvd_mem_alloc, some not: the slots take over); and
  * the same bits as the slot path for float sums that round differently in another order.
  * Allgather and broadcast, whose single-copy reads go through the mapping. */
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -38,15 +40,21 @@ static void release(void *p) {
     if (s != HVD_OK) mp_die("hvd_mem_free: %s", hvd_status_name(s));
 }
 
+/* Parameters of a named reduction with every other field at its default. */
+static hvd_op_params_t reduce_params(const char *name, int32_t op) {
+    hvd_op_params_t p = mp_params(NULL);
+    p.field_mask = HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_NAME;
+    p.reduce_op = op;
+    p.name = name;
+    return p;
+}
+
 static void allreduce(const char *name, int32_t dtype, int32_t op, void *in, void *out,
                       size_t count) {
     int64_t shape[1] = {(int64_t)count};
     hvd_tensor_t tin = mp_tensor(in, dtype, 1, shape);
     hvd_tensor_t tout = mp_tensor(out, dtype, 1, shape);
-    hvd_op_params_t p = mp_params(NULL);
-    p.field_mask = HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_NAME;
-    p.reduce_op = op;
-    p.name = name;
+    hvd_op_params_t p = reduce_params(name, op);
     hvd_request_h req;
     hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &tin, &tout, &p, &req);
     if (s != HVD_OK) mp_die("allreduce enqueue %s: %s", name, hvd_status_name(s));
@@ -100,7 +108,7 @@ static void test_alloc_contract(void **state) {
 
 static void test_every_dtype_and_op(void **state) {
     (void)state;
-    /* below the one-shot size, below the mapped threshold for 1-byte types, above it */
+    /* one shot, and above (mapped from HVD_SHM_MAPPED_MIN_BYTES, through the slots below) */
     static const size_t counts[] = {37, 20000, 70001};
     for (int d = 0; d < kNumDtypes; ++d)
         for (int o = 0; o < 5; ++o)
@@ -121,11 +129,21 @@ static void test_offsets_inside_a_region(void **state) {
     (void)state;
     const size_t count = 300001;
     const size_t bytes = count * sizeof(double);
-    unsigned char *region = shared(2 * bytes + 3 * 4096);
-    check_values(HVD_DTYPE_FLOAT64, HVD_OP_SUM, region + 4096 + 8, region + 4096 + 8, count,
-                 "offset_in_place");
-    check_values(HVD_DTYPE_FLOAT64, HVD_OP_MAX, region + 8, region + bytes + 2 * 4096, count,
-                 "offset_out_of_place");
+    const size_t size = 2 * bytes + 3 * 4096;
+    unsigned char *region = shared(size);
+    memset(region, 0xCD, size);
+    unsigned char *t = region + 4096 + 8;
+    check_values(HVD_DTYPE_FLOAT64, HVD_OP_SUM, t, t, count, "offset_in_place");
+    for (size_t k = 0; k < size; ++k) /* nothing around the tensor written */
+        if ((region + k < t || region + k >= t + bytes) && region[k] != 0xCD)
+            mp_die("in place at an offset: byte %zu of the region changed", k);
+    unsigned char *in = region + 8, *out = region + bytes + 2 * 4096;
+    memset(region, 0xCD, size);
+    check_values(HVD_DTYPE_FLOAT64, HVD_OP_MAX, in, out, count, "offset_out_of_place");
+    for (size_t k = 0; k < size; ++k)
+        if ((region + k < in || region + k >= in + bytes) &&
+            (region + k < out || region + k >= out + bytes) && region[k] != 0xCD)
+            mp_die("out of place at offsets: byte %zu of the region changed", k);
     release(region);
 }
 
@@ -311,6 +329,67 @@ static void test_allgather_and_broadcast(void **state) {
     }
 }
 
+/* A grouped allreduce (always one fused op) of n tensors of `count` int32, each in its own
+ * region (in place) or with input and output in two regions. Up to 16 regions per rank go the
+ * mapped way; more would unmap each other mid-op, so they take the slots. With `starve`, the
+ * last rank cannot take another descriptor (its file limit is lowered to what it uses), so it
+ * cannot map its peers' new regions: every rank must then take the slots, not fail. */
+static void check_grouped(int n, size_t count, int in_place, int starve) {
+    enum { kMax = 24 };
+    int32_t *ins[kMax], *outs[kMax];
+    hvd_tensor_t tin[kMax], tout[kMax];
+    const hvd_tensor_t *pin[kMax], *pout[kMax];
+    int64_t shape[1] = {(int64_t)count};
+    for (int k = 0; k < n; ++k) {
+        ins[k] = shared(count * sizeof(int32_t));
+        outs[k] = in_place ? ins[k] : shared(count * sizeof(int32_t));
+        for (size_t i = 0; i < count; ++i)
+            ins[k][i] = (int32_t)mp_value(HVD_DTYPE_INT32, mp_rank, i + (size_t)k);
+        tin[k] = mp_tensor(ins[k], HVD_DTYPE_INT32, 1, shape);
+        tout[k] = mp_tensor(outs[k], HVD_DTYPE_INT32, 1, shape);
+        pin[k] = &tin[k];
+        pout[k] = &tout[k];
+    }
+    struct rlimit saved;
+    int starving = starve && mp_rank == mp_size - 1 && mp_size > 1;
+    if (starving) {
+        assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+        int lowest_free = open("/dev/null", O_RDONLY);
+        assert_true(lowest_free >= 0);
+        close(lowest_free);
+        struct rlimit tight = saved;
+        tight.rlim_cur = (rlim_t)lowest_free;
+        assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
+    }
+    char name[64];
+    snprintf(name, sizeof name, "grouped.%d.%d.%d", n, in_place, starve);
+    hvd_op_params_t p = reduce_params(name, HVD_OP_SUM);
+    hvd_request_h req;
+    hvd_status_t s = hvd_grouped_allreduce_enqueue(mp_ctx, pin, pout, n, &p, &req);
+    if (s == HVD_OK) s = mp_wait(req);
+    if (starving) assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    if (s != HVD_OK) mp_die("%s: %s", name, hvd_status_name(s));
+    hvd_request_release(req);
+    for (int k = 0; k < n; ++k) {
+        for (size_t i = 0; i < count; ++i)
+            if (outs[k][i] != mp_reference(HVD_DTYPE_INT32, HVD_OP_SUM, i + (size_t)k))
+                mp_die("%s: tensor %d element %zu is %d, expected %g", name, k, i, outs[k][i],
+                       mp_reference(HVD_DTYPE_INT32, HVD_OP_SUM, i + (size_t)k));
+        if (!in_place) release(outs[k]);
+        release(ins[k]);
+    }
+}
+
+static void test_grouped_regions(void **state) {
+    (void)state;
+    check_grouped(16, 3000, 1, 0); /* 16 regions: mapped */
+    check_grouped(20, 3000, 1, 0); /* 20: slots */
+    check_grouped(9, 3000, 0, 0);  /* 18 regions out of place: slots */
+    check_grouped(8, 3000, 0, 0);  /* 16 out of place: mapped */
+    check_grouped(4, 30000, 1, 1); /* a rank that cannot map: slots, not a failure */
+    check_grouped(4, 30000, 1, 0); /* and then mapped again */
+}
+
 /* Float sums whose rounding depends on the order: the mapped path and the slots (malloc'd
  * buffers) must give the same bits, and so every rank the same result. */
 static void test_same_bits_as_slots(void **state) {
@@ -340,6 +419,7 @@ int main(void) {
         cmocka_unit_test(test_many_regions),
         cmocka_unit_test(test_mixed_memory),
         cmocka_unit_test(test_fused_pieces),
+        cmocka_unit_test(test_grouped_regions),
         cmocka_unit_test(test_allgather_and_broadcast),
         cmocka_unit_test(test_same_bits_as_slots),
     };

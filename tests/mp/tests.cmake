@@ -42,10 +42,11 @@ endforeach()
 
 # One setting each, on 3 ranks. Both ways of waiting whatever this host's CPU count: yielding
 # after every poll (the default with more ranks than CPUs) and sleeping at once (HVD_SPIN_US=0:
-# no polling, no driving). hvd_mem_alloc memory with the mapped path off (the slots reduce it)
-# and without shared memory at all (HVD_SHM=0: ordinary memory, on the transport).
+# no polling, no driving). hvd_mem_alloc memory with the mapped path from 1 MB only (the
+# slots reduce it below) and without shared memory at all (HVD_SHM=0: ordinary memory, on the
+# transport).
 foreach(case mp_collectives:HVD_SPIN_YIELD=1 mp_collectives:HVD_SPIN_US=0
-             mp_mem_alloc:HVD_SHM_MAPPED_MIN_BYTES=0 mp_mem_alloc:HVD_SHM=0)
+             mp_mem_alloc:HVD_SHM_MAPPED_MIN_BYTES=1000000 mp_mem_alloc:HVD_SHM=0)
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 prog)
   list(GET parts 1 setting)
@@ -73,6 +74,14 @@ foreach(setting HVD_SHM=0 HVD_SHM_ONE_SHOT_MAX_BYTES=0 HVD_SHM_SINGLE_COPY_MIN_B
   set_tests_properties(mp.rank1_${key}.np3 PROPERTIES LABELS mp TIMEOUT 300
     ENVIRONMENT "${HVD_MP_ENV}")
 endforeach()
+
+# The mapped path must really be on where ranks may read each other's memory (as here: same
+# user, no Yama restriction; the suites above pass through the slots too): every rank says so.
+add_test(NAME mp.mp_mem_alloc_path_on.np2
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "mapped buffers (hvd_mem_alloc) on" 2
+          -- $<TARGET_FILE:hvdrun> -np 2 $<TARGET_FILE:mp_mem_alloc>)
+set_tests_properties(mp.mp_mem_alloc_path_on.np2 PROPERTIES LABELS mp TIMEOUT 300
+  ENVIRONMENT "${HVD_MP_ENV};HVD_LOG_LEVEL=debug")
 
 # kill: hvdrun reports the killed rank's code (128 + SIGKILL); every survivor passes.
 foreach(np 2 3 4)

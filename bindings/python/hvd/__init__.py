@@ -32,7 +32,7 @@ try:
                                 grouped_allreduce_, grouped_allreduce_async,
                                 grouped_allreduce_async_, grouped_reducescatter,
                                 grouped_reducescatter_async, reducescatter,
-                                reducescatter_async)
+                                reducescatter_async, shared_zeros)
 except ImportError:  # NumPy missing: the array collectives are unavailable, the rest works
     pass
 

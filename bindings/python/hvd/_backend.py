@@ -11,7 +11,7 @@ enqueue(kind, ctx, ins, outs, name, ps, op, prescale, postscale, root, splits, t
 -> req, with tensors described as (data pointer, dtype code, shape tuple[, device type,
 device id]); test(req), wait(req, timeout_ms) -> status; output(req, i) -> (pointer, dtype,
 shape); received_splits(req, n) -> list; value(req) -> int; message(req) -> str;
-release(req). Handles are ints (0: NULL / the global process set). Failed calls raise what
+release(req); mem_alloc(nbytes) -> address, mem_free(address). Handles are ints (0: NULL / the global process set). Failed calls raise what
 hvd._errors.error_for() returns; wait and test return statuses instead of raising.
 
 HVD_PY_BACKEND=ctypes|pybind forces one; by default the pybind11 extension is used when it

@@ -144,6 +144,8 @@ _req_value = _declare("hvd_request_value", _status, _handle, ctypes.POINTER(ctyp
 _req_message = _declare("hvd_request_message", ctypes.c_size_t, _handle, ctypes.c_char_p,
                         ctypes.c_size_t)
 _req_release = _declare("hvd_request_release", _status, _handle)
+_mem_alloc = _declare("hvd_mem_alloc", _status, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p))
+_mem_free = _declare("hvd_mem_free", _status, ctypes.c_void_p)
 
 
 def _detail(size_of, fill):
@@ -388,3 +390,16 @@ def message(req):
 
 def release(req):
     _check(_req_release(req))
+
+
+def mem_alloc(nbytes):
+    """hvd_mem_alloc: the address of nbytes of memory the ranks of one host share."""
+    if nbytes < 0:
+        raise _errors.HvdValueError("mem_alloc: nbytes is negative: %d" % nbytes)
+    p = ctypes.c_void_p()
+    _check(_mem_alloc(nbytes, ctypes.byref(p)))
+    return int(p.value)
+
+
+def mem_free(ptr):
+    _check(_mem_free(ptr))

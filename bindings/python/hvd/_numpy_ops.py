@@ -8,6 +8,7 @@ import ctypes
 import numpy as np
 
 from hvd import _dtypes, _op_args, _runtime
+from hvd._shared_memory import element_count, shared_buffer
 from hvd._backend import backend
 from hvd.process_sets import global_process_set
 
@@ -261,3 +262,13 @@ def grouped_reducescatter(tensors, name=None, op=_runtime.Average,
     return _runtime.synchronize(
         grouped_reducescatter_async(tensors, name, op, process_set, prescale_factor,
                                     postscale_factor))
+
+
+def shared_zeros(shape, dtype=np.float32):
+    """A zero-filled array on hvd_mem_alloc memory, which the ranks of one host reduce in
+    place in each other's buffers (no staging copies). Freed with its last view."""
+    shape = (shape,) if np.isscalar(shape) else tuple(shape)
+    dt = np.dtype(dtype)
+    count = element_count(shape)
+    buf = shared_buffer(count * dt.itemsize)
+    return np.frombuffer(buf, dtype=dt, count=count).reshape(shape)

@@ -22,4 +22,5 @@ from hvd.torch.optimizer import DistributedOptimizer  # noqa: F401
 from hvd.torch import elastic  # noqa: F401
 from hvd.torch.functions import (broadcast_optimizer_state,  # noqa: F401
                                  broadcast_parameters)
+from hvd.torch.shared_memory import shared_zeros  # noqa: F401
 from hvd.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
