@@ -57,6 +57,32 @@ def test_matches_single_process_training(name, make_opt):
     assert max_difference(ref, model) < 1e-5
 
 
+@pytest.mark.parametrize("set_to_none", [False, True])
+def test_shared_gradients_match_and_stay_shared(set_to_none):
+    """Gradients in hvd_mem_alloc memory: the same training, and with zero_grad keeping them
+    (set_to_none=False) autograd accumulates into the shared views step after step."""
+    make_opt = lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)  # noqa: E731
+    ref, model = make_model(), make_model()
+    ref_opt = make_opt(ref.parameters())
+    opt = hvd.DistributedOptimizer(make_opt(model.parameters()),
+                                   named_parameters=model.named_parameters(),
+                                   shared_gradients=True)
+    views = [opt._shared_views.get(id(p)) for p in model.parameters()]
+    assert hvd.size() == 1 or all(v is not None for v in views)
+    for step in range(4):
+        x, y = data(step)
+        ref_opt.zero_grad()
+        torch.nn.functional.mse_loss(ref(x), y).backward()
+        ref_opt.step()
+        opt.zero_grad(set_to_none=set_to_none)
+        torch.nn.functional.mse_loss(model(shard(x)), shard(y)).backward()
+        opt.step()
+        if hvd.size() > 1:
+            for p, v in zip(model.parameters(), views):
+                assert p.grad.data_ptr() == v.data_ptr()
+    assert max_difference(ref, model) < 1e-5
+
+
 def test_backward_passes_per_step():
     if (GLOBAL_BATCH // hvd.size()) % 2:
         pytest.skip("needs an even shard")  # same on every rank: the size decides

@@ -7,6 +7,7 @@ communication overlaps the rest of the backward pass. step() (or synchronize()) 
 the outstanding reductions and writes the results into the gradients.
 """
 
+import os
 import warnings
 from contextlib import contextmanager
 
@@ -16,6 +17,7 @@ from hvd.process_sets import global_process_set
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import (Adasum, Average, grouped_allreduce_async_, allreduce_async_, size,
                                sparse_allreduce_async, synchronize)
+from hvd.torch.shared_memory import shared_zeros
 
 
 def _even_groups(params, n):
@@ -34,7 +36,8 @@ class _DistributedMixin:
     """Put before the wrapped optimizer's class in a dynamically made subclass."""
 
     def _hvd_setup(self, named_parameters, compression, backward_passes_per_step, op,
-                   gradient_predivide_factor, groups, sparse_as_dense, process_set):
+                   gradient_predivide_factor, groups, sparse_as_dense, process_set,
+                   shared_gradients=False):
         self._compression = compression
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
@@ -70,8 +73,42 @@ class _DistributedMixin:
         self._synchronized = False
         self._should_synchronize = True
         self._groups = self._make_groups(groups, all_params)
+        self._shared_views = {}
         if size() > 1 and self.process_set.included():
+            if shared_gradients:
+                self._shared_views = self._make_shared_views(all_params)
             self._register_hooks()
+
+    @staticmethod
+    def _make_shared_views(all_params):
+        """id(p) -> a view shaped like p of one flat hvd_mem_alloc buffer per dtype: gradients
+        moved there are reduced in place in the ranks' buffers (no staging copies)."""
+        by_dtype = {}
+        for p in all_params:
+            if p.requires_grad and p.device.type == "cpu":
+                by_dtype.setdefault(p.dtype, []).append(p)
+        views = {}
+        for dtype, params in by_dtype.items():
+            flat = shared_zeros(sum(p.numel() for p in params), dtype=dtype)
+            at = 0
+            for p in params:
+                views[id(p)] = flat[at:at + p.numel()].view(p.shape)
+                at += p.numel()
+        return views
+
+    def _use_shared_grad(self, p):
+        """Makes p.grad its view of the shared buffer (copying a gradient autograd made anew,
+        e.g. after zero_grad(set_to_none=True)); autograd then accumulates into the view."""
+        view = self._shared_views.get(id(p))
+        if view is None:
+            return
+        g = p.grad
+        if g is None:
+            p.grad = view.zero_()
+        elif g.data_ptr() != view.data_ptr() and not g.is_sparse and g.dtype == view.dtype \
+                and g.device == view.device:
+            view.copy_(g)
+            p.grad = view
 
     def _make_groups(self, groups, all_params):
         """id(p) -> the list of parameters reduced together with p (None: no groups)."""
@@ -143,6 +180,7 @@ class _DistributedMixin:
         return 1.0, 1.0
 
     def _allreduce_grad_async(self, p):
+        self._use_shared_grad(p)
         if p.grad is None:  # unused in this step's graph: reduce zeros like Horovod
             p.grad = torch.zeros_like(p)
         name = self._parameter_names.get(id(p))
@@ -160,6 +198,7 @@ class _DistributedMixin:
 
     def _grouped_allreduce_async(self, params):
         for p in params:
+            self._use_shared_grad(p)
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
         pairs = [self._compression.compress(p.grad.to_dense() if p.grad.is_sparse else p.grad)
@@ -329,7 +368,7 @@ class _DistributedAdasumMixin:
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, sparse_as_dense=False,
-                         process_set=global_process_set):
+                         process_set=global_process_set, shared_gradients=None):
     """Returns an optimizer of the same class as `optimizer` (sharing its parameter groups)
     whose step() first averages (op) the gradients over the ranks of process_set.
 
@@ -339,6 +378,11 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     gradient_predivide_factor: with Average, scale by 1/f before and f/size after the sum.
     groups: an int (that many groups of parameters reduced together) or lists of parameters.
     sparse_as_dense: reduce sparse gradients as dense tensors.
+    shared_gradients: keep the CPU gradients in hvd_mem_alloc memory (one flat buffer per
+        dtype; p.grad becomes a view of it), which the ranks of a host reduce in place in each
+        other's buffers. Default: HVD_TORCH_SHARED_GRADIENTS=1 turns it on. Gradients stay in
+        the buffer across steps with zero_grad(set_to_none=False); after set_to_none=True each
+        new gradient is copied into it once per step.
     """
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
@@ -362,6 +406,9 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     # Build the new optimizer around the same parameter groups (hyper-parameters included).
     opt = cls.__new__(cls)
     base.__init__(opt, optimizer.param_groups)
+    if shared_gradients is None:
+        shared_gradients = os.environ.get("HVD_TORCH_SHARED_GRADIENTS", "0").strip() == "1"
     opt._hvd_setup(named_parameters, compression, backward_passes_per_step, op,
-                   gradient_predivide_factor, groups, sparse_as_dense, process_set)
+                   gradient_predivide_factor, groups, sparse_as_dense, process_set,
+                   shared_gradients)
     return opt
