@@ -202,8 +202,10 @@ void Context::attach_shared_memory(const Deadline &deadline) {
     }
     group->enable_single_copy(everyone_reads);
     group->enable_mapped(everyone_reads && everyone_maps);
-    HVD_LOG(kDebug, rank_, "shared memory: single copy %s, mapped buffers (hvd_mem_alloc) %s",
-            everyone_reads ? "on" : "off", everyone_reads && everyone_maps ? "on" : "off");
+    HVD_LOG(kDebug, rank_,
+            "shared memory: the ranks %s read each other's memory; mapped buffers "
+            "(hvd_mem_alloc) %s",
+            everyone_reads ? "can" : "cannot", group->may_map() ? "on" : "off");
     shm_ = std::move(group);
 }
 
