@@ -403,9 +403,9 @@ HVD_API hvd_status_t hvd_grouped_reducescatter_enqueue(hvd_context_h ctx,
 HVD_API hvd_status_t hvd_mem_alloc(size_t bytes, void **ptr_p) HVD_NOEXCEPT;
 
 /* Frees memory from hvd_mem_alloc; ptr must be the pointer it returned, and no collective
- * enqueued on that memory may still be in flight. NULL is a no-op. Peer ranks may keep the
- * pages mapped (and so allocated) until their context drops the mapping (it keeps the 16 of
- * each rank it used last) or finalizes. Thread-safe.
+ * enqueued on that memory may still be in flight. NULL is a no-op. Peer ranks that mapped it
+ * keep the pages (and so the memory) until they next map a new allocation of this rank, drop
+ * it from their cache (16 per rank) or finalize. Thread-safe.
  * Errors: HVD_ERR_INVALID_ARG (a pointer not from hvd_mem_alloc, or freed already). */
 HVD_API hvd_status_t hvd_mem_free(void *ptr) HVD_NOEXCEPT;
 

@@ -1,6 +1,7 @@
 #include "shm/peer_regions.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -57,6 +58,34 @@ int PeerRegions::pidfd(int32_t member, int pid, std::string *error) {
     return fd;
 }
 
+namespace {
+
+// Whether the process behind pfd still holds a region: its descriptor fd still names the file
+// of `inode`. Only a descriptor it closed (EBADF) or one that now names another file says no;
+// when this process cannot take a descriptor (it is out of them), assume yes.
+bool still_held(int pfd, int32_t fd, uint64_t inode) {
+    int mine = pidfd_getfd(pfd, fd);
+    if (mine < 0) return errno != EBADF;
+    struct stat st;
+    bool same = ::fstat(mine, &st) != 0 || static_cast<uint64_t>(st.st_ino) == inode;
+    ::close(mine);
+    return same;
+}
+
+}  // namespace
+
+void PeerRegions::drop_freed(int32_t member, int pfd) {
+    std::vector<Mapping> &mine = by_member_[static_cast<size_t>(member)];
+    for (size_t i = 0; i < mine.size();) {
+        if (still_held(pfd, mine[i].fd, mine[i].inode)) {
+            ++i;
+            continue;
+        }
+        ::munmap(mine[i].base, mine[i].bytes);
+        mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+}
+
 char *PeerRegions::map(int32_t member, int pid, const SharedRef &ref, std::string *error) {
     std::vector<Mapping> &mine = by_member_[static_cast<size_t>(member)];
     for (Mapping &m : mine) {
@@ -73,6 +102,10 @@ char *PeerRegions::map(int32_t member, int pid, const SharedRef &ref, std::strin
                            member, pid, std::strerror(errno));
         return nullptr;
     }
+    // A new region of this member: release the ones it has freed since.
+    drop_freed(member, pfd);
+    struct stat st;
+    const uint64_t inode = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
     void *base =
         ::mmap(nullptr, ref.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     int err = errno;
@@ -90,7 +123,7 @@ char *PeerRegions::map(int32_t member, int pid, const SharedRef &ref, std::strin
         ::munmap(mine[oldest].base, mine[oldest].bytes);
         mine.erase(mine.begin() + static_cast<std::ptrdiff_t>(oldest));
     }
-    mine.push_back(Mapping{ref.id, static_cast<char *>(base), ref.bytes, ++uses_});
+    mine.push_back(Mapping{ref.id, static_cast<char *>(base), ref.bytes, ++uses_, ref.fd, inode});
     return static_cast<char *>(base);
 }
 

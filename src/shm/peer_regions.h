@@ -4,9 +4,12 @@
 // process_vm_readv) and mapping that.
 //
 // Mappings are cached by (member, region id) and reused by later collectives; at most
-// kPerMember per member stay mapped, the least recently used unmapped first. A region its
-// owner has freed keeps its memory until this cache drops it or is destroyed. Not
-// thread-safe: the group's one engine thread uses it.
+// kPerMember per member stay mapped, the least recently used unmapped first. Whenever a member's
+// region is mapped anew, the member's other mappings are checked and those whose region the
+// owner has freed are dropped (its descriptor is closed, or now names another file), so that
+// freed memory is released once the owner allocates again; a region freed last stays mapped
+// until then or until this cache is destroyed. Not thread-safe: the group's one engine thread
+// uses it.
 #pragma once
 
 #include <cstddef>
@@ -41,8 +44,12 @@ class PeerRegions {
         char *base;
         size_t bytes;
         uint64_t last_use;
+        int32_t fd;      // the region's descriptor in its owner
+        uint64_t inode;  // of the file it mapped
     };
     int pidfd(int32_t member, int pid, std::string *error);
+    // Drops the member's mappings whose region its owner no longer holds.
+    void drop_freed(int32_t member, int pfd);
 
     std::vector<std::vector<Mapping>> by_member_;
     std::vector<int> pidfds_;

@@ -148,8 +148,20 @@ static void test_offsets_inside_a_region(void **state) {
 }
 
 /* More regions, one after another, than a rank keeps its peers' mapped (16): each new one is
- * mapped, old ones dropped, and results stay right. Sizes vary so that freed address ranges
+ * mapped, freed ones dropped, and results stay right. Sizes vary so that freed address ranges
  * are reused by later regions. */
+/* Mappings of hvd_mem_alloc memory in this process (this rank's own and its peers'). */
+static int shared_mappings(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        n += strstr(line, "memfd:hvd-mem") != NULL;
+    fclose(f);
+    return n;
+}
+
 static void test_many_regions(void **state) {
     (void)state;
     for (int k = 0; k < 24; ++k) {
@@ -157,6 +169,11 @@ static void test_many_regions(void **state) {
         unsigned char *buf = shared(count * sizeof(int32_t));
         check_values(HVD_DTYPE_INT32, HVD_OP_SUM, buf, buf, count, k % 2 ? "odd" : "even");
         release(buf);
+        /* Freed regions are released by the peers once a new one is mapped: what stays is
+         * each peer's last region. */
+        if (shared_mappings() > mp_size - 1)
+            mp_die("after region %d: %d mappings of shared memory, expected at most %d", k,
+                   shared_mappings(), mp_size - 1);
     }
 }
 
