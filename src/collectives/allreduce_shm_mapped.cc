@@ -140,16 +140,34 @@ hvd_status_t reduce_part(ShmSync &sync, const Buffers &b, size_t i, size_t at, s
     return HVD_OK;
 }
 
-// This member's share of the concatenated pieces, piece by piece.
+// Whether piece i (len bytes) ends where piece i + 1 starts, in and out, on every member.
+bool adjacent(const Buffers &b, size_t i, size_t len) {
+    for (size_t m = 0; m < b.ins.size(); ++m)
+        if (b.ins[m][i] == nullptr || b.ins[m][i] + len != b.ins[m][i + 1] ||
+            b.outs[m][i] + len != b.outs[m][i + 1])
+            return false;
+    return true;
+}
+
+// This member's share of the concatenated pieces. Pieces that lie back to back on every member
+// (a framework's flat buffer, tensors allocated in one block) are reduced as one run, which the
+// kernels then walk in streams (256 x 16 KiB step: 319-321 -> 315-316 us; 4 KiB: unchanged).
 hvd_status_t reduce_share(ShmSync &sync, const Buffers &b, const Piece *pieces, size_t n_pieces,
                           size_t begin, size_t end, int32_t dtype, int32_t op) {
     size_t start = 0;
-    for (size_t i = 0; i < n_pieces && start < end; start += pieces[i].bytes, ++i) {
+    for (size_t i = 0; i < n_pieces && start < end;) {
+        size_t last = i;
+        size_t run_end = start + pieces[i].bytes;
+        while (last + 1 < n_pieces && run_end < end && adjacent(b, last, pieces[last].bytes))
+            run_end += pieces[++last].bytes;
         const size_t lo = begin > start ? begin : start;
-        const size_t hi = end < start + pieces[i].bytes ? end : start + pieces[i].bytes;
-        if (hi <= lo) continue;
-        hvd_status_t s = reduce_part(sync, b, i, lo - start, hi - lo, dtype, op);
-        if (s != HVD_OK) return s;
+        const size_t hi = end < run_end ? end : run_end;
+        if (hi > lo) {
+            hvd_status_t s = reduce_part(sync, b, i, lo - start, hi - lo, dtype, op);
+            if (s != HVD_OK) return s;
+        }
+        start = run_end;
+        i = last + 1;
     }
     return HVD_OK;
 }

@@ -200,48 +200,59 @@ static void test_mixed_memory(void **state) {
     }
 }
 
-/* Many tensors enqueued together (fused into one allreduce), carved from one region; with
- * `plain_piece` >= 0, that tensor is malloc'd on the last rank instead (the slots take over). */
-static void check_fused(int32_t op, int plain_piece) {
+/* Many tensors enqueued together (fused into one allreduce), carved from one region, `gap`
+ * elements apart (0: back to back); `grouped`: one grouped allreduce (always fused), else one
+ * enqueue each (fused as they meet in the engine). With `plain_piece` >= 0, that tensor is
+ * malloc'd on the last rank instead (the slots take over). */
+static void check_fused(int32_t op, int plain_piece, size_t gap, int grouped) {
     enum { kPieces = 64 };
     size_t counts[kPieces], offsets[kPieces], total = 0;
     for (int k = 0; k < kPieces; ++k) {
         counts[k] = 700 + (size_t)k * 53;
         offsets[k] = total;
-        total += counts[k] + 16; /* gaps between the tensors */
+        total += counts[k] + gap;
     }
     int32_t *region = shared(total * sizeof(int32_t));
     int32_t *plain = malloc(counts[kPieces - 1] * sizeof(int32_t)); /* the largest */
     assert_non_null(plain);
+    int32_t *tensor[kPieces];
+    int64_t shapes[kPieces][1];
+    hvd_tensor_t tts[kPieces];
+    const hvd_tensor_t *ptrs[kPieces];
     hvd_request_h reqs[kPieces];
+    char name[64];
     for (int k = 0; k < kPieces; ++k) {
-        int32_t *t = region + offsets[k];
-        if (k == plain_piece && mp_rank == mp_size - 1) t = plain;
+        tensor[k] = k == plain_piece && mp_rank == mp_size - 1 ? plain : region + offsets[k];
         for (size_t i = 0; i < counts[k]; ++i)
-            mp_set(HVD_DTYPE_INT32, t, i, mp_value(HVD_DTYPE_INT32, mp_rank, i + (size_t)k));
-        int64_t shape[1] = {(int64_t)counts[k]};
-        hvd_tensor_t tt = mp_tensor(t, HVD_DTYPE_INT32, 1, shape);
-        char name[64];
-        snprintf(name, sizeof name, "fused.%d.%d.%d", op, plain_piece, k);
-        hvd_op_params_t p = mp_params(NULL);
-        p.field_mask = HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_NAME;
-        p.reduce_op = op;
-        p.name = name;
-        hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &tt, &tt, &p, &reqs[k]);
+            tensor[k][i] = (int32_t)mp_value(HVD_DTYPE_INT32, mp_rank, i + (size_t)k);
+        shapes[k][0] = (int64_t)counts[k];
+        tts[k] = mp_tensor(tensor[k], HVD_DTYPE_INT32, 1, shapes[k]);
+        ptrs[k] = &tts[k];
+        if (grouped) continue;
+        snprintf(name, sizeof name, "fused.%d.%d.%zu.%d", op, plain_piece, gap, k);
+        hvd_op_params_t p = reduce_params(name, op);
+        hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &tts[k], &tts[k], &p, &reqs[k]);
         if (s != HVD_OK) mp_die("enqueue %s: %s", name, hvd_status_name(s));
     }
-    for (int k = 0; k < kPieces; ++k) {
+    if (grouped) {
+        snprintf(name, sizeof name, "grouped.%d.%d.%zu", op, plain_piece, gap);
+        hvd_op_params_t p = reduce_params(name, op);
+        hvd_status_t s = hvd_grouped_allreduce_enqueue(mp_ctx, ptrs, ptrs, kPieces, &p, &reqs[0]);
+        if (s != HVD_OK) mp_die("enqueue %s: %s", name, hvd_status_name(s));
+    }
+    for (int k = 0; k < (grouped ? 1 : kPieces); ++k) {
         hvd_status_t s = mp_wait(reqs[k]);
         if (s != HVD_OK) mp_die("fused piece %d: %s", k, hvd_status_name(s));
         hvd_request_release(reqs[k]);
-        const int32_t *t = k == plain_piece && mp_rank == mp_size - 1 ? plain : region + offsets[k];
+    }
+    for (int k = 0; k < kPieces; ++k) {
         for (size_t i = 0; i < counts[k]; ++i) {
             double ref = mp_reference(HVD_DTYPE_INT32, op, i + (size_t)k);
-            if (mp_get(HVD_DTYPE_INT32, t, i) != ref)
-                mp_die("fused op %d piece %d element %zu: %g, expected %g", op, k, i,
-                       mp_get(HVD_DTYPE_INT32, t, i), ref);
+            if (tensor[k][i] != ref)
+                mp_die("fused op %d piece %d element %zu: %d, expected %g", op, k, i, tensor[k][i],
+                       ref);
         }
-        for (size_t g = 0; g < 16 && k != plain_piece; ++g) /* gaps untouched */
+        for (size_t g = 0; g < gap && k != plain_piece; ++g) /* gaps untouched */
             assert_int_equal(region[offsets[k] + counts[k] + g], 0);
     }
     free(plain);
@@ -250,9 +261,13 @@ static void check_fused(int32_t op, int plain_piece) {
 
 static void test_fused_pieces(void **state) {
     (void)state;
-    check_fused(HVD_OP_SUM, -1);
-    check_fused(HVD_OP_MAX, -1);
-    check_fused(HVD_OP_SUM, 17);
+    for (int grouped = 0; grouped < 2; ++grouped) {
+        check_fused(HVD_OP_SUM, -1, 16, grouped);
+        check_fused(HVD_OP_MAX, -1, 16, grouped);
+        check_fused(HVD_OP_SUM, 17, 16, grouped);
+        check_fused(HVD_OP_SUM, -1, 0, grouped); /* back to back: reduced as runs */
+        check_fused(HVD_OP_MIN, 17, 0, grouped);
+    }
 }
 
 /* Allgather into a caller-owned output (in place and not) and broadcast from every root, on
