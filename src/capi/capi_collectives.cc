@@ -172,7 +172,7 @@ void fill_meta(Request &req, const OpParams &o, std::string name) {
     req.meta.dtype = req.input.dtype;
     req.meta.shape = req.input.shape;
     req.meta.device_type = req.input.device_type;
-    req.deadline = hvd::Deadline::after_ms(o.timeout_ms);
+    req.deadline = hvd::Deadline::after_ms_coarse(o.timeout_ms);
 }
 
 // Takes the name out of `o` (its last use).

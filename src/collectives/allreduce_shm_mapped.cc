@@ -174,6 +174,27 @@ hvd_status_t reduce_share(ShmSync &sync, const Buffers &b, const Piece *pieces, 
 
 }  // namespace
 
+// shm::shared_find for many ranges in a row: a range inside the region found last needs no
+// registry lookup (the pieces of a fused op mostly share one region).
+class RegionCursor {
+  public:
+    bool find(const void *p, size_t len, shm::SharedRef *ref) {
+        const char *at = static_cast<const char *>(p);
+        if (base_ == nullptr || at < base_ || static_cast<size_t>(at - base_) > last_.bytes ||
+            len > last_.bytes - static_cast<size_t>(at - base_)) {
+            if (!shm::shared_find(p, len, &last_)) return false;
+            base_ = at - last_.offset;
+        }
+        *ref = last_;
+        ref->offset = static_cast<uint64_t>(at - base_);
+        return true;
+    }
+
+  private:
+    const char *base_ = nullptr;
+    shm::SharedRef last_;
+};
+
 bool offer_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
                   size_t bytes) {
     shm::Group &g = sync.group();
@@ -190,12 +211,13 @@ bool offer_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_p
         regions[n_regions++] = id;
         return true;
     };
+    RegionCursor ins, outs;
     for (size_t i = 0; i < n_pieces && ok; ++i) {
         PieceOffer p{};
         p.bytes = pieces[i].bytes;
         if (p.bytes > 0)
-            ok = shm::shared_find(pieces[i].in, p.bytes, &p.in) &&
-                 shm::shared_find(pieces[i].out, p.bytes, &p.out) && count_region(p.in.id) &&
+            ok = ins.find(pieces[i].in, p.bytes, &p.in) &&
+                 outs.find(pieces[i].out, p.bytes, &p.out) && count_region(p.in.id) &&
                  count_region(p.out.id);
         if (ok) std::memcpy(slot + sizeof(OfferHeader) + i * sizeof p, &p, sizeof p);
     }
