@@ -27,20 +27,21 @@ constexpr const char *kName = "shm mapped allreduce";
 // Members beyond two reduce through a block that stays in cache, then copy it to every output.
 constexpr size_t kBlockBytes = 64 * 1024;
 
-// What a member writes into its slot half when it offers: a header, then one entry per piece.
+// What a member writes into its slot half when it offers: a header, then its pieces as runs,
+// each a stretch of consecutive pieces that lie back to back in one input region and one
+// output region (a fused op's tensors carved from one buffer make one run).
 struct OfferHeader {
     uint64_t bytes;  // of all pieces together
     uint64_t n_pieces;
+    uint64_t n_runs;
 };
-struct PieceOffer {
-    shm::SharedRef in;
+struct RunOffer {
+    shm::SharedRef in;  // where the run's first piece starts
     shm::SharedRef out;
     uint64_t bytes;
+    uint64_t first_piece;
+    uint64_t n_pieces;
 };
-
-size_t offer_bytes(size_t n_pieces) {
-    return sizeof(OfferHeader) + n_pieces * sizeof(PieceOffer);
-}
 
 bool fits(const shm::SharedRef &r, uint64_t bytes) {
     return r.offset <= r.bytes && bytes <= r.bytes - r.offset;
@@ -52,13 +53,13 @@ struct Buffers {
     std::vector<std::vector<char *>> outs;
 };
 
-// Maps member m's pieces; consecutive pieces in one region (a framework's flat buffer) cost
+// Maps member m's runs and points its pieces into them; consecutive runs in one region cost
 // one lookup.
 bool resolve_member(shm::Group &g, int32_t m, const char *offer, const Piece *pieces,
                     size_t n_pieces, size_t bytes, Buffers *b, std::string *error) {
     OfferHeader head;
     std::memcpy(&head, offer, sizeof head);
-    if (head.bytes != bytes || head.n_pieces != n_pieces) {
+    if (head.bytes != bytes || head.n_pieces != n_pieces || head.n_runs > n_pieces) {
         *error = strprintf("member %d offered %llu pieces of %llu bytes for %zu of %zu", m,
                            static_cast<unsigned long long>(head.n_pieces),
                            static_cast<unsigned long long>(head.bytes), n_pieces, bytes);
@@ -75,20 +76,44 @@ bool resolve_member(shm::Group &g, int32_t m, const char *offer, const Piece *pi
         }
         return last_base == nullptr ? nullptr : last_base + ref.offset;
     };
-    for (size_t i = 0; i < n_pieces; ++i) {
-        PieceOffer p;
-        std::memcpy(&p, offer + sizeof head + i * sizeof p, sizeof p);
-        if (p.bytes == 0 && pieces[i].bytes == 0) continue;  // nothing to map or reduce
-        if (p.bytes != pieces[i].bytes || !fits(p.in, p.bytes) || !fits(p.out, p.bytes)) {
-            *error = strprintf("member %d offered %llu bytes for piece %zu of %zu bytes", m,
-                               static_cast<unsigned long long>(p.bytes), i, pieces[i].bytes);
+    size_t next = 0;  // the piece the next run must start at
+    for (uint64_t r = 0; r < head.n_runs; ++r) {
+        RunOffer run;
+        std::memcpy(&run, offer + sizeof head + r * sizeof run, sizeof run);
+        size_t run_bytes = 0;
+        for (size_t i = next; run.first_piece == next && i - next < run.n_pieces && i < n_pieces;
+             ++i)
+            run_bytes += pieces[i].bytes;
+        if (run.first_piece != next || run.n_pieces == 0 || run.n_pieces > n_pieces - next ||
+            run_bytes != run.bytes || !fits(run.in, run.bytes) || !fits(run.out, run.bytes)) {
+            *error = strprintf(
+                "member %d offered a run of %llu pieces from %llu (%llu bytes) "
+                "that does not match this allreduce",
+                m, static_cast<unsigned long long>(run.n_pieces),
+                static_cast<unsigned long long>(run.first_piece),
+                static_cast<unsigned long long>(run.bytes));
             return false;
         }
-        const char *in = map(p.in);
-        char *out = in != nullptr ? map(p.out) : nullptr;
-        if (out == nullptr) return false;
-        b->ins[m][i] = in;
-        b->outs[m][i] = out;
+        const char *in = nullptr;
+        char *out = nullptr;
+        if (run.bytes > 0) {
+            in = map(run.in);
+            out = in != nullptr ? map(run.out) : nullptr;
+            if (out == nullptr) return false;
+        }
+        for (size_t i = next; i < next + run.n_pieces; ++i) {
+            b->ins[m][i] = in;
+            b->outs[m][i] = out;
+            if (in != nullptr) {
+                in += pieces[i].bytes;
+                out += pieces[i].bytes;
+            }
+        }
+        next += run.n_pieces;
+    }
+    if (next != n_pieces) {
+        *error = strprintf("member %d offered runs of %zu pieces for %zu", m, next, n_pieces);
+        return false;
     }
     return true;
 }
@@ -198,8 +223,8 @@ class RegionCursor {
 bool offer_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
                   size_t bytes) {
     shm::Group &g = sync.group();
-    bool ok = offer_bytes(n_pieces) <= g.slot_bytes();
     char *slot = g.slot(sync.me(), round);
+    const size_t max_runs = (g.slot_bytes() - sizeof(OfferHeader)) / sizeof(RunOffer);
     // The others keep at most kPerMember of this member's regions mapped: an op needing more
     // would unmap its own buffers while it still uses them, so it goes through the slots.
     uint64_t regions[shm::PeerRegions::kPerMember];
@@ -212,17 +237,45 @@ bool offer_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_p
         return true;
     };
     RegionCursor ins, outs;
+    RunOffer run{};
+    const char *run_in = nullptr;  // where the run starts in this process
+    const char *run_out = nullptr;
+    size_t n_runs = 0;
+    bool ok = true;
+    auto flush = [&]() {
+        if (run.n_pieces == 0) return true;
+        if (n_runs == max_runs) return false;
+        std::memcpy(slot + sizeof(OfferHeader) + n_runs++ * sizeof run, &run, sizeof run);
+        return true;
+    };
     for (size_t i = 0; i < n_pieces && ok; ++i) {
-        PieceOffer p{};
-        p.bytes = pieces[i].bytes;
-        if (p.bytes > 0)
-            ok = ins.find(pieces[i].in, p.bytes, &p.in) &&
-                 outs.find(pieces[i].out, p.bytes, &p.out) && count_region(p.in.id) &&
-                 count_region(p.out.id);
-        if (ok) std::memcpy(slot + sizeof(OfferHeader) + i * sizeof p, &p, sizeof p);
+        const size_t len = pieces[i].bytes;
+        const char *in = static_cast<const char *>(pieces[i].in);
+        const char *out = static_cast<const char *>(pieces[i].out);
+        // Back to back with the run, inside its regions: the run grows.
+        const bool extends =
+            run.n_pieces > 0 &&
+            (len == 0 || (run.bytes > 0 && in == run_in + run.bytes && out == run_out + run.bytes &&
+                          fits(run.in, run.bytes + len) && fits(run.out, run.bytes + len)));
+        if (extends) {
+            run.bytes += len;
+            ++run.n_pieces;
+            continue;
+        }
+        ok = flush();
+        run = RunOffer{};
+        run.first_piece = i;
+        run.n_pieces = 1;
+        run.bytes = len;
+        run_in = in;
+        run_out = out;
+        if (ok && len > 0)
+            ok = ins.find(in, len, &run.in) && outs.find(out, len, &run.out) &&
+                 count_region(run.in.id) && count_region(run.out.id);
     }
+    ok = ok && flush();
     if (ok) {
-        OfferHeader head{bytes, n_pieces};
+        OfferHeader head{bytes, n_pieces, n_runs};
         std::memcpy(slot, &head, sizeof head);
     }
     g.mark(round, ok);

@@ -412,6 +412,36 @@ static void check_grouped(int n, size_t count, int in_place, int starve) {
     }
 }
 
+/* A grouped allreduce whose tensors include empty ones (data NULL, or a pointer between two
+ * tensors that lie back to back): the others are reduced, the empty ones need nothing. */
+static void test_empty_tensors_in_a_group(void **state) {
+    (void)state;
+    const size_t count = 5000;
+    int32_t *region = shared(2 * count * sizeof(int32_t));
+    int32_t *parts[4] = {region, NULL, region + count, region + 2 * count};
+    int64_t shapes[4][1] = {{(int64_t)count}, {0}, {(int64_t)count}, {0}};
+    hvd_tensor_t t[4];
+    const hvd_tensor_t *p[4];
+    for (int k = 0; k < 4; ++k) {
+        for (size_t i = 0; i < (size_t)shapes[k][0]; ++i)
+            parts[k][i] = (int32_t)mp_value(HVD_DTYPE_INT32, mp_rank, i + (size_t)k);
+        t[k] = mp_tensor(parts[k], HVD_DTYPE_INT32, 1, shapes[k]);
+        p[k] = &t[k];
+    }
+    hvd_op_params_t params = reduce_params("grouped.empty", HVD_OP_SUM);
+    hvd_request_h req;
+    hvd_status_t s = hvd_grouped_allreduce_enqueue(mp_ctx, p, p, 4, &params, &req);
+    if (s == HVD_OK) s = mp_wait(req);
+    if (s != HVD_OK) mp_die("grouped allreduce with empty tensors: %s", hvd_status_name(s));
+    hvd_request_release(req);
+    for (int k = 0; k < 4; k += 2)
+        for (size_t i = 0; i < count; ++i)
+            if (parts[k][i] != mp_reference(HVD_DTYPE_INT32, HVD_OP_SUM, i + (size_t)k))
+                mp_die("grouped with empty tensors: tensor %d element %zu is %d", k, i,
+                       parts[k][i]);
+    release(region);
+}
+
 static void test_grouped_regions(void **state) {
     (void)state;
     check_grouped(16, 3000, 1, 0); /* 16 regions: mapped */
@@ -452,6 +482,7 @@ int main(void) {
         cmocka_unit_test(test_mixed_memory),
         cmocka_unit_test(test_fused_pieces),
         cmocka_unit_test(test_grouped_regions),
+        cmocka_unit_test(test_empty_tensors_in_a_group),
         cmocka_unit_test(test_allgather_and_broadcast),
         cmocka_unit_test(test_same_bits_as_slots),
     };
