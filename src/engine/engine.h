@@ -113,7 +113,7 @@ class Engine {
     void deliver_responses(std::vector<Response> responses);
     std::vector<int32_t> recipients(const Response &r) const;
     void run_one(const Response &resp, const RequestPtr &req);
-    void run_fused(Response first, RequestPtr first_req);
+    void run_fused(Response &&first, RequestPtr first_req);
     collectives::Comm make_comm(const Response &resp, const Request &req);
     // The status a failed collective completes with; aborts the context unless the failure
     // was this op's alone (mismatch, bad argument).
@@ -213,8 +213,7 @@ class Engine {
     std::map<uint16_t, int> pending_joins_;  // joins in pending_, by set
     void add_pending(const RequestPtr &req);
     RequestPtr take_pending(PendingMap::iterator it);
-    std::deque<Response> responses_;     // agreed order, not yet run (no allocation per entry)
-    std::vector<Response> round_batch_;  // run_round's batch, kept for its capacity
+    std::deque<Response> responses_;  // agreed order, not yet run (no allocation per entry)
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     std::vector<Response> outbox_;              // coordinator: emitted, not yet delivered

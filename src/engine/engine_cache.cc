@@ -133,8 +133,9 @@ void Engine::cast_vote() {
 }
 
 void Engine::run_round(const RoundOutcome &outcome) {
-    std::vector<Response> &batch = round_batch_;
-    batch.clear();
+    // Straight into the queue, copied from the cache once (a Response is ~200 bytes and three
+    // strings: 256 x 4 KiB step 169-170 -> 160-161 us with this and run_fused's one move).
+    const size_t first = responses_.size();
     bool vote_again = false;
     for (uint32_t bit : outcome.ready_everywhere.bits()) {
         auto wait = cached_waiting_.find(bit);
@@ -149,16 +150,13 @@ void Engine::run_round(const RoundOutcome &outcome) {
                         strprintf("rank %d: cache round %llu agreed on bit %u, which this rank "
                                   "did not vote for",
                                   rank_, static_cast<unsigned long long>(rounds_done_ + 1), bit));
-        Response resp = *cached;
-        resp.seq = kCachedSeqFlag | (cached_seq_++ & (kCachedSeqFlag - 1));
-        batch.push_back(std::move(resp));
+        responses_.push_back(*cached);
+        responses_.back().seq = kCachedSeqFlag | (cached_seq_++ & (kCachedSeqFlag - 1));
         cached_waiting_.erase(wait);
         if (cache_bits_) cache_bits_->used(bit);
     }
-    plan_fusion(batch, static_cast<size_t>(outcome.fusion_threshold));
-    cache_hits_.fetch_add(batch.size(), std::memory_order_relaxed);
-    for (Response &resp : batch)
-        responses_.push_back(std::move(resp));
+    plan_fusion(responses_, first, static_cast<size_t>(outcome.fusion_threshold));
+    cache_hits_.fetch_add(responses_.size() - first, std::memory_order_relaxed);
     for (uint32_t bit : outcome.invalid.bits()) {
         if (cache_.touched(bit)) {
             // Some votes may have meant the op the bit held before: keep the entry, and vote
