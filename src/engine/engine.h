@@ -26,6 +26,7 @@
 #include "engine/cache_bit_allocator.h"
 #include "engine/cache_round.h"
 #include "engine/coordinator.h"
+#include "engine/fifo.h"
 #include "engine/name_key.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
@@ -213,7 +214,7 @@ class Engine {
     std::map<uint16_t, int> pending_joins_;  // joins in pending_, by set
     void add_pending(const RequestPtr &req);
     RequestPtr take_pending(PendingMap::iterator it);
-    std::deque<Response> responses_;  // agreed order, not yet run (no allocation per entry)
+    Fifo<Response> responses_;  // agreed order, not yet run (no allocation once warm)
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     std::vector<Response> outbox_;              // coordinator: emitted, not yet delivered

@@ -1,0 +1,45 @@
+// A first-in first-out queue over one vector that keeps its storage: once warm, pushing and
+// popping allocate nothing, where std::deque allocates a node every two entries of a type as
+// large as a Response (and frees it again when they are popped). The consumed front is
+// dropped when the queue empties, or compacted away once it is the larger part, so a queue
+// that never quite empties stays bounded. Random access is relative to the front. Not
+// thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace hvd::engine {
+
+template <typename T>
+class Fifo {
+  public:
+    bool empty() const { return head_ == items_.size(); }
+    size_t size() const { return items_.size() - head_; }
+    T &front() { return items_[head_]; }
+    T &back() { return items_.back(); }
+    T &operator[](size_t i) { return items_[head_ + i]; }
+    const T &operator[](size_t i) const { return items_[head_ + i]; }
+    void push_back(T &&v) { items_.push_back(std::move(v)); }
+    void push_back(const T &v) { items_.push_back(v); }
+    void pop_front() {
+        if (++head_ == items_.size()) {
+            clear();
+        } else if (head_ >= kCompactAt && head_ * 2 >= items_.size()) {
+            items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+            head_ = 0;
+        }
+    }
+    void clear() {
+        items_.clear();
+        head_ = 0;
+    }
+
+  private:
+    static constexpr size_t kCompactAt = 64;
+    std::vector<T> items_;
+    size_t head_ = 0;
+};
+
+}  // namespace hvd::engine
