@@ -1,4 +1,6 @@
 // Request completion: test, wait, output, message, release.
+#include <vector>
+
 #include "capi/guard.h"
 #include "capi/handles.h"
 #include "common/scoped_count.h"
@@ -38,6 +40,55 @@ hvd_tensor_t output_of(const hvd::engine::Request &r) {
 }
 
 }  // namespace
+
+namespace {
+
+// Freed request handles of this thread, reused by its next enqueues (no lock: a handle freed
+// by another thread goes to that thread's list). Bounded; the rest go back to the allocator,
+// and so does the list when its thread ends. Handles freed after that (by a later destructor
+// of the ending thread) go straight to the allocator.
+thread_local bool handle_cache_gone = false;
+
+struct HandleCache {
+    static constexpr size_t kMax = 4096;
+    std::vector<void *> free;
+    ~HandleCache() {
+        handle_cache_gone = true;
+        for (void *p : free)
+            ::operator delete(p);
+    }
+};
+
+HandleCache *handle_cache() {
+    if (handle_cache_gone) return nullptr;
+    thread_local HandleCache cache;
+    return &cache;
+}
+
+}  // namespace
+
+void *hvd_request::operator new(size_t bytes) {
+    HandleCache *c = handle_cache();
+    if (c != nullptr && bytes == sizeof(hvd_request) && !c->free.empty()) {
+        void *p = c->free.back();
+        c->free.pop_back();
+        return p;
+    }
+    return ::operator new(bytes);
+}
+
+void hvd_request::operator delete(void *p, size_t bytes) noexcept {
+    if (p == nullptr) return;
+    HandleCache *c = handle_cache();
+    if (c != nullptr && bytes == sizeof(hvd_request) && c->free.size() < HandleCache::kMax) {
+        try {
+            c->free.push_back(p);
+            return;
+        } catch (...) {  // no room to remember it: free it below
+        }
+    }
+    ::operator delete(p);
+}
 
 extern "C" {
 

@@ -31,4 +31,9 @@ struct hvd_request {
     // The engine that runs it, for a waiter that drives it (expired: wait only).
     std::weak_ptr<hvd::engine::Engine> engine;
     std::atomic<int> waiters{0};  // threads inside hvd_request_wait
+
+    // From a per-thread free list (capi_request.cc): a step makes and releases hundreds at
+    // once on the caller's thread, more than glibc's per-thread cache keeps of one size.
+    static void *operator new(size_t bytes);
+    static void operator delete(void *p, size_t bytes) noexcept;
 };

@@ -1,6 +1,7 @@
 /* Alltoall, reducescatter, barrier and process sets on the ranks hvdrun started, against
  * references computed here from the formula every rank used to fill its input. */
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -221,6 +222,53 @@ static void test_barrier_with_pending_ops(void **state) {
     assert_int_equal(mp_wait(pending), HVD_OK);
     hvd_request_release(pending);
     assert_true(x[1] == 2.0f * mp_size);
+}
+
+/* Request handles made on one thread and released on another, by a thread that has ended:
+ * handles are recycled per thread, and a thread's list goes when the thread does. */
+enum { kThreadOps = 40 };
+typedef struct {
+    float values[kThreadOps][3];
+    hvd_request_h reqs[kThreadOps];
+} thread_ops_t;
+
+static void *enqueue_on_a_thread(void *arg) {
+    thread_ops_t *ops = arg;
+    for (int k = 0; k < kThreadOps; ++k) {
+        for (int i = 0; i < 3; ++i)
+            ops->values[k][i] = (float)(mp_rank + k + i);
+        int64_t shape[1] = {3};
+        hvd_tensor_t t = mp_tensor(ops->values[k], HVD_DTYPE_FLOAT32, 1, shape);
+        char name[32];
+        snprintf(name, sizeof name, "threads.%d", k);
+        hvd_op_params_t p = mp_params(NULL);
+        p.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_REDUCE_OP;
+        p.name = name;
+        p.reduce_op = HVD_OP_SUM;
+        if (hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &ops->reqs[k]) != HVD_OK)
+            mp_die("enqueue on a thread");
+    }
+    return NULL;  // the handles outlive this thread
+}
+
+static void test_handles_across_threads(void **state) {
+    (void)state;
+    for (int round = 0; round < 3; ++round) {
+        thread_ops_t ops;
+        pthread_t thread;
+        assert_int_equal(pthread_create(&thread, NULL, enqueue_on_a_thread, &ops), 0);
+        assert_int_equal(pthread_join(thread, NULL), 0);
+        for (int k = 0; k < kThreadOps; ++k) {
+            assert_int_equal(mp_wait(ops.reqs[k]), HVD_OK);
+            assert_int_equal(hvd_request_release(ops.reqs[k]), HVD_OK);  // to this thread's list
+            for (int i = 0; i < 3; ++i) {
+                double want = 0;
+                for (int32_t r = 0; r < mp_size; ++r)
+                    want += r + k + i;
+                assert_true(ops.values[k][i] == (float)want);
+            }
+        }
+    }
 }
 
 /* Sum allreduce inside a set (member index me of n), in place or not, every value checked. */
@@ -541,6 +589,7 @@ int main(void) {
         cmocka_unit_test(test_reducescatter_every_dtype),
         cmocka_unit_test(test_reducescatter_errors),
         cmocka_unit_test(test_barrier_with_pending_ops),
+        cmocka_unit_test(test_handles_across_threads),
         cmocka_unit_test(test_process_sets),
         cmocka_unit_test(test_process_set_mismatch),
         cmocka_unit_test(test_join_uneven_steps),
