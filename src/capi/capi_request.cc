@@ -39,10 +39,6 @@ hvd_tensor_t output_of(const hvd::engine::Request &r) {
     return t;
 }
 
-}  // namespace
-
-namespace {
-
 // Freed request handles of this thread, reused by its next enqueues (no lock: a handle freed
 // by another thread goes to that thread's list). Bounded; the rest go back to the allocator,
 // and so does the list when its thread ends. Handles freed after that (by a later destructor

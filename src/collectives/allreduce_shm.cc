@@ -217,14 +217,14 @@ hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t
         if (may_map) {
             may_map = false;
             const int32_t offers = count_offers(sync, cur.t);
-            bool dropped = offers > 0;
             if (offers == sync.group().size()) {
+                bool dropped = false;
                 s = allreduce_mapped(sync, cur.t, pieces, n_pieces, bytes, dtype, op, &dropped);
                 if (s != HVD_OK || !dropped) return s;
-            } else if (dropped) {
+            } else if (offers > 0) {
                 sync.post(shm::Counter::kDone, cur.t);
             }
-            if (dropped) return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
+            if (offers > 0) return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
         }
         s = reduce_own_share(sync, list, cur, esz, dtype, op);
         if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");

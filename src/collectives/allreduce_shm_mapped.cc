@@ -80,12 +80,14 @@ bool resolve_member(shm::Group &g, int32_t m, const char *offer, const Piece *pi
     for (uint64_t r = 0; r < head.n_runs; ++r) {
         RunOffer run;
         std::memcpy(&run, offer + sizeof head + r * sizeof run, sizeof run);
+        bool matches =
+            run.first_piece == next && run.n_pieces > 0 && run.n_pieces <= n_pieces - next;
         size_t run_bytes = 0;
-        for (size_t i = next; run.first_piece == next && i - next < run.n_pieces && i < n_pieces;
-             ++i)
+        for (size_t i = next; matches && i < next + run.n_pieces; ++i)
             run_bytes += pieces[i].bytes;
-        if (run.first_piece != next || run.n_pieces == 0 || run.n_pieces > n_pieces - next ||
-            run_bytes != run.bytes || !fits(run.in, run.bytes) || !fits(run.out, run.bytes)) {
+        matches = matches && run_bytes == run.bytes && fits(run.in, run.bytes) &&
+                  fits(run.out, run.bytes);
+        if (!matches) {
             *error = strprintf(
                 "member %d offered a run of %llu pieces from %llu (%llu bytes) "
                 "that does not match this allreduce",
@@ -197,8 +199,6 @@ hvd_status_t reduce_share(ShmSync &sync, const Buffers &b, const Piece *pieces, 
     return HVD_OK;
 }
 
-}  // namespace
-
 // shm::shared_find for many ranges in a row: a range inside the region found last needs no
 // registry lookup (the pieces of a fused op mostly share one region).
 class RegionCursor {
@@ -219,6 +219,8 @@ class RegionCursor {
     const char *base_ = nullptr;
     shm::SharedRef last_;
 };
+
+}  // namespace
 
 bool offer_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
                   size_t bytes) {
@@ -278,14 +280,14 @@ bool offer_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_p
         OfferHeader head{bytes, n_pieces, n_runs};
         std::memcpy(slot, &head, sizeof head);
     }
-    g.mark(round, ok);
+    g.mark(shm::Mark::kMapped, round, ok);
     return ok;
 }
 
 int32_t count_offers(const ShmSync &sync, uint64_t round) {
     int32_t n = 0;
     for (int32_t m = 0; m < sync.group().size(); ++m)
-        n += sync.group().marked(m, round) ? 1 : 0;
+        n += sync.group().marked(m, shm::Mark::kMapped, round) ? 1 : 0;
     return n;
 }
 
@@ -301,12 +303,12 @@ hvd_status_t allreduce_mapped(ShmSync &sync, uint64_t round, const Piece *pieces
     if (!ok)
         HVD_LOG(kWarning, sync.comm().global_rank(),
                 "%s: %s: this allreduce goes through the slots instead", kName, error.c_str());
-    g.mark_resolved(round, ok);
+    g.mark(shm::Mark::kResolved, round, ok);
     sync.post(shm::Counter::kReduced, round);
     hvd_status_t s = sync.all(shm::Counter::kReduced, round, "to map the others' buffers");
     if (s != HVD_OK) return s;
     for (int32_t m = 0; m < g.size(); ++m) {
-        if (g.resolved(m, round)) continue;
+        if (g.marked(m, shm::Mark::kResolved, round)) continue;
         sync.post(shm::Counter::kDone, round);
         *dropped = true;
         return HVD_OK;

@@ -2,8 +2,8 @@
 // popping allocate nothing, where std::deque allocates a node every two entries of a type as
 // large as a Response (and frees it again when they are popped). The consumed front is
 // dropped when the queue empties, or, at the next push, compacted away once it is the larger
-// part, so a queue that never quite empties stays bounded. Random access is relative to the front.
-// Not thread-safe.
+// part, so a queue that never quite empties stays bounded. Random access is relative to the
+// front. A pushed value must not be an element of the queue itself. Not thread-safe.
 #pragma once
 
 #include <cstddef>

@@ -22,6 +22,23 @@ int pidfd_getfd(int pidfd, int fd) {
     return static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, fd, 0));
 }
 
+// The inode of the file behind descriptor fd; 0 if fstat fails.
+uint64_t inode_of(int fd) {
+    struct stat st;
+    return ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
+// Whether the process behind pfd still holds a region: its descriptor fd still names the file
+// of `inode`. Only a descriptor it closed (EBADF) or one that now names another file says no;
+// when this process cannot take a descriptor (it is out of them), assume yes.
+bool still_held(int pfd, int32_t fd, uint64_t inode) {
+    int mine = pidfd_getfd(pfd, fd);
+    if (mine < 0) return errno != EBADF;
+    const uint64_t now = inode_of(mine);
+    ::close(mine);
+    return now == 0 || now == inode;
+}
+
 }  // namespace
 
 PeerRegions::PeerRegions(int32_t members)
@@ -58,22 +75,6 @@ int PeerRegions::pidfd(int32_t member, int pid, std::string *error) {
     return fd;
 }
 
-namespace {
-
-// Whether the process behind pfd still holds a region: its descriptor fd still names the file
-// of `inode`. Only a descriptor it closed (EBADF) or one that now names another file says no;
-// when this process cannot take a descriptor (it is out of them), assume yes.
-bool still_held(int pfd, int32_t fd, uint64_t inode) {
-    int mine = pidfd_getfd(pfd, fd);
-    if (mine < 0) return errno != EBADF;
-    struct stat st;
-    bool same = ::fstat(mine, &st) != 0 || static_cast<uint64_t>(st.st_ino) == inode;
-    ::close(mine);
-    return same;
-}
-
-}  // namespace
-
 void PeerRegions::drop_freed(int32_t member, int pfd) {
     std::vector<Mapping> &mine = by_member_[static_cast<size_t>(member)];
     for (size_t i = 0; i < mine.size();) {
@@ -104,8 +105,7 @@ char *PeerRegions::map(int32_t member, int pid, const SharedRef &ref, std::strin
     }
     // A new region of this member: release the ones it has freed since.
     drop_freed(member, pfd);
-    struct stat st;
-    const uint64_t inode = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+    const uint64_t inode = inode_of(fd);
     void *base =
         ::mmap(nullptr, ref.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     int err = errno;

@@ -86,8 +86,7 @@ struct Group::Control {
     alignas(128) uint64_t counters[3];
     uint64_t stamp_round[2];  // by slot half: the round last written, and its collective
     uint32_t stamp_seq[2];
-    uint32_t mapped[2];    // by slot half: 1 if this member's buffers are regions in that round
-    uint32_t resolved[2];  // by slot half: 1 if this member mapped every other member's
+    uint32_t marks[2][2];  // [Mark][slot half]: 1 for yes
     alignas(128) uint32_t sleeping;
     uint32_t bell;
     int32_t pid;    // the member's process, for single-copy reads
@@ -394,20 +393,14 @@ bool Group::probe_mapped() const {
     return true;
 }
 
-void Group::mark(uint64_t round, bool mapped) {
-    __atomic_store_n(&control(my_index_)->mapped[round & 1], mapped ? 1u : 0u, __ATOMIC_RELAXED);
+void Group::mark(Mark which, uint64_t round, bool on) {
+    uint32_t *word = &control(my_index_)->marks[static_cast<int>(which)][round & 1];
+    __atomic_store_n(word, on ? 1u : 0u, __ATOMIC_RELAXED);
 }
 
-bool Group::marked(int32_t member, uint64_t round) const {
-    return __atomic_load_n(&control(member)->mapped[round & 1], __ATOMIC_RELAXED) != 0;
-}
-
-void Group::mark_resolved(uint64_t round, bool ok) {
-    __atomic_store_n(&control(my_index_)->resolved[round & 1], ok ? 1u : 0u, __ATOMIC_RELAXED);
-}
-
-bool Group::resolved(int32_t member, uint64_t round) const {
-    return __atomic_load_n(&control(member)->resolved[round & 1], __ATOMIC_RELAXED) != 0;
+bool Group::marked(int32_t member, Mark which, uint64_t round) const {
+    const uint32_t *word = &control(member)->marks[static_cast<int>(which)][round & 1];
+    return __atomic_load_n(word, __ATOMIC_RELAXED) != 0;
 }
 
 char *Group::map_region(int32_t member, const SharedRef &ref, std::string *error) {

@@ -43,6 +43,12 @@ enum class Counter : int {
                    // writing its share into every member's buffers)
 };
 
+// A member's yes/no for a mapped round, one per slot half.
+enum class Mark : int {
+    kMapped = 0,    // with kReady: its buffers are regions, and its slot half says where
+    kResolved = 1,  // with kReduced: it mapped every other member's buffers
+};
+
 // The group's tunables. The creator's values go into the segment's header and every member
 // uses those, so all members choose the same algorithm for the same op whatever their own
 // environment says.
@@ -158,14 +164,10 @@ class Group {
     bool may_map() const { return mapped_on_; }
     // Whether an allreduce of `bytes` may go the mapped way (the same answer on every member).
     bool mapped(size_t bytes) const { return mapped_on_ && bytes >= settings_.mapped_min_bytes; }
-    // This member's mark for `round`: its buffers are regions and its slot half holds where
-    // (written before posting kReady). marked() reads member m's after its kReady.
-    void mark(uint64_t round, bool mapped);
-    bool marked(int32_t member, uint64_t round) const;
-    // Whether this member could map every other member's buffers for `round` (written before
-    // posting kReduced; read after that member's kReduced).
-    void mark_resolved(uint64_t round, bool ok);
-    bool resolved(int32_t member, uint64_t round) const;
+    // This member's mark `which` for `round`, written before posting the counter it goes
+    // with; marked() reads member m's after that counter (see Mark).
+    void mark(Mark which, uint64_t round, bool on);
+    bool marked(int32_t member, Mark which, uint64_t round) const;
     // The start, in this process, of member m's region `ref`; nullptr with *error if it cannot
     // be mapped.
     char *map_region(int32_t member, const SharedRef &ref, std::string *error);

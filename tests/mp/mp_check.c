@@ -210,3 +210,11 @@ double mp_reference(int32_t dtype, int32_t op, size_t i) {
     }
     return acc;
 }
+
+hvd_op_params_t mp_reduce_params(const char *name, int32_t op) {
+    hvd_op_params_t p = mp_params(NULL);
+    p.field_mask = HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_NAME;
+    p.reduce_op = op;
+    p.name = name;
+    return p;
+}

@@ -30,6 +30,8 @@ const char *mp_dtype_name(int32_t dtype);
 
 /* Op parameters with every field at its default, in process set ps (NULL: all ranks). */
 hvd_op_params_t mp_params(hvd_process_set_h ps);
+/* A named reduction (op: HVD_OP_*) in the global set, every other field at its default. */
+hvd_op_params_t mp_reduce_params(const char *name, int32_t op);
 
 /* A tensor descriptor on caller memory. */
 hvd_tensor_t mp_tensor(void *data, int32_t dtype, int32_t ndim, const int64_t *shape);

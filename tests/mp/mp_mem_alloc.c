@@ -40,21 +40,12 @@ static void release(void *p) {
     if (s != HVD_OK) mp_die("hvd_mem_free: %s", hvd_status_name(s));
 }
 
-/* Parameters of a named reduction with every other field at its default. */
-static hvd_op_params_t reduce_params(const char *name, int32_t op) {
-    hvd_op_params_t p = mp_params(NULL);
-    p.field_mask = HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_NAME;
-    p.reduce_op = op;
-    p.name = name;
-    return p;
-}
-
 static void allreduce(const char *name, int32_t dtype, int32_t op, void *in, void *out,
                       size_t count) {
     int64_t shape[1] = {(int64_t)count};
     hvd_tensor_t tin = mp_tensor(in, dtype, 1, shape);
     hvd_tensor_t tout = mp_tensor(out, dtype, 1, shape);
-    hvd_op_params_t p = reduce_params(name, op);
+    hvd_op_params_t p = mp_reduce_params(name, op);
     hvd_request_h req;
     hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &tin, &tout, &p, &req);
     if (s != HVD_OK) mp_die("allreduce enqueue %s: %s", name, hvd_status_name(s));
@@ -230,13 +221,13 @@ static void check_fused(int32_t op, int plain_piece, size_t gap, int grouped) {
         ptrs[k] = &tts[k];
         if (grouped) continue;
         snprintf(name, sizeof name, "fused.%d.%d.%zu.%d", op, plain_piece, gap, k);
-        hvd_op_params_t p = reduce_params(name, op);
+        hvd_op_params_t p = mp_reduce_params(name, op);
         hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &tts[k], &tts[k], &p, &reqs[k]);
         if (s != HVD_OK) mp_die("enqueue %s: %s", name, hvd_status_name(s));
     }
     if (grouped) {
         snprintf(name, sizeof name, "grouped.%d.%d.%zu", op, plain_piece, gap);
-        hvd_op_params_t p = reduce_params(name, op);
+        hvd_op_params_t p = mp_reduce_params(name, op);
         hvd_status_t s = hvd_grouped_allreduce_enqueue(mp_ctx, ptrs, ptrs, kPieces, &p, &reqs[0]);
         if (s != HVD_OK) mp_die("enqueue %s: %s", name, hvd_status_name(s));
     }
@@ -395,7 +386,7 @@ static void check_grouped(int n, size_t count, int in_place, int starve) {
     }
     char name[64];
     snprintf(name, sizeof name, "grouped.%d.%d.%d", n, in_place, starve);
-    hvd_op_params_t p = reduce_params(name, HVD_OP_SUM);
+    hvd_op_params_t p = mp_reduce_params(name, HVD_OP_SUM);
     hvd_request_h req;
     hvd_status_t s = hvd_grouped_allreduce_enqueue(mp_ctx, pin, pout, n, &p, &req);
     if (s == HVD_OK) s = mp_wait(req);
@@ -428,7 +419,7 @@ static void test_empty_tensors_in_a_group(void **state) {
         t[k] = mp_tensor(parts[k], HVD_DTYPE_INT32, 1, shapes[k]);
         p[k] = &t[k];
     }
-    hvd_op_params_t params = reduce_params("grouped.empty", HVD_OP_SUM);
+    hvd_op_params_t params = mp_reduce_params("grouped.empty", HVD_OP_SUM);
     hvd_request_h req;
     hvd_status_t s = hvd_grouped_allreduce_enqueue(mp_ctx, p, p, 4, &params, &req);
     if (s == HVD_OK) s = mp_wait(req);

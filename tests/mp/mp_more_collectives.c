@@ -241,10 +241,7 @@ static void *enqueue_on_a_thread(void *arg) {
         hvd_tensor_t t = mp_tensor(ops->values[k], HVD_DTYPE_FLOAT32, 1, shape);
         char name[32];
         snprintf(name, sizeof name, "threads.%d", k);
-        hvd_op_params_t p = mp_params(NULL);
-        p.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_REDUCE_OP;
-        p.name = name;
-        p.reduce_op = HVD_OP_SUM;
+        hvd_op_params_t p = mp_reduce_params(name, HVD_OP_SUM);
         if (hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &ops->reqs[k]) != HVD_OK)
             mp_die("enqueue on a thread");
     }
@@ -401,10 +398,7 @@ static void test_join_uneven_steps(void **state) {
         hvd_tensor_t t = mp_tensor(g, HVD_DTYPE_FLOAT64, 1, shape);
         char name[32];
         snprintf(name, sizeof name, "join.step.%d", step);
-        hvd_op_params_t p = mp_params(NULL);
-        p.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_REDUCE_OP;
-        p.name = name;
-        p.reduce_op = HVD_OP_AVERAGE;
+        hvd_op_params_t p = mp_reduce_params(name, HVD_OP_AVERAGE);
         hvd_request_h req;
         assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &req), HVD_OK);
         assert_int_equal(mp_wait(req), HVD_OK);
