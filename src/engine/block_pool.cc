@@ -31,4 +31,44 @@ void BlockPool::give(void *p, size_t bytes) noexcept {
     ::operator delete(p);
 }
 
+void *BlockPool::take(ThreadStock &s, size_t bytes) {
+    if (bytes != block_bytes_ || s.closed) return take(bytes);
+    if (s.n == 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        while (s.n < ThreadStock::kMax / 2 && !free_.empty()) {
+            s.blocks[s.n++] = free_.back();
+            free_.pop_back();
+        }
+    }
+    if (s.n == 0) return ::operator new(bytes);
+    return s.blocks[--s.n];
+}
+
+void BlockPool::give(ThreadStock &s, void *p, size_t bytes) noexcept {
+    if (p == nullptr) return;
+    if (bytes != block_bytes_ || s.closed) return give(p, bytes);
+    if (s.n == ThreadStock::kMax) {
+        std::lock_guard<std::mutex> lock(mu_);
+        while (s.n > ThreadStock::kMax / 2) {
+            void *q = s.blocks[--s.n];
+            if (free_.size() >= max_cached_) {
+                ::operator delete(q);
+                continue;
+            }
+            try {
+                free_.push_back(q);
+            } catch (...) {  // no room to remember it
+                ::operator delete(q);
+            }
+        }
+    }
+    s.blocks[s.n++] = p;
+}
+
+void BlockPool::close(ThreadStock &s) noexcept {
+    s.closed = true;
+    while (s.n > 0)
+        give(s.blocks[--s.n], block_bytes_);
+}
+
 }  // namespace hvd::engine

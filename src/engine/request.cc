@@ -50,11 +50,22 @@ size_t TensorRef::bytes() const {
 }
 
 bool Request::settle(hvd_status_t status, const std::string &message) {
+    hvd_status_t expected = HVD_INPROGRESS;
+    if (message.empty()) return status_.compare_exchange_strong(expected, status);
+    // A reader that sees the status then takes mu_ for the message: publish both under it.
     std::lock_guard<std::mutex> lock(mu_);
-    if (status_.load(std::memory_order_relaxed) != HVD_INPROGRESS) return false;
+    if (!status_.compare_exchange_strong(expected, status)) return false;
     message_ = message;
-    status_.store(status, std::memory_order_release);
     return true;
+}
+
+void Request::notify() {
+    // A sleeper counts itself before it tests the status, and settle() published the status
+    // before this reads the count (both sequentially consistent): either the sleeper sees the
+    // status, or this sees the sleeper and takes mu_, which the sleeper holds until it waits.
+    if (sleepers_.load() == 0) return;
+    { std::lock_guard<std::mutex> lock(mu_); }
+    cv_.notify_all();
 }
 
 void Request::member_done(hvd_status_t status, const std::string &message) {
@@ -92,11 +103,13 @@ hvd_status_t Request::wait(const Deadline &until) {
     hvd_status_t s = status();
     if (s != HVD_INPROGRESS) return s;
     std::unique_lock<std::mutex> lock(mu_);
-    auto done = [this] { return status_.load(std::memory_order_relaxed) != HVD_INPROGRESS; };
+    sleepers_.fetch_add(1);
+    auto done = [this] { return status_.load() != HVD_INPROGRESS; };
     if (until.infinite())
         cv_.wait(lock, done);
     else
         cv_.wait_until(lock, until.at(), done);
+    sleepers_.fetch_sub(1);
     return status();
 }
 

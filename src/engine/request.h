@@ -71,9 +71,11 @@ class Request {
     void complete(hvd_status_t status, const std::string &message) {
         if (settle(status, message)) notify();
     }
-    // Records the final status (false if there was one already); wakes nobody.
+    // Records the final status (false if there was one already); wakes nobody. Without a
+    // message it takes no lock.
     bool settle(hvd_status_t status, const std::string &message);
-    void notify() { cv_.notify_all(); }
+    // Wakes the threads asleep in wait(); takes no lock when there are none.
+    void notify();
     hvd_status_t status() const;
     // Waits until complete or the deadline; returns status() (HVD_INPROGRESS on expiry).
     hvd_status_t wait(const Deadline &until);
@@ -97,9 +99,10 @@ class Request {
   private:
     mutable std::mutex mu_;
     std::condition_variable cv_;
-    // Written under mu_ (after message_); read without it, so that a finished request is
-    // tested and waited on without a lock.
+    // Set once (compare-and-swap; with a message, under mu_ and before message_ is written);
+    // read without a lock, so that a finished request is tested and waited on without one.
     std::atomic<hvd_status_t> status_{HVD_INPROGRESS};
+    std::atomic<int> sleepers_{0};  // threads in wait() past their first test
     std::string message_;
     size_t members_done_ = 0;
     hvd_status_t first_member_error_ = HVD_OK;
