@@ -52,7 +52,9 @@ def _copy_output(req, i):
 def _allreduce_async(tensor, output, average, name, op, prescale_factor, postscale_factor,
                      process_set):
     op = _op_args.reduce_op(op, average)
-    return _runtime.enqueue("allreduce", [_desc(tensor)], [_desc(output)], keep=(tensor, output),
+    ins = [_desc(tensor)]
+    outs = ins if output is tensor else [_desc(output)]  # in place: described once
+    return _runtime.enqueue("allreduce", ins, outs, keep=(tensor, output),
                             finish=lambda req: output, name=_op_args.check_name(name),
                             process_set=process_set, op=op, prescale=prescale_factor,
                             postscale=postscale_factor)
@@ -176,7 +178,9 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 
 def _broadcast_async(arr, output, root_rank, name, process_set):
     root = _op_args.root_in_set(root_rank, process_set)
-    return _runtime.enqueue("broadcast", [_desc(arr)], [_desc(output)], keep=(arr, output),
+    ins = [_desc(arr)]
+    outs = ins if output is arr else [_desc(output)]
+    return _runtime.enqueue("broadcast", ins, outs, keep=(arr, output),
                             finish=lambda req: output, name=_op_args.check_name(name),
                             process_set=process_set, root=root)
 

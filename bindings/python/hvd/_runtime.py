@@ -209,8 +209,12 @@ def enqueue(kind, ins=(), outs=None, keep=None, finish=None, name=None, process_
     ps = process_set._handle_for(ctx) if process_set is not None else 0
     if name is not None:  # as Horovod: names are per kind of op ("allreduce.<name>")
         name = "%s.%s" % (kind, name)
-    req = backend.enqueue(kind, ctx, list(ins), list(outs) if outs is not None else None,
-                          name, ps, op, float(prescale), float(postscale), root, splits, None)
+    if type(ins) is not list:
+        ins = list(ins)
+    if outs is not None and type(outs) is not list:
+        outs = list(outs)
+    req = backend.enqueue(kind, ctx, ins, outs, name, ps, op, float(prescale), float(postscale),
+                          root, splits, None)
     with state.lock:
         handle = state.next_handle
         state.next_handle += 1

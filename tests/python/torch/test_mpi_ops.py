@@ -269,7 +269,7 @@ def test_device_errors():
         hvd.allreduce(torch.ones(2, device="meta"))
     if not hvd.cuda_built():  # a CUDA tensor needs a CUDA build: a clear error, no crash
         with pytest.raises(ValueError, match="without CUDA"):
-            _tensors._device(SimpleNamespace(device=torch.device("cuda", 0)))
+            _tensors._device(SimpleNamespace(is_cpu=False, device=torch.device("cuda", 0)))
 
 
 def test_join_and_barrier():

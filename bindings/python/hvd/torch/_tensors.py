@@ -35,6 +35,8 @@ def dtype_code(tensor):
 
 
 def _device(tensor):
+    if tensor.is_cpu:  # a property: much cheaper than building tensor.device
+        return _DEVICE_CPU, 0
     kind = tensor.device.type
     if kind == "cpu":
         return _DEVICE_CPU, 0
@@ -58,6 +60,13 @@ def desc(tensor):
         raise ValueError("Tensor is required to be contiguous.")
     device_type, device_id = _device(tensor)
     return (tensor.data_ptr(), dtype_code(tensor), tuple(tensor.shape), device_type, device_id)
+
+
+def in_out(tensors, outputs):
+    """Descriptions of the inputs and outputs (lists of tensors) of an op; an in-place op
+    (outputs is tensors) is described once."""
+    ins = [desc(t) for t in tensors]
+    return ins, (ins if outputs is tensors else [desc(o) for o in outputs])
 
 
 def contiguous(tensor):

@@ -86,7 +86,9 @@ def _allreduce_async(tensor, output, name, op, prescale_factor, postscale_factor
                      process_set):
     if op == Adasum:
         _check_adasum(process_set)
-    return _enqueue("allreduce", [_tensors.desc(tensor)], [_tensors.desc(output)],
+    ins = [_tensors.desc(tensor)]
+    outs = ins if output is tensor else [_tensors.desc(output)]  # in place: described once
+    return _enqueue("allreduce", ins, outs,
                     (tensor, output), lambda req: output, name=_op_args.check_name(name),
                     process_set=process_set, op=op, prescale=prescale_factor,
                     postscale=postscale_factor)
@@ -151,8 +153,8 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postsc
                              process_set):
     if op == Adasum:
         _check_adasum(process_set)
-    return _enqueue("grouped_allreduce", [_tensors.desc(t) for t in tensors],
-                    [_tensors.desc(o) for o in outputs], (tensors, outputs),
+    ins, outs = _tensors.in_out(tensors, outputs)
+    return _enqueue("grouped_allreduce", ins, outs, (tensors, outputs),
                     lambda req: list(outputs), name=_op_args.check_name(name),
                     process_set=process_set, op=op, prescale=prescale_factor,
                     postscale=postscale_factor)
@@ -315,9 +317,10 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 
 def _broadcast_async(tensor, output, root_rank, name, process_set):
     root = _op_args.root_in_set(root_rank, process_set)
-    return _enqueue("broadcast", [_tensors.desc(tensor)], [_tensors.desc(output)],
-                    (tensor, output), lambda req: output, name=_op_args.check_name(name),
-                    process_set=process_set, root=root)
+    ins = [_tensors.desc(tensor)]
+    outs = ins if output is tensor else [_tensors.desc(output)]  # in place: described once
+    return _enqueue("broadcast", ins, outs, (tensor, output), lambda req: output,
+                    name=_op_args.check_name(name), process_set=process_set, root=root)
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
