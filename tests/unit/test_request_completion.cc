@@ -1,6 +1,8 @@
 // Request completion and the pool requests come from, as the engine uses them across threads:
 // a request settled (with or without a message) and woken on one thread while another waits
-// on it, in both orders, many times (a lost wake-up shows as a wait that runs to its deadline);
+// on it and a third reads its message, many times (a lost wake-up shows as a wait that runs
+// to its deadline); a wait after one that timed out; a grouped op's parent completed by its
+// members on several threads;
 // blocks taken on one thread and freed on another through the threads' own stocks; a thread's
 // stock returned to the pool when the thread ends.
 #include <setjmp.h>
@@ -15,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -56,29 +59,92 @@ void test_wait_times_out(void **) {
 }
 
 // One thread completes while the other waits; the waiter must return the status long before
-// its deadline every time.
+// its deadline every time. Both start together from a spin barrier, so that the completion
+// often lands while the waiter is entering its wait, and a third thread reads the message as
+// soon as it sees the status.
 void test_no_lost_wakeup(void **) {
+    int late = 0, wrong = 0;
     for (int i = 0; i < 3000; ++i) {
         RequestPtr r = make_request();
         const bool with_message = i % 3 == 0;
-        const int delay_us = i % 7 == 0 ? 50 : 0;
+        const hvd_status_t expect = with_message ? HVD_ERR_ABORTED : HVD_OK;
+        std::atomic<int> ready{0};
+        auto together = [&] {
+            ready.fetch_add(1);
+            while (ready.load() < 3)
+                std::this_thread::yield();  // three threads, maybe fewer CPUs
+        };
+        std::atomic<bool> settled_first{true};
         std::thread completer([&] {
-            if (delay_us) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+            together();
+            for (int spin = 0; spin < i % 50; ++spin)
+                std::atomic_signal_fence(std::memory_order_seq_cst);
             if (i % 2 == 0) {
-                r->complete(with_message ? HVD_ERR_ABORTED : HVD_OK, with_message ? "stopped" : "");
+                r->complete(expect, with_message ? "stopped" : "");
             } else {  // as the engine does for a fused run: settle, then wake
-                assert_true(r->settle(with_message ? HVD_ERR_ABORTED : HVD_OK,
-                                      with_message ? "stopped" : ""));
+                settled_first = r->settle(expect, with_message ? "stopped" : "");
                 r->notify();
             }
         });
+        std::string seen;
+        std::thread reader([&] {
+            together();
+            while (r->status() == HVD_INPROGRESS)
+                std::this_thread::yield();
+            seen = r->message();
+        });
+        together();
         auto t0 = std::chrono::steady_clock::now();
         hvd_status_t s = r->wait(Deadline::after_ms(kWaitMs));
         auto waited = std::chrono::steady_clock::now() - t0;
         completer.join();
-        assert_int_equal(s, with_message ? HVD_ERR_ABORTED : HVD_OK);
-        assert_true(waited < std::chrono::milliseconds(kWaitMs / 2));
-        if (with_message) assert_string_equal(r->message().c_str(), "stopped");
+        reader.join();
+        late += waited >= std::chrono::milliseconds(kWaitMs / 2);
+        wrong += s != expect || !settled_first || seen != (with_message ? "stopped" : "");
+        if (late + wrong > 0) break;
+    }
+    assert_int_equal(late, 0);
+    assert_int_equal(wrong, 0);
+}
+
+// A waiter that gave up (deadline) leaves no trace: a later completion wakes the next one.
+void test_wait_after_a_timed_out_wait(void **) {
+    RequestPtr r = make_request();
+    assert_int_equal(r->wait(Deadline::after_ms(5)), HVD_INPROGRESS);
+    std::thread completer([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        r->complete(HVD_OK, "");
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    assert_int_equal(r->wait(Deadline::after_ms(kWaitMs)), HVD_OK);
+    completer.join();
+    assert_true(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(kWaitMs / 2));
+}
+
+// A grouped op's parent completes once every member has, with the first error and its
+// message, while members finish on several threads at once and a thread waits on the parent.
+void test_group_parent(void **) {
+    for (int i = 0; i < 300; ++i) {
+        RequestPtr parent = make_request();
+        constexpr int kMembers = 4;
+        for (int m = 0; m < kMembers; ++m)
+            parent->members.push_back(make_request());
+        const int failing = i % (kMembers + 1);  // kMembers: none fails
+        hvd_status_t got = HVD_INPROGRESS;
+        std::thread waiter([&] { got = parent->wait(Deadline::after_ms(kWaitMs)); });
+        std::vector<std::thread> members;
+        for (int m = 0; m < kMembers; ++m)
+            members.emplace_back([&, m] {
+                const bool fails = m == failing;
+                parent->member_done(fails ? HVD_ERR_MISMATCH : HVD_OK, fails ? "member" : "");
+            });
+        for (auto &t : members)
+            t.join();
+        waiter.join();
+        const hvd_status_t expect = failing < kMembers ? HVD_ERR_MISMATCH : HVD_OK;
+        assert_int_equal(got, expect);  // a lost wake-up: HVD_INPROGRESS, after kWaitMs
+        assert_int_equal(parent->status(), expect);
+        assert_string_equal(parent->message().c_str(), failing < kMembers ? "member" : "");
     }
 }
 
@@ -172,6 +238,8 @@ int main(void) {
         cmocka_unit_test(test_settle_once),
         cmocka_unit_test(test_wait_times_out),
         cmocka_unit_test(test_no_lost_wakeup),
+        cmocka_unit_test(test_wait_after_a_timed_out_wait),
+        cmocka_unit_test(test_group_parent),
         cmocka_unit_test(test_wakes_every_waiter),
         cmocka_unit_test(test_pool_across_threads),
         cmocka_unit_test(test_stock_returned_at_thread_exit),

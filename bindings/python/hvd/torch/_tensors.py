@@ -34,8 +34,12 @@ def dtype_code(tensor):
     return code
 
 
+# Tensor.is_cpu (PyTorch >= 1.13) is much cheaper than building tensor.device.
+_HAS_IS_CPU = hasattr(torch.Tensor, "is_cpu")
+
+
 def _device(tensor):
-    if tensor.is_cpu:  # a property: much cheaper than building tensor.device
+    if _HAS_IS_CPU and tensor.is_cpu:
         return _DEVICE_CPU, 0
     kind = tensor.device.type
     if kind == "cpu":
