@@ -503,6 +503,110 @@ static void test_adasum(void **state) {
 }
 
 /* Grouped ops: three tensors of different dtypes and shapes in one unit, one handle. */
+/* One grouped allreduce (always one fused op) of kLayoutTensors tensors over 800 KB, laid out
+ * differently on each rank: back to back in one buffer, in place (the pieces are walked as one
+ * part); a gap after every tensor, in place; out of place with the inputs back to back and the
+ * outputs gapped after every fifth tensor (only some neighbours join). The ranks' walks then
+ * differ while the op is the same; the gaps must stay untouched. Per dtype and op: once as
+ * a grouped allreduce, once as separate allreduces (fused as they meet in the engine). */
+enum { kLayoutTensors = 48, kLayoutGap = 16 };
+
+static size_t layout_count(int k) {
+    return 3000 + 61 * (size_t)k;
+}
+
+static void check_fused_layout(int32_t dtype, int32_t op, int round) {
+    const int mode = mp_rank % 3;
+    const size_t esz = mp_dtype_size(dtype);
+    size_t total = 0;
+    for (int k = 0; k < kLayoutTensors; ++k)
+        total += layout_count(k) + kLayoutGap;
+    char *in_buf = calloc(total, esz), *out_buf = calloc(total, esz);
+    if (!in_buf || !out_buf) mp_die("out of memory");
+    char *ins[kLayoutTensors], *outs[kLayoutTensors];
+    size_t at_in = 0, at_out = 0, base = 0;
+    for (int k = 0; k < kLayoutTensors; ++k) {
+        ins[k] = in_buf + at_in * esz;
+        outs[k] = mode == 2 ? out_buf + at_out * esz : ins[k];
+        at_in += layout_count(k) + (mode == 1 ? kLayoutGap : 0);
+        at_out += layout_count(k) + (k % 5 == 4 ? kLayoutGap : 0);
+    }
+    for (size_t i = 0; i < total; ++i) { /* sentinels everywhere, then the tensors */
+        mp_set(dtype, in_buf, i, 7);
+        mp_set(dtype, out_buf, i, 7);
+    }
+    for (int k = 0; k < kLayoutTensors; ++k, base += layout_count(k - 1))
+        for (size_t i = 0; i < layout_count(k); ++i)
+            mp_set(dtype, ins[k], i, mp_value(dtype, mp_rank, base + i));
+    int64_t shapes[kLayoutTensors][1];
+    hvd_tensor_t tin[kLayoutTensors], tout[kLayoutTensors];
+    const hvd_tensor_t *pin[kLayoutTensors], *pout[kLayoutTensors];
+    for (int k = 0; k < kLayoutTensors; ++k) {
+        shapes[k][0] = (int64_t)layout_count(k);
+        tin[k] = mp_tensor(ins[k], dtype, 1, shapes[k]);
+        tout[k] = mp_tensor(outs[k], dtype, 1, shapes[k]);
+        pin[k] = &tin[k];
+        pout[k] = &tout[k];
+    }
+    char name[64];
+    hvd_request_h req[kLayoutTensors];
+    int n_req = 0;
+    hvd_status_t s = HVD_OK;
+    if (round == 0) { /* one grouped op */
+        snprintf(name, sizeof name, "layouts.%d.%d", dtype, op);
+        hvd_op_params_t p = mp_reduce_params(name, op);
+        s = hvd_grouped_allreduce_enqueue(mp_ctx, pin, pout, kLayoutTensors, &p, &req[n_req++]);
+    } else { /* one enqueue each, fused as they meet in the engine */
+        for (int k = 0; k < kLayoutTensors && s == HVD_OK; ++k) {
+            snprintf(name, sizeof name, "layouts.%d.%d.%d", dtype, op, k);
+            hvd_op_params_t p = mp_reduce_params(name, op);
+            s = hvd_allreduce_enqueue(mp_ctx, pin[k], pout[k], &p, &req[n_req++]);
+        }
+    }
+    if (s != HVD_OK) mp_die("layouts enqueue: %s", hvd_status_name(s));
+    for (int k = 0; k < n_req; ++k) {
+        s = mp_wait(req[k]);
+        hvd_request_release(req[k]);
+        if (s != HVD_OK) mp_die("layouts: %s", hvd_status_name(s));
+    }
+    base = 0;
+    for (int k = 0; k < kLayoutTensors; base += layout_count(k), ++k)
+        for (size_t i = 0; i < layout_count(k); ++i) {
+            double got = mp_get(dtype, outs[k], i), want = mp_reference(dtype, op, base + i);
+            if (got != want)
+                mp_die("layout %d, %s op %d round %d: tensor %d element %zu is %g, expected %g",
+                       mode, mp_dtype_name(dtype), op, round, k, i, got, want);
+        }
+    /* Everything outside the outputs (and, out of place, outside the inputs) is untouched. */
+    for (int b = 0; b < 2; ++b) {
+        char *buf = b == 0 ? in_buf : out_buf;
+        char *const *tensors = b == 0 ? ins : outs;
+        if (mode != 2 && b == 1) continue; /* in place: the output buffer is unused */
+        for (size_t i = 0; i < total; ++i) {
+            int inside = 0;
+            for (int k = 0; k < kLayoutTensors && !inside; ++k) {
+                size_t first = (size_t)(tensors[k] - buf) / esz;
+                inside = i >= first && i < first + layout_count(k);
+            }
+            if (!inside && mp_get(dtype, buf, i) != 7)
+                mp_die("layout %d, %s: element %zu outside every tensor of the %s buffer changed",
+                       mode, mp_dtype_name(dtype), i, b == 0 ? "input" : "output");
+        }
+    }
+    free(in_buf);
+    free(out_buf);
+}
+
+static void test_fused_layouts(void **state) {
+    (void)state;
+    const int32_t dtypes[2] = {HVD_DTYPE_FLOAT32, HVD_DTYPE_INT32};
+    const int32_t ops[2] = {HVD_OP_SUM, HVD_OP_MAX};
+    for (int d = 0; d < 2; ++d)
+        for (int o = 0; o < 2; ++o)
+            for (int round = 0; round < 2; ++round)
+                check_fused_layout(dtypes[d], ops[o], round);
+}
+
 static void test_grouped(void **state) {
     (void)state;
     float a[3];
@@ -590,6 +694,7 @@ int main(void) {
         cmocka_unit_test(test_join_blocks_other_collectives),
         cmocka_unit_test(test_adasum),
         cmocka_unit_test(test_grouped),
+        cmocka_unit_test(test_fused_layouts),
     };
     if (cmocka_run_group_tests(tests, NULL, NULL) != 0) return 1;
     mp_finalize();
