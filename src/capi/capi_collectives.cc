@@ -62,7 +62,11 @@ TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) 
 // Parameters after defaults; copied once.
 struct OpParams {
     std::string name;
-    hvd::engine::ProcessSetPtr set;
+    // The op's process set: the context's global set (which lives as long as the context),
+    // or one a handle named, kept alive by `keep` (no reference count touched per op on the
+    // global set).
+    const hvd::engine::ProcessSetInfo *set = nullptr;
+    hvd::engine::ProcessSetPtr keep;
     std::vector<int32_t> splits;
     bool has_splits = false;
     int32_t reduce_op = HVD_OP_SUM;
@@ -76,7 +80,7 @@ OpParams read_params(const char *fn, hvd_context_h ctx, const hvd_op_params_t *p
     OpParams o;
     hvd::engine::Context &c = *ctx->ctx;
     o.timeout_ms = c.op_timeout_ms();
-    o.set = ctx->process_set(nullptr, fn);
+    o.set = c.process_sets().global().get();
     if (p == nullptr) return o;
     if (p->field_mask & ~kKnownOpFields)
         throw Error(HVD_ERR_UNSUPPORTED,
@@ -90,7 +94,8 @@ OpParams read_params(const char *fn, hvd_context_h ctx, const hvd_op_params_t *p
         o.name.assign(p->name, len);
     }
     if (p->field_mask & HVD_OP_FIELD_PROCESS_SET) {
-        o.set = ctx->process_set(p->process_set, fn);
+        o.keep = ctx->process_set(p->process_set, fn);
+        o.set = o.keep.get();
         if (o.set->my_index < 0)
             invalid(fn,
                     strprintf("rank %d is not a member of process set %u", c.rank(), o.set->id));
@@ -181,11 +186,11 @@ hvd_status_t submit(const char *fn, hvd::engine::Context &c, OpParams &o,
     fill_meta(*req, o,
               o.name.empty() ? c.engine().auto_name(req->meta.type, o.set->id) : std::move(o.name));
     auto handle = std::make_unique<hvd_request>();
-    handle->req = req;
     handle->engine = c.engine_ref();
     std::string err;
     hvd_status_t s = c.engine().enqueue(req, &err);
     if (s != HVD_OK) throw Error(s, strprintf("%s: %s", fn, err.c_str()));
+    handle->req = std::move(req);
     *req_p = handle.release();
     return HVD_OK;
 }
