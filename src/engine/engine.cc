@@ -126,9 +126,13 @@ hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string 
         }
         // Names go in one by one; on a clash, the ones this call added come out again.
         for (size_t i = 0; i < n; ++i) {
-            if (in_flight_names_.insert(name_key(*reqs[i])).second) continue;
-            for (size_t j = 0; j < i; ++j)
-                in_flight_names_.erase(name_key(*reqs[j]));
+            Request &r = *reqs[i];
+            r.in_flight = in_flight_names_.enter(r.meta.set_id, r.meta.name);
+            if (r.in_flight != nullptr) continue;
+            for (size_t j = 0; j < i; ++j) {
+                in_flight_names_.leave(reqs[j]->in_flight);
+                reqs[j]->in_flight = nullptr;
+            }
             *err = strprintf("rank %d: an op named '%s' is already in flight", rank_,
                              reqs[i]->meta.name.c_str());
             return HVD_ERR_INVALID_ARG;
@@ -756,8 +760,11 @@ void Engine::finish_all(const RequestPtr *reqs, size_t n, hvd_status_t status,
                         const std::string &message) {
     {
         std::lock_guard<std::mutex> lock(mu_);
-        for (size_t i = 0; i < n; ++i)
-            in_flight_names_.erase(name_key(*reqs[i]));
+        for (size_t i = 0; i < n; ++i) {
+            if (reqs[i]->in_flight == nullptr) continue;  // made by the engine, or finished
+            in_flight_names_.leave(reqs[i]->in_flight);
+            reqs[i]->in_flight = nullptr;
+        }
     }
     for (size_t i = 0; i < n; ++i)
         reqs[i]->settle(status, message);

@@ -27,6 +27,7 @@
 #include "engine/cache_round.h"
 #include "engine/coordinator.h"
 #include "engine/fifo.h"
+#include "engine/in_flight_names.h"
 #include "engine/name_key.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
@@ -181,12 +182,8 @@ class Engine {
     // Shared with callers (guarded by mu_).
     std::mutex mu_;
     std::vector<RequestPtr> queue_;
-    // Names enqueued and not yet finished: views of the requests' names (finish_all takes
-    // each out before the request can go). Nodes from a pool used only under mu_: the
-    // caller's thread makes them and the engine's frees them, which glibc's per-thread caches
-    // handle slowly.
-    std::pmr::unsynchronized_pool_resource in_flight_pool_;
-    std::pmr::unordered_set<NameKey, NameKeyHash> in_flight_names_{&in_flight_pool_};
+    // Names enqueued and not yet finished (finish_all clears each request's entry).
+    InFlightNames in_flight_names_;
     std::map<std::pair<uint16_t, int>, uint64_t> auto_name_counters_;
 
     // Engine-thread state.

@@ -57,6 +57,8 @@ class OwnedBuffer {
     size_t pooled_capacity_ = 0;  // > 0: the block came from the pool
 };
 
+struct InFlightEntry;
+
 class Request {
   public:
     OpMeta meta;  // what the coordinator compares across ranks
@@ -64,6 +66,9 @@ class Request {
     TensorRef output;     // caller-owned output (allreduce/broadcast); unused for allgather
     Deadline deadline;    // op timeout
     bool traced = false;  // its NEGOTIATE span is open on the timeline (engine thread only)
+    // Its name's entry among the names in flight (engine/in_flight_names.h), from enqueue to
+    // finish; null for a request the engine made itself. Under the engine's queue mutex.
+    InFlightEntry *in_flight = nullptr;
 
     // Completion. Thread-safe; complete() wins once, later calls are ignored. It is settle()
     // then notify(): the engine settles a whole fused run before it wakes anyone, so a woken

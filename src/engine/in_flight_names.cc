@@ -1,0 +1,41 @@
+#include "engine/in_flight_names.h"
+
+#include <iterator>
+
+namespace hvd::engine {
+
+InFlightNames::Entry *InFlightNames::enter(uint16_t set_id, const std::string &name) {
+    if (size_ >= 2 * (kMinKept + in_flight_)) sweep();
+    Table &t = table(set_id);
+    auto [it, added] = t.try_emplace(name);
+    if (added) {
+        ++size_;
+    } else if (it->second.in_flight) {
+        return nullptr;
+    }
+    it->second.in_flight = true;
+    ++in_flight_;
+    return &it->second;
+}
+
+// Erasing other elements leaves the entries in flight where they are: the requests that hold
+// them stay valid.
+void InFlightNames::sweep() {
+    auto sweep_table = [this](Table &t) {
+        for (auto it = t.begin(); it != t.end();) {
+            if (it->second.in_flight) {
+                ++it;
+                continue;
+            }
+            it = t.erase(it);
+            --size_;
+        }
+    };
+    sweep_table(global_);
+    for (auto it = others_.begin(); it != others_.end();) {
+        sweep_table(it->second);
+        it = it->second.empty() ? others_.erase(it) : std::next(it);
+    }
+}
+
+}  // namespace hvd::engine
