@@ -23,6 +23,7 @@
 #include "collectives/comm.h"
 #include "engine/abort_state.h"
 #include "engine/autotuner.h"
+#include "engine/bit_table.h"
 #include "engine/cache_bit_allocator.h"
 #include "engine/cache_round.h"
 #include "engine/coordinator.h"
@@ -228,10 +229,10 @@ class Engine {
     ResponseCache cache_;
     std::unique_ptr<CacheBitAllocator> cache_bits_;  // rank 0
     RoundTable rounds_;
-    uint64_t rounds_voted_ = 0;  // rounds this rank voted in (rank 0: started)
-    uint64_t rounds_done_ = 0;   // rounds put into responses_
-    std::pmr::unordered_map<uint32_t, CachedWait> cached_waiting_{&pending_pool_};  // by bit
-    BitVector invalid_;  // to vote invalid in the next round
+    uint64_t rounds_voted_ = 0;            // rounds this rank voted in (rank 0: started)
+    uint64_t rounds_done_ = 0;             // rounds put into responses_
+    BitTable<CachedWait> cached_waiting_;  // by bit
+    BitVector invalid_;                    // to vote invalid in the next round
     // Invalid bits of this rank's vote in the round in flight that still mean the op they
     // meant when voted (the bit has not changed since).
     std::set<uint32_t> voted_invalid_;

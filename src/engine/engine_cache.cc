@@ -29,7 +29,7 @@ void Engine::report_ready(const std::vector<RequestPtr> &reqs) {
         uint32_t bit = 0;
         ResponseCache::Lookup found = cache_.lookup(req->meta, &bit);
         if (found == ResponseCache::Lookup::kHit && !cache_suspended_ &&
-            cached_waiting_.try_emplace(bit, CachedWait{req, now, false}).second) {
+            cached_waiting_.try_emplace(bit, CachedWait{req, now, false})) {
             cache_news_ = true;
             continue;
         }
@@ -116,8 +116,9 @@ bool Engine::advance_cache() {
 void Engine::cast_vote() {
     RoundVote vote;
     vote.round = ++rounds_voted_;
-    for (const auto &kv : cached_waiting_)
-        if (!kv.second.stale) vote.ready.set(kv.first);
+    cached_waiting_.for_each([&](uint32_t bit, const CachedWait &w) {
+        if (!w.stale) vote.ready.set(bit);
+    });
     vote.invalid = std::exchange(invalid_, BitVector());
     std::vector<uint32_t> invalid = vote.invalid.bits();
     voted_invalid_ = std::set<uint32_t>(invalid.begin(), invalid.end());
@@ -138,21 +139,21 @@ void Engine::run_round(const RoundOutcome &outcome) {
     const size_t first = responses_.size();
     bool vote_again = false;
     for (uint32_t bit : outcome.ready_everywhere.bits()) {
-        auto wait = cached_waiting_.find(bit);
+        CachedWait *wait = cached_waiting_.find(bit);
         // A bit changed since the last round may have meant another op when some rank voted.
         if (cache_.touched(bit) || outcome.invalid.test(bit)) {
-            vote_again |= wait != cached_waiting_.end();
+            vote_again |= wait != nullptr;
             continue;
         }
         const Response *cached = cache_.response(bit);
-        if (wait == cached_waiting_.end() || cached == nullptr)
+        if (wait == nullptr || cached == nullptr)
             throw Error(HVD_ERR_INTERNAL,
                         strprintf("rank %d: cache round %llu agreed on bit %u, which this rank "
                                   "did not vote for",
                                   rank_, static_cast<unsigned long long>(rounds_done_ + 1), bit));
         responses_.push_back(*cached);
         responses_.back().seq = kCachedSeqFlag | (cached_seq_++ & (kCachedSeqFlag - 1));
-        cached_waiting_.erase(wait);
+        cached_waiting_.erase(bit);
         if (cache_bits_) cache_bits_->used(bit);
     }
     plan_fusion(responses_, first, static_cast<size_t>(outcome.fusion_threshold));
@@ -179,7 +180,7 @@ void Engine::run_round(const RoundOutcome &outcome) {
     cache_suspended_ = outcome.any_joined;
     if (cache_suspended_)
         while (!cached_waiting_.empty())
-            flush_cached(cached_waiting_.begin()->first);
+            flush_cached(cached_waiting_.any_key());
     cache_.clear_touched();
     ++rounds_done_;
     if (vote_again) cache_news_ = true;
@@ -207,10 +208,10 @@ void Engine::cache_bit_changed(uint32_t bit) {
 }
 
 void Engine::flush_cached(uint32_t bit) {
-    auto it = cached_waiting_.find(bit);
-    if (it == cached_waiting_.end()) return;
-    flushed_.push_back(it->second.req->meta);
-    cached_waiting_.erase(it);
+    CachedWait *wait = cached_waiting_.find(bit);
+    if (wait == nullptr) return;
+    flushed_.push_back(wait->req->meta);
+    cached_waiting_.erase(bit);
 }
 
 void Engine::mark_stale_cached() {
@@ -218,17 +219,16 @@ void Engine::mark_stale_cached() {
     auto now = std::chrono::steady_clock::now();
     if (now < next_stale_check_) return;
     next_stale_check_ = now + kStaleCheckPeriod;
-    for (auto &kv : cached_waiting_) {
-        if (kv.second.stale || now - kv.second.since < kCachedWaitLimit) continue;
-        kv.second.stale = true;
-        invalid_.set(kv.first);
+    cached_waiting_.for_each([&](uint32_t bit, CachedWait &w) {
+        if (w.stale || now - w.since < kCachedWaitLimit) return;
+        w.stale = true;
+        invalid_.set(bit);
         cache_news_ = true;
         HVD_LOG(kDebug, rank_, "'%s' waited %lld ms as a cached op; handing it to the coordinator",
-                kv.second.req->meta.name.c_str(),
+                w.req->meta.name.c_str(),
                 static_cast<long long>(
-                    std::chrono::duration_cast<std::chrono::milliseconds>(now - kv.second.since)
-                        .count()));
-    }
+                    std::chrono::duration_cast<std::chrono::milliseconds>(now - w.since).count()));
+    });
 }
 
 }  // namespace hvd::engine
