@@ -17,9 +17,9 @@ class BitTable {
   public:
     // Stores value under key unless the key is present; true if stored.
     bool try_emplace(uint32_t key, T value) {
-        if (key >= slot_.size()) {
-            slot_.resize(static_cast<size_t>(key) + 1, kAbsent);
+        if (key >= slot_.size()) {  // values_ first: slot_ never covers a key values_ lacks
             values_.resize(static_cast<size_t>(key) + 1);
+            slot_.resize(static_cast<size_t>(key) + 1, kAbsent);
         }
         if (slot_[key] != kAbsent) return false;
         slot_[key] = static_cast<int32_t>(keys_.size());

@@ -428,9 +428,29 @@ bool Engine::run_responses() {
             run_fused(std::move(resp), std::move(req));
             continue;
         }
-        run_one(resp, req);
+        try {
+            run_one(resp, req);
+        } catch (...) {
+            finish_thrown(&req, 1);
+            throw;
+        }
     }
     return any;
+}
+
+// A request taken out of pending_ is no longer failed by fail_everything: if running it
+// throws (the pass then aborts the context), it is finished here with what was thrown, so
+// that nobody waits on it until its op timeout. Call from a catch block.
+void Engine::finish_thrown(const RequestPtr *reqs, size_t n) {
+    try {
+        throw;
+    } catch (const Error &e) {
+        finish_all(reqs, n, e.status(), e.what());
+    } catch (const std::bad_alloc &) {
+        finish_all(reqs, n, HVD_ERR_NO_MEMORY, strprintf("rank %d: out of memory", rank_));
+    } catch (const std::exception &e) {
+        finish_all(reqs, n, HVD_ERR_INTERNAL, strprintf("rank %d: engine: %s", rank_, e.what()));
+    }
 }
 
 // A run of allreduces the coordinator chained with fuse_next: one collective for all. The
@@ -442,8 +462,22 @@ void Engine::run_fused(Response &&first, RequestPtr first_req) {
     std::vector<RequestPtr> &reqs = fused_reqs_;
     resps.clear();
     reqs.clear();
-    resps.push_back(std::move(first));
-    reqs.push_back(std::move(first_req));
+    try {
+        resps.push_back(std::move(first));
+        reqs.push_back(first_req);
+        run_fused_taken(resps, reqs);
+    } catch (...) {
+        if (reqs.empty())
+            finish_thrown(&first_req, 1);
+        else
+            finish_thrown(reqs.data(), reqs.size());
+        resps.clear();
+        reqs.clear();
+        throw;
+    }
+}
+
+void Engine::run_fused_taken(std::vector<Response> &resps, std::vector<RequestPtr> &reqs) {
     while (resps.back().fuse_next) {
         if (responses_.empty())
             throw Error(HVD_ERR_INTERNAL,

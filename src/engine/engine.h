@@ -117,6 +117,10 @@ class Engine {
     std::vector<int32_t> recipients(const Response &r) const;
     void run_one(const Response &resp, const RequestPtr &req);
     void run_fused(Response &&first, RequestPtr first_req);
+    // The rest of run_fused, once the run's first request is taken: takes the others, runs
+    // the collective and finishes them all.
+    void run_fused_taken(std::vector<Response> &resps, std::vector<RequestPtr> &reqs);
+    void finish_thrown(const RequestPtr *reqs, size_t n);
     collectives::Comm make_comm(const Response &resp, const Request &req);
     // The status a failed collective completes with; aborts the context unless the failure
     // was this op's alone (mismatch, bad argument).

@@ -35,7 +35,8 @@ class InFlightNames {
     size_t size() const { return size_; }  // entries, idle ones included
     size_t in_flight() const { return in_flight_; }
 
-    // Idle entries kept at most (more are swept): a few steps' worth of a large model.
+    // The table is swept of idle entries once it holds 2 x (kMinKept + the names in flight):
+    // a few steps' worth of a large model's names stay.
     static constexpr size_t kMinKept = 4096;
 
   private:
