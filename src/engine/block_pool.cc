@@ -18,14 +18,20 @@ void *BlockPool::take(size_t bytes) {
 
 void BlockPool::give(void *p, size_t bytes) noexcept {
     if (p == nullptr) return;
-    if (bytes == block_bytes_) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (free_.size() < max_cached_) {
-            try {
-                free_.push_back(p);
-                return;
-            } catch (...) {  // no room to remember it: free it below
-            }
+    if (bytes != block_bytes_) {
+        ::operator delete(p);
+        return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    keep_locked(p);
+}
+
+void BlockPool::keep_locked(void *p) noexcept {
+    if (free_.size() < max_cached_) {
+        try {
+            free_.push_back(p);
+            return;
+        } catch (...) {  // no room to remember it: free it below
         }
     }
     ::operator delete(p);
@@ -49,18 +55,8 @@ void BlockPool::give(ThreadStock &s, void *p, size_t bytes) noexcept {
     if (bytes != block_bytes_ || s.closed) return give(p, bytes);
     if (s.n == ThreadStock::kMax) {
         std::lock_guard<std::mutex> lock(mu_);
-        while (s.n > ThreadStock::kMax / 2) {
-            void *q = s.blocks[--s.n];
-            if (free_.size() >= max_cached_) {
-                ::operator delete(q);
-                continue;
-            }
-            try {
-                free_.push_back(q);
-            } catch (...) {  // no room to remember it
-                ::operator delete(q);
-            }
-        }
+        while (s.n > ThreadStock::kMax / 2)
+            keep_locked(s.blocks[--s.n]);
     }
     s.blocks[s.n++] = p;
 }

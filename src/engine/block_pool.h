@@ -43,6 +43,9 @@ class BlockPool {
     void close(ThreadStock &s) noexcept;
 
   private:
+    // Under mu_: keeps a block of block_bytes_ for reuse, or frees it past max_cached_.
+    void keep_locked(void *p) noexcept;
+
     const size_t block_bytes_;
     const size_t max_cached_;
     std::mutex mu_;

@@ -199,10 +199,10 @@ bool Engine::run_pass() {
         reap_sends();
         check_timeouts();
         if (coordinator_) inspect_stalls();
-    } catch (const Error &e) {
-        abort_->set(e.status(), e.what());
-    } catch (const std::exception &e) {
-        abort_->set(HVD_ERR_INTERNAL, strprintf("rank %d: engine: %s", rank_, e.what()));
+    } catch (const std::exception &) {
+        std::string message;
+        hvd_status_t s = thrown_status(&message);
+        abort_->set(s, message);
     }
     if (worked && timeline_->active()) timeline_->mark_cycle();
     return worked;
@@ -442,15 +442,25 @@ bool Engine::run_responses() {
 // throws (the pass then aborts the context), it is finished here with what was thrown, so
 // that nobody waits on it until its op timeout. Call from a catch block.
 void Engine::finish_thrown(const RequestPtr *reqs, size_t n) {
+    std::string message;
+    hvd_status_t s = thrown_status(&message);
+    finish_all(reqs, n, s, message);
+}
+
+// What the exception being handled means for the context: its status and message, as the
+// aborted context and the requests it ends report them. Call from a catch block.
+hvd_status_t Engine::thrown_status(std::string *message) const {
     try {
         throw;
     } catch (const Error &e) {
-        finish_all(reqs, n, e.status(), e.what());
-    } catch (const std::bad_alloc &) {
-        finish_all(reqs, n, HVD_ERR_NO_MEMORY, strprintf("rank %d: out of memory", rank_));
+        *message = e.what();
+        return e.status();
     } catch (const std::exception &e) {
-        finish_all(reqs, n, HVD_ERR_INTERNAL, strprintf("rank %d: engine: %s", rank_, e.what()));
+        *message = strprintf("rank %d: engine: %s", rank_, e.what());
+    } catch (...) {
+        *message = strprintf("rank %d: engine: unknown exception", rank_);
     }
+    return HVD_ERR_INTERNAL;
 }
 
 // A run of allreduces the coordinator chained with fuse_next: one collective for all. The

@@ -17,7 +17,6 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "collectives/comm.h"
@@ -120,7 +119,9 @@ class Engine {
     // The rest of run_fused, once the run's first request is taken: takes the others, runs
     // the collective and finishes them all.
     void run_fused_taken(std::vector<Response> &resps, std::vector<RequestPtr> &reqs);
+    // From a catch block: finishes the requests with thrown_status().
     void finish_thrown(const RequestPtr *reqs, size_t n);
+    hvd_status_t thrown_status(std::string *message) const;
     collectives::Comm make_comm(const Response &resp, const Request &req);
     // The status a failed collective completes with; aborts the context unless the failure
     // was this op's alone (mismatch, bad argument).
