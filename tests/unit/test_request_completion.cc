@@ -89,7 +89,8 @@ void test_no_lost_wakeup(void **) {
         std::string seen;
         std::thread reader([&] {
             together();
-            while (r->status() == HVD_INPROGRESS)
+            const Deadline until = Deadline::after_ms(kWaitMs);  // a lost status: "" below
+            while (r->status() == HVD_INPROGRESS && !until.expired())
                 std::this_thread::yield();
             seen = r->message();
         });
