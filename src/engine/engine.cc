@@ -128,7 +128,10 @@ hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string 
         for (size_t i = 0; i < n; ++i) {
             Request &r = *reqs[i];
             r.in_flight = in_flight_names_.enter(r.meta.set_id, r.meta.name);
-            if (r.in_flight != nullptr) continue;
+            if (r.in_flight != nullptr) {
+                r.in_flight->request = &r;
+                continue;
+            }
             for (size_t j = 0; j < i; ++j) {
                 in_flight_names_.leave(reqs[j]->in_flight);
                 reqs[j]->in_flight = nullptr;
@@ -277,7 +280,7 @@ bool Engine::take_new_requests() {
     auto now = std::chrono::steady_clock::now();
     if (!fresh.empty() && held_.empty()) held_since_ = now;
     for (RequestPtr &req : fresh) {
-        add_pending(req);
+        pending_.add(req);
         if (timeline_->active()) {
             timeline_->end(req->meta.name);  // QUEUE
             timeline_->begin(req->meta.name, "NEGOTIATE_" + upper_op_name(req->meta.type));
@@ -401,8 +404,10 @@ bool Engine::run_responses() {
     while (!responses_.empty() && !abort_->aborted()) {
         Response resp = std::move(responses_.front());
         responses_.pop_front();
-        auto it = pending_.find({resp.set_id, resp.name});
-        if (it == pending_.end() && joined_request(resp.set_id)) {
+        // A cache round's response comes with its request; the coordinator's are found by name.
+        Request *mine = resp.request ? resp.request.get() : find_pending(resp.set_id, resp.name);
+        resp.request.reset();
+        if (mine == nullptr && joined_request(resp.set_id)) {
             // This rank joined: it takes part in the others' allreduces with zeros and
             // ignores errors meant for the ranks that enqueued the op.
             if (resp.status == HVD_OK && resp.type == OpType::kAllreduce) {
@@ -416,12 +421,12 @@ bool Engine::run_responses() {
             any = true;
             continue;
         }
-        if (it == pending_.end())
+        if (mine == nullptr)
             throw Error(HVD_ERR_INTERNAL,
                         strprintf("rank %d: the coordinator scheduled '%s' (process set %u), "
                                   "which this rank never enqueued",
                                   rank_, resp.name.c_str(), resp.set_id));
-        RequestPtr req = take_pending(it);
+        RequestPtr req = pending_.take(*mine);
         any = true;
         if (autotuner_ && resp.status == HVD_OK) autotuner_->record(response_bytes(resp));
         if (resp.fuse_next && resp.status == HVD_OK) {
@@ -496,12 +501,13 @@ void Engine::run_fused_taken(std::vector<Response> &resps, std::vector<RequestPt
         // Moved once, straight into the run (a Response is ~200 bytes and three strings).
         resps.push_back(std::move(responses_.front()));
         responses_.pop_front();
-        const Response &next = resps.back();
+        Response &next = resps.back();
         if (autotuner_) autotuner_->record(response_bytes(next));
-        auto it = pending_.find({next.set_id, next.name});
+        Request *mine = next.request ? next.request.get() : find_pending(next.set_id, next.name);
+        next.request.reset();
         RequestPtr req;
-        if (it != pending_.end()) {
-            req = take_pending(it);
+        if (mine != nullptr) {
+            req = pending_.take(*mine);
         } else if (const Request *join = joined_request(next.set_id)) {
             req = zeros_like(next, *join);
         } else {
@@ -630,31 +636,19 @@ hvd_status_t Engine::settle_failure(const Response &resp, hvd_status_t s, std::s
     return abort_->status();  // a dead peer, when that is the cause
 }
 
-void Engine::add_pending(const RequestPtr &req) {
-    // The key views the request's own name, so a (never expected) request of the same name
-    // replaces the entry whole, key included.
-    auto [it, added] = pending_.try_emplace(name_key(*req), req);
-    if (!added) {
-        pending_.erase(it);
-        pending_.emplace(name_key(*req), req);
+// The request a name in flight belongs to is pending once the engine has taken it from the
+// queue; only a pending one can have been reported, and so be scheduled.
+Request *Engine::find_pending(uint16_t set_id, const std::string &name) {
+    Request *r = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        r = in_flight_names_.find(set_id, name);
     }
-    if (req->meta.type == OpType::kJoin) ++pending_joins_[req->meta.set_id];
-}
-
-RequestPtr Engine::take_pending(PendingMap::iterator it) {
-    RequestPtr req = std::move(it->second);
-    pending_.erase(it);
-    if (req->meta.type == OpType::kJoin && --pending_joins_[req->meta.set_id] == 0)
-        pending_joins_.erase(req->meta.set_id);
-    return req;
+    return r != nullptr && pending_.holds(*r) ? r : nullptr;
 }
 
 const Request *Engine::joined_request(uint16_t set_id) const {
-    if (pending_joins_.count(set_id) == 0) return nullptr;
-    for (const auto &kv : pending_)
-        if (kv.first.set_id == set_id && kv.second->meta.type == OpType::kJoin)
-            return kv.second.get();
-    return nullptr;
+    return pending_.join_in(set_id);
 }
 
 RequestPtr Engine::zeros_like(const Response &resp, const Request &join) {
@@ -686,13 +680,13 @@ void Engine::run_membership_change(const Response &resp, Request &req) {
     uint16_t id = static_cast<uint16_t>(req.meta.root);
     sets_->remove(id);
     // Ops this rank queued on the set can never run now.
-    std::vector<Key> doomed;
-    for (const auto &kv : pending_)
-        if (kv.first.set_id == id) doomed.emplace_back(id, std::string(kv.first.name));
-    for (const Key &key : doomed)
-        finish(take_pending(pending_.find({key.first, key.second})), HVD_ERR_INVALID_ARG,
+    std::vector<Request *> doomed;
+    for (const RequestPtr &r : pending_.all())
+        if (r->meta.set_id == id) doomed.push_back(r.get());
+    for (Request *r : doomed)
+        finish(pending_.take(*r), HVD_ERR_INVALID_ARG,
                strprintf("rank %d: process set %u was destroyed before '%s' ran", rank_, id,
-                         key.second.c_str()));
+                         r->meta.name.c_str()));
 }
 
 void Engine::await_failure_report() {
@@ -775,14 +769,13 @@ void Engine::check_timeouts() {
     const auto now = Deadline::Clock::now();
     if (now < next_timeout_check_) return;
     next_timeout_check_ = now + std::chrono::milliseconds(1);
-    for (auto &kv : pending_) {
-        if (!kv.second->deadline.expired_at(now)) continue;
-        std::string detail =
-            strprintf("rank %d: %s '%s' timed out waiting for the other ranks", rank_,
-                      op_type_name(kv.second->meta.type), kv.second->meta.name.c_str());
+    for (const RequestPtr &req : pending_.all()) {
+        if (!req->deadline.expired_at(now)) continue;
+        std::string detail = strprintf("rank %d: %s '%s' timed out waiting for the other ranks",
+                                       rank_, op_type_name(req->meta.type), req->meta.name.c_str());
         if (coordinator_) {
             for (const auto &w : coordinator_->waiting()) {
-                if (w.set_id != kv.first.set_id || w.name != kv.first.name) continue;
+                if (w.set_id != req->meta.set_id || w.name != req->meta.name) continue;
                 detail += " (not yet enqueued on rank";
                 for (int32_t r : w.missing_ranks)
                     detail += strprintf(" %d", r);
@@ -832,10 +825,9 @@ void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
     }
     for (const RequestPtr &req : fresh)
         finish(req, status, detail);
-    for (auto &kv : pending_)
-        finish(kv.second, status, detail);
+    for (const RequestPtr &r : pending_.all())
+        finish(r, status, detail);
     pending_.clear();
-    pending_joins_.clear();
     responses_.clear();
     cached_waiting_.clear();
 }
@@ -912,8 +904,8 @@ void Engine::sleep_until_work(std::unique_lock<std::mutex> &drive) {
     if (work_queued_.load() || stop_flag_.load()) return;
     if (!transport_aborted_ && !transport_->arm()) return;
     Deadline next = Deadline::after_ms(kMaxSleepMs);
-    for (auto &kv : pending_)
-        next = Deadline::earlier(next, kv.second->deadline);
+    for (const RequestPtr &r : pending_.all())
+        next = Deadline::earlier(next, r->deadline);
     if (!held_.empty()) {
         auto left = std::chrono::duration_cast<std::chrono::microseconds>(
             held_until() - std::chrono::steady_clock::now());

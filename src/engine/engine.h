@@ -11,12 +11,10 @@
 #include <list>
 #include <map>
 #include <memory>
-#include <memory_resource>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "collectives/comm.h"
@@ -28,7 +26,7 @@
 #include "engine/coordinator.h"
 #include "engine/fifo.h"
 #include "engine/in_flight_names.h"
-#include "engine/name_key.h"
+#include "engine/pending_ops.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
 #include "engine/response_cache.h"
@@ -108,9 +106,6 @@ class Engine {
     bool receive_control();
     bool run_responses();
     using Key = std::pair<uint16_t, std::string>;  // (process set, name), owning
-    // Keyed by a view of the request's name: the map holds the request the key views. Nodes
-    // come from a pool of the engine's (pending_pool_): hundreds per step are made and freed.
-    using PendingMap = std::pmr::unordered_map<NameKey, RequestPtr, NameKeyHash>;
 
     void deliver_responses(std::vector<Response> responses);
     std::vector<int32_t> recipients(const Response &r) const;
@@ -212,11 +207,9 @@ class Engine {
     // Timeline: closes the request's NEGOTIATE span and opens the span of its op.
     void trace_start_op(Request &req);
     void trace_end_op(const Request &req);
-    std::pmr::unsynchronized_pool_resource pending_pool_;  // engine thread only
-    PendingMap pending_{&pending_pool_};  // reported (to the coordinator or the cache), not yet run
-    std::map<uint16_t, int> pending_joins_;  // joins in pending_, by set
-    void add_pending(const RequestPtr &req);
-    RequestPtr take_pending(PendingMap::iterator it);
+    PendingOps pending_;  // reported (to the coordinator or the cache), not yet run
+    // This rank's pending request of that name, or null.
+    Request *find_pending(uint16_t set_id, const std::string &name);
     Fifo<Response> responses_;  // agreed order, not yet run (no allocation once warm)
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only

@@ -153,6 +153,7 @@ void Engine::run_round(const RoundOutcome &outcome) {
                                   rank_, static_cast<unsigned long long>(rounds_done_ + 1), bit));
         responses_.push_back(*cached);
         responses_.back().seq = kCachedSeqFlag | (cached_seq_++ & (kCachedSeqFlag - 1));
+        responses_.back().request = std::move(wait->req);
         cached_waiting_.erase(bit);
         if (cache_bits_) cache_bits_->used(bit);
     }
@@ -189,8 +190,8 @@ void Engine::run_round(const RoundOutcome &outcome) {
 void Engine::schedule_batch(ResponseBatch &batch) {
     for (Response &resp : batch.responses) {
         if (resp.cache_bit >= 0) {
-            auto it = pending_.find({resp.set_id, resp.name});
-            const OpMeta *mine = it != pending_.end() ? &it->second->meta : nullptr;
+            const Request *req = find_pending(resp.set_id, resp.name);
+            const OpMeta *mine = req != nullptr ? &req->meta : nullptr;
             for (uint32_t bit : cache_.put(static_cast<uint32_t>(resp.cache_bit), resp, mine))
                 cache_bit_changed(bit);
         }

@@ -18,6 +18,19 @@ InFlightNames::Entry *InFlightNames::enter(uint16_t set_id, const std::string &n
     return &it->second;
 }
 
+const InFlightNames::Table *InFlightNames::find_table(uint16_t set_id) const {
+    if (set_id == 0) return &global_;
+    auto it = others_.find(set_id);
+    return it == others_.end() ? nullptr : &it->second;
+}
+
+Request *InFlightNames::find(uint16_t set_id, const std::string &name) const {
+    const Table *t = find_table(set_id);
+    if (t == nullptr) return nullptr;
+    auto it = t->find(name);
+    return it == t->end() || !it->second.in_flight ? nullptr : it->second.request;
+}
+
 // Erasing other elements leaves the entries in flight where they are: the requests that hold
 // them stay valid.
 void InFlightNames::sweep() {

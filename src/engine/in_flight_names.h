@@ -15,8 +15,11 @@
 
 namespace hvd::engine {
 
+class Request;
+
 struct InFlightEntry {
     bool in_flight = false;
+    Request *request = nullptr;  // the op in flight, set by its enqueue
 };
 
 class InFlightNames {
@@ -29,8 +32,11 @@ class InFlightNames {
     // Ends the op of an entry enter() returned.
     void leave(Entry *entry) {
         entry->in_flight = false;
+        entry->request = nullptr;
         --in_flight_;
     }
+    // The op of that name in flight, or null.
+    Request *find(uint16_t set_id, const std::string &name) const;
 
     size_t size() const { return size_; }  // entries, idle ones included
     size_t in_flight() const { return in_flight_; }
@@ -42,6 +48,7 @@ class InFlightNames {
   private:
     using Table = std::unordered_map<std::string, Entry>;
     Table &table(uint16_t set_id) { return set_id == 0 ? global_ : others_[set_id]; }
+    const Table *find_table(uint16_t set_id) const;
     void sweep();
 
     Table global_;  // process set 0: almost every op

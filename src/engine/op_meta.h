@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,8 @@ struct OpMeta {
 constexpr uint32_t kCachedSeqFlag = 0x80000;
 constexpr uint32_t kNegotiatedSeqLimit = kCachedSeqFlag - 1;
 
+class Request;
+
 // The coordinator's verdict on one name, sent to every rank in the same order.
 struct Response {
     std::string name;
@@ -85,6 +88,9 @@ struct Response {
     // Not sent: the cache round after which this response must run (the largest after_round
     // of the reports that made it ready).
     uint64_t after_round = 0;
+    // Not sent: this rank's request for the op, when the engine had it at hand as it queued
+    // the response (a cache round's ops); null otherwise, and never in the cache.
+    std::shared_ptr<Request> request;
 };
 
 // A rank's report of ops ready for negotiation. after_round: the cache round by which this

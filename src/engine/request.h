@@ -69,6 +69,9 @@ class Request {
     // Its name's entry among the names in flight (engine/in_flight_names.h), from enqueue to
     // finish; null for a request the engine made itself. Under the engine's queue mutex.
     InFlightEntry *in_flight = nullptr;
+    // Its place among the engine's pending requests (pending_ops.h). Engine thread only.
+    static constexpr size_t kNotPending = SIZE_MAX;
+    size_t pending_slot = kNotPending;
 
     // Completion. Thread-safe; complete() wins once, later calls are ignored. It is settle()
     // then notify(): the engine settles a whole fused run before it wakes anyone, so a woken

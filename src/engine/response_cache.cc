@@ -47,6 +47,7 @@ std::vector<uint32_t> ResponseCache::put(uint32_t bit, const Response &resp, con
     Entry &e = by_bit_[bit];
     e.response = resp;
     e.response.fuse_next = false;
+    e.response.request.reset();
     e.has_mine = mine != nullptr;
     if (mine) e.mine = *mine;
     by_name_[resp.name] = bit;

@@ -1,6 +1,7 @@
 // engine::InFlightNames: a name is refused while in flight and accepted again after leave();
 // process sets are separate; entries stay where they are while the table grows (rehashes)
-// and while idle entries are swept; unique names (as auto-named ops have) keep it bounded.
+// and while idle entries are swept; unique names (as auto-named ops have) keep it bounded;
+// find() names the request in flight.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -81,6 +82,25 @@ void test_steps_reuse_entries(void **) {
     }
 }
 
+// find() names the request of a name in flight, in its own process set, and nothing once the
+// op has left.
+void test_find_names_the_request(void **) {
+    InFlightNames names;
+    int a = 0, b = 0;  // stand-ins: the table only keeps the pointer
+    InFlightEntry *ea = names.enter(0, "grad.w");
+    ea->request = reinterpret_cast<hvd::engine::Request *>(&a);
+    InFlightEntry *eb = names.enter(2, "grad.w");
+    eb->request = reinterpret_cast<hvd::engine::Request *>(&b);
+    assert_ptr_equal(names.find(0, "grad.w"), &a);
+    assert_ptr_equal(names.find(2, "grad.w"), &b);
+    assert_null(names.find(1, "grad.w"));  // a set with no table
+    assert_null(names.find(0, "grad.b"));
+    names.leave(ea);
+    assert_null(ea->request);
+    assert_null(names.find(0, "grad.w"));
+    assert_ptr_equal(names.find(2, "grad.w"), &b);
+}
+
 }  // namespace
 
 int main(void) {
@@ -88,6 +108,7 @@ int main(void) {
         cmocka_unit_test(test_refused_while_in_flight),
         cmocka_unit_test(test_entries_stay_put),
         cmocka_unit_test(test_steps_reuse_entries),
+        cmocka_unit_test(test_find_names_the_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
