@@ -402,45 +402,50 @@ void Engine::reap_sends() {
 bool Engine::run_responses() {
     bool any = false;
     while (!responses_.empty() && !abort_->aborted()) {
-        Response resp = std::move(responses_.front());
-        responses_.pop_front();
-        // A cache round's response comes with its request; the coordinator's are found by name.
-        Request *mine = resp.request ? resp.request.get() : find_pending(resp.set_id, resp.name);
-        resp.request.reset();
-        if (mine == nullptr && joined_request(resp.set_id)) {
+        any = true;
+        // Run where it lies: popped only once run, so that its slot (with its strings) is
+        // reused by the next push.
+        Response &resp = responses_.front();
+        RequestPtr req = take_request(resp);
+        if (!req) {
+            const Request *join = joined_request(resp.set_id);
+            if (join == nullptr)
+                throw Error(HVD_ERR_INTERNAL,
+                            strprintf("rank %d: the coordinator scheduled '%s' (process set %u), "
+                                      "which this rank never enqueued",
+                                      rank_, resp.name.c_str(), resp.set_id));
             // This rank joined: it takes part in the others' allreduces with zeros and
             // ignores errors meant for the ranks that enqueued the op.
-            if (resp.status == HVD_OK && resp.type == OpType::kAllreduce) {
-                RequestPtr zeros = zeros_like(resp, *joined_request(resp.set_id));
-                // A fused run must be joined as a whole, as the other ranks run it.
-                if (resp.fuse_next)
-                    run_fused(std::move(resp), std::move(zeros));
-                else
-                    run_one(resp, zeros);
+            if (resp.status != HVD_OK || resp.type != OpType::kAllreduce) {
+                responses_.pop_front();
+                continue;
             }
-            any = true;
-            continue;
+            // A fused run must be joined as a whole, as the other ranks run it.
+            req = zeros_like(resp, *join);
+        } else if (autotuner_ && resp.status == HVD_OK) {
+            autotuner_->record(response_bytes(resp));
         }
-        if (mine == nullptr)
-            throw Error(HVD_ERR_INTERNAL,
-                        strprintf("rank %d: the coordinator scheduled '%s' (process set %u), "
-                                  "which this rank never enqueued",
-                                  rank_, resp.name.c_str(), resp.set_id));
-        RequestPtr req = pending_.take(*mine);
-        any = true;
-        if (autotuner_ && resp.status == HVD_OK) autotuner_->record(response_bytes(resp));
         if (resp.fuse_next && resp.status == HVD_OK) {
-            run_fused(std::move(resp), std::move(req));
+            run_fused(std::move(req));
             continue;
         }
         try {
             run_one(resp, req);
         } catch (...) {
+            responses_.pop_front();
             finish_thrown(&req, 1);
             throw;
         }
+        responses_.pop_front();
     }
     return any;
+}
+
+RequestPtr Engine::take_request(Response &resp) {
+    // A cache round's response comes with its request; the coordinator's are found by name.
+    Request *mine = resp.request ? resp.request.get() : find_pending(resp.set_id, resp.name);
+    resp.request.reset();
+    return mine != nullptr ? pending_.take(*mine) : nullptr;
 }
 
 // A request taken out of pending_ is no longer failed by fail_everything: if running it
@@ -469,56 +474,50 @@ hvd_status_t Engine::thrown_status(std::string *message) const {
 }
 
 // A run of allreduces the coordinator chained with fuse_next: one collective for all. The
-// whole run arrived in one message, so it is all in responses_ now.
-void Engine::run_fused(Response &&first, RequestPtr first_req) {
-    // Member vectors, cleared but kept: freeing a run's 64 KiB of responses made malloc
-    // consolidate its free lists on every fused run.
-    std::vector<Response> &resps = fused_resps_;
+// whole run arrived in one message, so it is all in responses_ now, from the front. first_req
+// is the front's request; the run's responses are popped once it has run.
+void Engine::run_fused(RequestPtr first_req) {
+    // A member vector, cleared but kept: no allocation per run.
     std::vector<RequestPtr> &reqs = fused_reqs_;
-    resps.clear();
     reqs.clear();
+    size_t taken = 1;  // responses_[0, taken) are in the run
     try {
-        resps.push_back(std::move(first));
-        reqs.push_back(first_req);
-        run_fused_taken(resps, reqs);
+        reqs.push_back(std::move(first_req));
+        while (responses_[taken - 1].fuse_next) {
+            if (taken == responses_.size())
+                throw Error(HVD_ERR_INTERNAL,
+                            strprintf("rank %d: a fused run after '%s' arrived incomplete", rank_,
+                                      responses_[taken - 1].name.c_str()));
+            Response &next = responses_[taken++];
+            if (autotuner_) autotuner_->record(response_bytes(next));
+            RequestPtr req = take_request(next);
+            if (!req) {
+                const Request *join = joined_request(next.set_id);
+                if (join == nullptr)
+                    throw Error(HVD_ERR_INTERNAL,
+                                strprintf("rank %d: the coordinator scheduled '%s', which this "
+                                          "rank never enqueued",
+                                          rank_, next.name.c_str()));
+                req = zeros_like(next, *join);
+            }
+            reqs.push_back(std::move(req));
+        }
+        run_fused_taken(&responses_.front(), reqs);
     } catch (...) {
         if (reqs.empty())
             finish_thrown(&first_req, 1);
         else
             finish_thrown(reqs.data(), reqs.size());
-        resps.clear();
         reqs.clear();
+        responses_.pop_front(taken);
         throw;
     }
+    reqs.clear();
+    responses_.pop_front(taken);
 }
 
-void Engine::run_fused_taken(std::vector<Response> &resps, std::vector<RequestPtr> &reqs) {
-    while (resps.back().fuse_next) {
-        if (responses_.empty())
-            throw Error(HVD_ERR_INTERNAL,
-                        strprintf("rank %d: a fused run after '%s' arrived incomplete", rank_,
-                                  resps.back().name.c_str()));
-        // Moved once, straight into the run (a Response is ~200 bytes and three strings).
-        resps.push_back(std::move(responses_.front()));
-        responses_.pop_front();
-        Response &next = resps.back();
-        if (autotuner_) autotuner_->record(response_bytes(next));
-        Request *mine = next.request ? next.request.get() : find_pending(next.set_id, next.name);
-        next.request.reset();
-        RequestPtr req;
-        if (mine != nullptr) {
-            req = pending_.take(*mine);
-        } else if (const Request *join = joined_request(next.set_id)) {
-            req = zeros_like(next, *join);
-        } else {
-            throw Error(HVD_ERR_INTERNAL,
-                        strprintf("rank %d: the coordinator scheduled '%s', which this rank "
-                                  "never enqueued",
-                                  rank_, next.name.c_str()));
-        }
-        reqs.push_back(std::move(req));
-    }
-    collectives::Comm comm = make_comm(resps.front(), *reqs.front());
+void Engine::run_fused_taken(const Response *resps, const std::vector<RequestPtr> &reqs) {
+    collectives::Comm comm = make_comm(resps[0], *reqs.front());
     for (const RequestPtr &r : reqs)
         comm.deadline = Deadline::earlier(comm.deadline, r->deadline);
     std::string message;
@@ -530,7 +529,7 @@ void Engine::run_fused_taken(std::vector<Response> &resps, std::vector<RequestPt
     ActivityTrace trace(timeline_, traced);
     hvd_status_t s = HVD_ERR_INTERNAL;
     try {
-        switch (resps.front().type) {
+        switch (resps[0].type) {
             case OpType::kAllgather:
                 s = execute_fused_allgather(comm, resps, reqs, &fusion_buffer_, trace, &message);
                 break;
@@ -544,16 +543,14 @@ void Engine::run_fused_taken(std::vector<Response> &resps, std::vector<RequestPt
     } catch (const std::bad_alloc &) {
         s = HVD_ERR_NO_MEMORY;
         message = strprintf("rank %d: out of memory running a fused %s", rank_,
-                            op_type_name(resps.front().type));
+                            op_type_name(resps[0].type));
     }
     for (const RequestPtr &r : reqs)
         trace_end_op(*r);
     fused_collectives_.fetch_add(1, std::memory_order_relaxed);
     fused_tensors_.fetch_add(reqs.size(), std::memory_order_relaxed);
-    if (s != HVD_OK) s = settle_failure(resps.front(), s, &message);
+    if (s != HVD_OK) s = settle_failure(resps[0], s, &message);
     finish_all(reqs.data(), reqs.size(), s, message);
-    resps.clear();
-    reqs.clear();
 }
 
 void Engine::trace_start_op(Request &req) {

@@ -110,10 +110,12 @@ class Engine {
     void deliver_responses(std::vector<Response> responses);
     std::vector<int32_t> recipients(const Response &r) const;
     void run_one(const Response &resp, const RequestPtr &req);
-    void run_fused(Response &&first, RequestPtr first_req);
-    // The rest of run_fused, once the run's first request is taken: takes the others, runs
-    // the collective and finishes them all.
-    void run_fused_taken(std::vector<Response> &resps, std::vector<RequestPtr> &reqs);
+    // This rank's request for resp, taken out of pending_; null if it has none.
+    RequestPtr take_request(Response &resp);
+    void run_fused(RequestPtr first_req);
+    // The rest of run_fused, once every request of the run is taken: runs the collective and
+    // finishes them all. resps: the run's responses, as many as reqs.
+    void run_fused_taken(const Response *resps, const std::vector<RequestPtr> &reqs);
     // From a catch block: finishes the requests with thrown_status().
     void finish_thrown(const RequestPtr *reqs, size_t n);
     hvd_status_t thrown_status(std::string *message) const;
@@ -199,9 +201,8 @@ class Engine {
     uint64_t tune_epoch_ = 0;
     // Cycle time: requests taken from the queue but held back to be reported together.
     std::vector<RequestPtr> held_;
-    std::vector<RequestPtr> fresh_;      // take_new_requests' swap partner of queue_
-    std::vector<Response> fused_resps_;  // run_fused's run, kept for its capacity
-    std::vector<RequestPtr> fused_reqs_;
+    std::vector<RequestPtr> fresh_;       // take_new_requests' swap partner of queue_
+    std::vector<RequestPtr> fused_reqs_;  // run_fused's run, kept for its capacity
     std::chrono::steady_clock::time_point held_since_{};
     std::chrono::steady_clock::time_point held_until() const;
     // Timeline: closes the request's NEGOTIATE span and opens the span of its op.

@@ -270,7 +270,7 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
     return s;
 }
 
-hvd_status_t execute_fused_allgather(collectives::Comm &comm, const std::vector<Response> &resps,
+hvd_status_t execute_fused_allgather(collectives::Comm &comm, const Response *resps,
                                      const std::vector<RequestPtr> &reqs,
                                      collectives::ScratchBuffer *fusion, const ActivityTrace &trace,
                                      std::string *message) {

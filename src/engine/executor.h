@@ -41,8 +41,9 @@ hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<
                                      std::string *message);
 
 // Runs several allgathers (same set and dtype) as one allgatherv: member r's block is its
-// pieces of every tensor in order; each output is reassembled from the blocks.
-hvd_status_t execute_fused_allgather(collectives::Comm &comm, const std::vector<Response> &resps,
+// pieces of every tensor in order; each output is reassembled from the blocks. resps: the
+// run's responses, one per request.
+hvd_status_t execute_fused_allgather(collectives::Comm &comm, const Response *resps,
                                      const std::vector<RequestPtr> &reqs,
                                      collectives::ScratchBuffer *fusion, const ActivityTrace &trace,
                                      std::string *message);
