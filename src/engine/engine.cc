@@ -406,25 +406,12 @@ bool Engine::run_responses() {
         // Run where it lies: popped only once run, so that its slot (with its strings) is
         // reused by the next push.
         Response &resp = responses_.front();
-        RequestPtr req = take_request(resp);
-        if (!req) {
-            const Request *join = joined_request(resp.set_id);
-            if (join == nullptr)
-                throw Error(HVD_ERR_INTERNAL,
-                            strprintf("rank %d: the coordinator scheduled '%s' (process set %u), "
-                                      "which this rank never enqueued",
-                                      rank_, resp.name.c_str(), resp.set_id));
-            // This rank joined: it takes part in the others' allreduces with zeros and
-            // ignores errors meant for the ranks that enqueued the op.
-            if (resp.status != HVD_OK || resp.type != OpType::kAllreduce) {
-                responses_.pop_front();
-                continue;
-            }
-            // A fused run must be joined as a whole, as the other ranks run it.
-            req = zeros_like(resp, *join);
-        } else if (autotuner_ && resp.status == HVD_OK) {
-            autotuner_->record(response_bytes(resp));
+        RequestPtr req = request_for(resp);
+        if (!req) {  // joined, and not an op a joined rank takes part in
+            responses_.pop_front();
+            continue;
         }
+        if (autotuner_ && resp.status == HVD_OK) autotuner_->record(response_bytes(resp));
         if (resp.fuse_next && resp.status == HVD_OK) {
             run_fused(std::move(req));
             continue;
@@ -439,6 +426,21 @@ bool Engine::run_responses() {
         responses_.pop_front();
     }
     return any;
+}
+
+RequestPtr Engine::request_for(Response &resp) {
+    if (RequestPtr req = take_request(resp)) return req;
+    const Request *join = joined_request(resp.set_id);
+    if (join == nullptr)
+        throw Error(HVD_ERR_INTERNAL,
+                    strprintf("rank %d: the coordinator scheduled '%s' (process set %u), which "
+                              "this rank never enqueued",
+                              rank_, resp.name.c_str(), resp.set_id));
+    // This rank joined: it takes part in the others' allreduces with zeros (a fused run as
+    // a whole, as the other ranks run it) and ignores errors meant for the ranks that
+    // enqueued the op.
+    if (resp.status != HVD_OK || resp.type != OpType::kAllreduce) return nullptr;
+    return zeros_like(resp, *join);
 }
 
 RequestPtr Engine::take_request(Response &resp) {
@@ -490,16 +492,12 @@ void Engine::run_fused(RequestPtr first_req) {
                                       responses_[taken - 1].name.c_str()));
             Response &next = responses_[taken++];
             if (autotuner_) autotuner_->record(response_bytes(next));
-            RequestPtr req = take_request(next);
-            if (!req) {
-                const Request *join = joined_request(next.set_id);
-                if (join == nullptr)
-                    throw Error(HVD_ERR_INTERNAL,
-                                strprintf("rank %d: the coordinator scheduled '%s', which this "
-                                          "rank never enqueued",
-                                          rank_, next.name.c_str()));
-                req = zeros_like(next, *join);
-            }
+            RequestPtr req = request_for(next);
+            if (!req)
+                throw Error(HVD_ERR_INTERNAL,
+                            strprintf("rank %d: '%s' of a fused run is not an allreduce that "
+                                      "succeeded",
+                                      rank_, next.name.c_str()));
             reqs.push_back(std::move(req));
         }
         run_fused_taken(&responses_.front(), reqs);

@@ -112,6 +112,9 @@ class Engine {
     void run_one(const Response &resp, const RequestPtr &req);
     // This rank's request for resp, taken out of pending_; null if it has none.
     RequestPtr take_request(Response &resp);
+    // take_request(), or, on a rank that joined the set, a zero tensor for its allreduce
+    // (null for another op, which a joined rank skips). Throws if neither.
+    RequestPtr request_for(Response &resp);
     void run_fused(RequestPtr first_req);
     // The rest of run_fused, once every request of the run is taken: runs the collective and
     // finishes them all. resps: the run's responses, as many as reqs.
