@@ -27,7 +27,10 @@ void Engine::report_ready(const std::vector<RequestPtr> &reqs) {
     auto now = std::chrono::steady_clock::now();
     for (const RequestPtr &req : reqs) {
         uint32_t bit = 0;
-        ResponseCache::Lookup found = cache_.lookup(req->meta, &bit);
+        // A name in flight remembers where the cache had it: no search by name each step.
+        ResponseCache::Lookup found =
+            req->in_flight != nullptr ? cache_.lookup(req->meta, &bit, &req->in_flight->cache_memo)
+                                      : cache_.lookup(req->meta, &bit);
         if (found == ResponseCache::Lookup::kHit && !cache_suspended_ &&
             cached_waiting_.try_emplace(bit, CachedWait{req, now, false})) {
             cache_news_ = true;

@@ -13,6 +13,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "engine/response_cache.h"
+
 namespace hvd::engine {
 
 class Request;
@@ -20,6 +22,8 @@ class Request;
 struct InFlightEntry {
     bool in_flight = false;
     Request *request = nullptr;  // the op in flight, set by its enqueue
+    // Engine thread only: what the response cache last found for this name.
+    ResponseCache::Memo cache_memo;
 };
 
 class InFlightNames {

@@ -67,7 +67,9 @@ class Request {
     Deadline deadline;    // op timeout
     bool traced = false;  // its NEGOTIATE span is open on the timeline (engine thread only)
     // Its name's entry among the names in flight (engine/in_flight_names.h), from enqueue to
-    // finish; null for a request the engine made itself. Under the engine's queue mutex.
+    // finish; null for a request the engine made itself. Set by the enqueue under the
+    // engine's queue mutex, before the engine sees the request; cleared by the engine thread
+    // (also under it), which may read it without.
     InFlightEntry *in_flight = nullptr;
     // Its place among the engine's pending requests (pending_ops.h). Engine thread only.
     static constexpr size_t kNotPending = SIZE_MAX;

@@ -1,5 +1,6 @@
 #include "engine/response_cache.h"
 
+#include "common/error.h"
 #include "hvd/hvd.h"
 
 namespace hvd::engine {
@@ -32,11 +33,25 @@ ResponseCache::Lookup ResponseCache::lookup(const OpMeta &meta, uint32_t *bit) c
     auto it = by_name_.find(meta.name);
     if (it == by_name_.end()) return Lookup::kMiss;
     *bit = it->second;
-    const Entry &e = by_bit_.at(it->second);
-    return e.has_mine && same_op(e.mine, meta) ? Lookup::kHit : Lookup::kChanged;
+    return check(slots_[it->second], meta);
+}
+
+ResponseCache::Lookup ResponseCache::lookup(const OpMeta &meta, uint32_t *bit, Memo *memo) const {
+    // The stamp names one put: if the bit still holds it, it holds this name.
+    if (memo->stamp != 0 && memo->bit < slots_.size() && slots_[memo->bit].stamp == memo->stamp &&
+        meta.set_id == 0) {
+        *bit = memo->bit;
+        return check(slots_[memo->bit], meta);
+    }
+    Lookup found = lookup(meta, bit);
+    memo->bit = *bit;
+    memo->stamp = found == Lookup::kMiss ? 0 : slots_[*bit].stamp;
+    return found;
 }
 
 std::vector<uint32_t> ResponseCache::put(uint32_t bit, const Response &resp, const OpMeta *mine) {
+    if (bit >= kMaxBits)
+        throw Error(HVD_ERR_INTERNAL, strprintf("response cache bit %u is out of range", bit));
     std::vector<uint32_t> changed{bit};
     auto old_name = by_name_.find(resp.name);
     if (old_name != by_name_.end() && old_name->second != bit) {
@@ -44,28 +59,26 @@ std::vector<uint32_t> ResponseCache::put(uint32_t bit, const Response &resp, con
         erase(old_name->second);
     }
     erase(bit);
-    Entry &e = by_bit_[bit];
+    if (bit >= slots_.size()) slots_.resize(static_cast<size_t>(bit) + 1);
+    Slot &e = slots_[bit];
     e.response = resp;
     e.response.fuse_next = false;
     e.response.request.reset();
     e.has_mine = mine != nullptr;
     if (mine) e.mine = *mine;
+    e.stamp = ++last_stamp_;
     by_name_[resp.name] = bit;
     touched_.insert(bit);
     return changed;
 }
 
 void ResponseCache::erase(uint32_t bit) {
-    auto it = by_bit_.find(bit);
     touched_.insert(bit);
-    if (it == by_bit_.end()) return;
-    by_name_.erase(it->second.response.name);
-    by_bit_.erase(it);
-}
-
-const Response *ResponseCache::response(uint32_t bit) const {
-    auto it = by_bit_.find(bit);
-    return it == by_bit_.end() ? nullptr : &it->second.response;
+    if (bit >= slots_.size() || slots_[bit].stamp == 0) return;
+    Slot &e = slots_[bit];
+    by_name_.erase(e.response.name);
+    e.stamp = 0;
+    e.has_mine = false;
 }
 
 }  // namespace hvd::engine

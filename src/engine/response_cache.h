@@ -17,6 +17,10 @@
 
 namespace hvd::engine {
 
+// Whether two descriptions of one op by the same rank are the same op (every field the
+// coordinator compares across ranks).
+bool same_op(const OpMeta &a, const OpMeta &b);
+
 class ResponseCache {
   public:
     // Bit numbers a control message may name; the capacity is at most this.
@@ -29,6 +33,16 @@ class ResponseCache {
     };
     Lookup lookup(const OpMeta &meta, uint32_t *bit) const;
 
+    // What a lookup found for a name, kept by the caller with the name (the engine keeps one
+    // per name in flight) so that the next lookup of that name skips the search by name:
+    // valid while the bit still holds what the same put() stored there.
+    struct Memo {
+        uint32_t bit = 0;
+        uint64_t stamp = 0;  // the put's stamp; 0: nothing remembered
+    };
+    // As lookup(), through *memo, which it brings up to date.
+    Lookup lookup(const OpMeta &meta, uint32_t *bit, Memo *memo) const;
+
     // Stores the agreed response under `bit`, replacing what the bit or the name held. mine:
     // this rank's own description of the op (null if it took part without enqueuing it, as
     // a joined rank does: such an entry never hits on this rank). Returns the bits changed.
@@ -36,8 +50,10 @@ class ResponseCache {
     void erase(uint32_t bit);
 
     // The response cached under `bit`, or null.
-    const Response *response(uint32_t bit) const;
-    size_t size() const { return by_bit_.size(); }
+    const Response *response(uint32_t bit) const {
+        return bit < slots_.size() && slots_[bit].stamp != 0 ? &slots_[bit].response : nullptr;
+    }
+    size_t size() const { return by_name_.size(); }
 
     // Bits put or erased since the last clear_touched().
     bool touched(uint32_t bit) const { return touched_.count(bit) != 0; }
@@ -48,18 +64,20 @@ class ResponseCache {
     static bool cacheable(const Response &resp);
 
   private:
-    struct Entry {
+    // A bit's entry; indexed by the bit (bits are small numbers: no hashing).
+    struct Slot {
         Response response;
         bool has_mine = false;
         OpMeta mine;
+        uint64_t stamp = 0;  // which put() stored it (unique); 0: the bit is free
     };
-    std::unordered_map<uint32_t, Entry> by_bit_;
+    Lookup check(const Slot &slot, const OpMeta &meta) const {
+        return slot.has_mine && same_op(slot.mine, meta) ? Lookup::kHit : Lookup::kChanged;
+    }
+    std::vector<Slot> slots_;
     std::unordered_map<std::string, uint32_t> by_name_;
+    uint64_t last_stamp_ = 0;
     std::set<uint32_t> touched_;
 };
-
-// Whether two descriptions of one op by the same rank are the same op (every field the
-// coordinator compares across ranks).
-bool same_op(const OpMeta &a, const OpMeta &b);
 
 }  // namespace hvd::engine

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -193,6 +194,36 @@ void test_cache_lookup_put_and_touched(void **) {
     one_rank.addressee = 1;
     for (const Response &r : {failed, grouped, in_set, barrier, one_rank})
         assert_false(ResponseCache::cacheable(r));
+}
+
+// A lookup through a memo answers as a plain lookup does, whatever happened to the name or
+// its bit since the memo was made: random puts (a name moving bits, a bit taking another
+// name, parameters changing) and erases, with one memo per name kept throughout.
+void test_memo_lookup_matches_plain_lookup(void **) {
+    std::mt19937 rng(5);
+    ResponseCache c;
+    const char *names[] = {"w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"};
+    ResponseCache::Memo memos[8];
+    for (int step = 0; step < 20000; ++step) {
+        size_t k = rng() % 8;
+        OpMeta m = meta(names[k], {static_cast<int64_t>(1 + rng() % 2)});
+        if (rng() % 4 == 0) m.set_id = static_cast<uint16_t>(rng() % 2);
+        switch (rng() % 4) {
+            case 0:
+                if (m.set_id == 0) c.put(rng() % 12, response_for(m), rng() % 5 ? &m : nullptr);
+                break;
+            case 1:
+                c.erase(rng() % 12);
+                break;
+            default: {
+                uint32_t plain_bit = 99, memo_bit = 98;
+                ResponseCache::Lookup plain = c.lookup(m, &plain_bit);
+                ResponseCache::Lookup via = c.lookup(m, &memo_bit, &memos[k]);
+                assert_int_equal(static_cast<int>(plain), static_cast<int>(via));
+                if (plain != ResponseCache::Lookup::kMiss) assert_int_equal(plain_bit, memo_bit);
+            }
+        }
+    }
 }
 
 void test_bit_allocator_evicts_least_recently_used(void **) {
@@ -498,6 +529,7 @@ int main(void) {
         cmocka_unit_test(test_round_table_combines_votes),
         cmocka_unit_test(test_vote_encoding),
         cmocka_unit_test(test_cache_lookup_put_and_touched),
+        cmocka_unit_test(test_memo_lookup_matches_plain_lookup),
         cmocka_unit_test(test_bit_allocator_evicts_least_recently_used),
         cmocka_unit_test(test_repeated_ops_run_from_the_cache),
         cmocka_unit_test(test_changed_parameters_renegotiate),
