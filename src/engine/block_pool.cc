@@ -5,21 +5,22 @@
 namespace hvd::engine {
 
 void *BlockPool::take(size_t bytes) {
-    if (bytes == block_bytes_) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!free_.empty()) {
-            void *p = free_.back();
-            free_.pop_back();
-            return p;
-        }
-    }
-    return ::operator new(bytes);
+    void *p = bytes == block_bytes_ ? take_kept_shared() : nullptr;
+    return p != nullptr ? p : ::operator new(bytes);
+}
+
+void *BlockPool::take_kept_shared() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_.empty()) return nullptr;
+    void *p = free_.back();
+    free_.pop_back();
+    return p;
 }
 
 void BlockPool::give(void *p, size_t bytes) noexcept {
     if (p == nullptr) return;
     if (bytes != block_bytes_) {
-        ::operator delete(p);
+        ::operator delete(p);  // never one of the blocks a discard hook is for
         return;
     }
     std::lock_guard<std::mutex> lock(mu_);
@@ -34,11 +35,17 @@ void BlockPool::keep_locked(void *p) noexcept {
         } catch (...) {  // no room to remember it: free it below
         }
     }
-    ::operator delete(p);
+    drop(p);
 }
 
 void *BlockPool::take(ThreadStock &s, size_t bytes) {
-    if (bytes != block_bytes_ || s.closed) return take(bytes);
+    if (bytes != block_bytes_) return ::operator new(bytes);
+    void *p = take_kept(s);
+    return p != nullptr ? p : ::operator new(bytes);
+}
+
+void *BlockPool::take_kept(ThreadStock &s) {
+    if (s.closed) return take_kept_shared();
     if (s.n == 0) {
         std::lock_guard<std::mutex> lock(mu_);
         while (s.n < ThreadStock::kMax / 2 && !free_.empty()) {
@@ -46,8 +53,7 @@ void *BlockPool::take(ThreadStock &s, size_t bytes) {
             free_.pop_back();
         }
     }
-    if (s.n == 0) return ::operator new(bytes);
-    return s.blocks[--s.n];
+    return s.n > 0 ? s.blocks[--s.n] : nullptr;
 }
 
 void BlockPool::give(ThreadStock &s, void *p, size_t bytes) noexcept {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <mutex>
+#include <new>
 #include <vector>
 
 namespace hvd::engine {
@@ -25,9 +26,10 @@ struct ThreadStock {
 
 class BlockPool {
   public:
-    // Blocks of other sizes, and blocks beyond max_cached, go to the global allocator.
-    BlockPool(size_t block_bytes, size_t max_cached)
-        : block_bytes_(block_bytes), max_cached_(max_cached) {}
+    // Blocks of other sizes, and blocks beyond max_cached, go to the global allocator, or,
+    // with `discard`, blocks beyond max_cached to it (a pool of live objects deletes them).
+    BlockPool(size_t block_bytes, size_t max_cached, void (*discard)(void *) noexcept = nullptr)
+        : block_bytes_(block_bytes), max_cached_(max_cached), discard_(discard) {}
     BlockPool(const BlockPool &) = delete;
     BlockPool &operator=(const BlockPool &) = delete;
 
@@ -39,18 +41,40 @@ class BlockPool {
     // As take() and give(), through the calling thread's stock, which must be this pool's.
     void *take(ThreadStock &s, size_t bytes);
     void give(ThreadStock &s, void *p, size_t bytes) noexcept;
+    // A kept block of block_bytes through the stock, or null where there is none (nothing is
+    // allocated).
+    void *take_kept(ThreadStock &s);
     // Returns the stock's blocks to the pool and closes it (at its thread's exit).
     void close(ThreadStock &s) noexcept;
 
   private:
     // Under mu_: keeps a block of block_bytes_ for reuse, or frees it past max_cached_.
     void keep_locked(void *p) noexcept;
+    void *take_kept_shared();
+    void drop(void *p) noexcept { discard_ != nullptr ? discard_(p) : ::operator delete(p); }
 
     const size_t block_bytes_;
     const size_t max_cached_;
+    void (*const discard_)(void *) noexcept;
     std::mutex mu_;
     std::vector<void *> free_;
 };
+
+// The calling thread's stock of Pool::pool(), handed back to that pool at the thread's exit.
+template <class Pool>
+ThreadStock &thread_stock() noexcept {
+    struct Closer {
+        ThreadStock *s;
+        ~Closer() { Pool::pool().close(*s); }
+    };
+    static thread_local ThreadStock s{};
+    if (!s.armed) {
+        s.armed = true;
+        static thread_local Closer closer{&s};
+        (void)closer;
+    }
+    return s;
+}
 
 // std::allocator-style access to one process-wide pool per T (never destroyed: objects from
 // it may outlive every context, as a request handle kept after finalize does).
@@ -65,25 +89,13 @@ struct PooledAllocator {
         static BlockPool *p = new BlockPool(sizeof(T), 4096);
         return *p;
     }
-    T *allocate(size_t n) { return static_cast<T *>(pool().take(stock(), n * sizeof(T))); }
-    void deallocate(T *p, size_t n) noexcept { pool().give(stock(), p, n * sizeof(T)); }
-
-  private:
-    struct Closer {
-        ThreadStock *s;
-        ~Closer() { pool().close(*s); }
-    };
-    static ThreadStock &stock() noexcept {
-        static thread_local ThreadStock s{};
-        if (!s.armed) {
-            s.armed = true;
-            static thread_local Closer closer{&s};
-            (void)closer;
-        }
-        return s;
+    T *allocate(size_t n) {
+        return static_cast<T *>(pool().take(thread_stock<PooledAllocator>(), n * sizeof(T)));
+    }
+    void deallocate(T *p, size_t n) noexcept {
+        pool().give(thread_stock<PooledAllocator>(), p, n * sizeof(T));
     }
 
-  public:
     template <class U>
     bool operator==(const PooledAllocator<U> &) const {
         return true;

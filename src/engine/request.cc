@@ -3,7 +3,6 @@
 #include <new>
 
 #include "common/dtype.h"
-#include "engine/block_pool.h"
 #include "engine/buffer_pool.h"
 
 namespace hvd::engine {
@@ -34,8 +33,17 @@ void OwnedBuffer::resize(size_t n) {
     size_ = n;
 }
 
-RequestPtr make_request() {
-    return std::allocate_shared<Request>(PooledAllocator<Request>());
+void Request::reset_for_reuse() {
+    std::string name = std::move(meta.name);
+    name.clear();
+    static_cast<RequestData &>(*this) = RequestData();
+    meta.name = std::move(name);
+    status_.store(HVD_INPROGRESS, std::memory_order_relaxed);
+    sleepers_.store(0, std::memory_order_relaxed);
+    message_.clear();
+    members_done_ = 0;
+    first_member_error_ = HVD_OK;
+    first_member_message_.clear();
 }
 
 size_t TensorRef::elements() const {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/deadline.h"
@@ -40,6 +41,13 @@ class OwnedBuffer {
     OwnedBuffer() = default;
     OwnedBuffer(const OwnedBuffer &) = delete;
     OwnedBuffer &operator=(const OwnedBuffer &) = delete;
+    OwnedBuffer(OwnedBuffer &&o) noexcept { swap(o); }
+    OwnedBuffer &operator=(OwnedBuffer &&o) noexcept {
+        if (this == &o) return *this;
+        OwnedBuffer gone(std::move(*this));  // releases what this held
+        swap(o);
+        return *this;
+    }
     ~OwnedBuffer() { release(); }
     void resize(size_t n);
     void resize_zeroed(size_t n) {
@@ -52,15 +60,23 @@ class OwnedBuffer {
 
   private:
     void release();
+    void swap(OwnedBuffer &o) noexcept {
+        std::swap(data_, o.data_);
+        std::swap(size_, o.size_);
+        std::swap(pooled_capacity_, o.pooled_capacity_);
+    }
     char *data_ = nullptr;
     size_t size_ = 0;
     size_t pooled_capacity_ = 0;  // > 0: the block came from the pool
 };
 
 struct InFlightEntry;
+class Request;
 
-class Request {
-  public:
+// What one enqueued op is and what it produced: everything but its completion state. A
+// request that is reused (make_request) starts from a fresh RequestData, so a field added
+// here needs no reset code.
+struct RequestData {
     OpMeta meta;  // what the coordinator compares across ranks
     TensorRef input;
     TensorRef output;     // caller-owned output (allreduce/broadcast); unused for allgather
@@ -75,6 +91,19 @@ class Request {
     static constexpr size_t kNotPending = SIZE_MAX;
     size_t pending_slot = kNotPending;
 
+    // Library-owned output, filled by the engine before complete(HVD_OK).
+    OwnedBuffer owned_data;
+    Shape owned_shape;
+    std::vector<int32_t> received_splits;  // alltoall: rows from each member
+    // Grouped ops: the parent completes when all of its members have; a member tells its
+    // parent through member_done().
+    std::vector<std::shared_ptr<Request>> members;
+    std::weak_ptr<Request> parent;
+    int64_t value = 0;  // process set create: the new set's id
+};
+
+class Request : public RequestData {
+  public:
     // Completion. Thread-safe; complete() wins once, later calls are ignored. It is settle()
     // then notify(): the engine settles a whole fused run before it wakes anyone, so a woken
     // caller finds the run's later requests complete instead of sleeping again on each.
@@ -95,16 +124,12 @@ class Request {
     Deadline completion_bound() const;
     std::string message() const;
 
-    // Library-owned output, filled by the engine before complete(HVD_OK).
-    OwnedBuffer owned_data;
-    Shape owned_shape;
-    std::vector<int32_t> received_splits;  // alltoall: rows from each member
-    // Grouped ops: the parent completes when all of its members have; a member tells its
-    // parent through member_done().
-    std::vector<std::shared_ptr<Request>> members;
-    std::weak_ptr<Request> parent;
     void member_done(hvd_status_t status, const std::string &message);
-    int64_t value = 0;  // process set create: the new set's id
+
+    // Makes a request nobody refers to any more as good as new, for reuse: a fresh
+    // RequestData (its outputs and members released) and completion state. Only the storage
+    // of its name's string is kept. Not thread-safe: the caller holds the only reference.
+    void reset_for_reuse();
 
   private:
     mutable std::mutex mu_;
@@ -121,7 +146,9 @@ class Request {
 
 using RequestPtr = std::shared_ptr<Request>;
 
-// A new request, from the request pool (block_pool.h). Thread-safe; throws std::bad_alloc.
+// A new request: a released one, reset, when the calling thread or the process has one
+// (request_pool.cc); a training step makes and releases hundreds. Thread-safe; throws
+// std::bad_alloc.
 RequestPtr make_request();
 
 }  // namespace hvd::engine

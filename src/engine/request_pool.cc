@@ -1,0 +1,51 @@
+// Requests are reused. A training step makes and releases hundreds, each of which cost an
+// allocation of its ~700 bytes, its name's string (names are longer than a string holds
+// inline) and the destruction of a mutex and a condition variable. A request whose last
+// reference goes is reset (Request::reset_for_reuse) and kept by the releasing thread, or,
+// past its stock, by the process, up to kMaxKept; make_request() takes one back. The
+// reference count's block comes from a pool too.
+#include <new>
+
+#include "engine/block_pool.h"
+#include "engine/request.h"
+
+namespace hvd::engine {
+
+namespace {
+
+constexpr size_t kMaxKept = 4096;
+
+void delete_request(void *p) noexcept {
+    delete static_cast<Request *>(p);
+}
+
+// The released requests, reset: live objects, deleted when there are too many to keep.
+struct KeptRequests {
+    static BlockPool &pool() {
+        static BlockPool *p = new BlockPool(sizeof(Request), kMaxKept, delete_request);
+        return *p;
+    }
+};
+
+struct Recycle {
+    void operator()(Request *r) const noexcept {
+        try {
+            r->reset_for_reuse();
+        } catch (...) {  // cannot happen (moves and clears); never keep a half-reset one
+            delete r;
+            return;
+        }
+        KeptRequests::pool().give(thread_stock<KeptRequests>(), r, sizeof(Request));
+    }
+};
+
+}  // namespace
+
+RequestPtr make_request() {
+    void *kept = KeptRequests::pool().take_kept(thread_stock<KeptRequests>());
+    Request *r = kept != nullptr ? static_cast<Request *>(kept) : new Request();
+    // Should the reference count's block not be had, shared_ptr hands r to Recycle.
+    return RequestPtr(r, Recycle(), PooledAllocator<Request>());
+}
+
+}  // namespace hvd::engine
