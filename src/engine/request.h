@@ -73,10 +73,13 @@ class OwnedBuffer {
 struct InFlightEntry;
 class Request;
 
-// What one enqueued op is and what it produced: everything but its completion state. A
-// request that is reused (make_request) starts from a fresh RequestData, so a field added
-// here needs no reset code.
+// What one enqueued op is and what it produced: everything but its completion state.
 struct RequestData {
+    // Makes every field as a new RequestData has it, keeping only the storage of the name's
+    // string and of emptied vectors (a reused request, make_request). A field added here
+    // must be reset there too (request.cc checks the struct's size on x86-64 to remind).
+    void reset();
+
     OpMeta meta;  // what the coordinator compares across ranks
     TensorRef input;
     TensorRef output;     // caller-owned output (allreduce/broadcast); unused for allgather
@@ -126,9 +129,9 @@ class Request : public RequestData {
 
     void member_done(hvd_status_t status, const std::string &message);
 
-    // Makes a request nobody refers to any more as good as new, for reuse: a fresh
-    // RequestData (its outputs and members released) and completion state. Only the storage
-    // of its name's string is kept. Not thread-safe: the caller holds the only reference.
+    // Makes a request nobody refers to any more as good as new, for reuse: its data reset
+    // (outputs and members released) and a fresh completion state. Not thread-safe: the
+    // caller holds the only reference.
     void reset_for_reuse();
 
   private:

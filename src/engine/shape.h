@@ -47,6 +47,10 @@ class Shape {
         size_ = n;
     }
 
+    void clear() {
+        heap_.reset();
+        size_ = 0;
+    }
     size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
     int64_t *data() { return heap_ ? heap_.get() : inline_; }

@@ -17,26 +17,26 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "engine/response_cache.h"
 
 using hvd::engine::make_request;
 using hvd::engine::OpType;
 using hvd::engine::Request;
 using hvd::engine::RequestPtr;
+using hvd::engine::TensorRef;
 
 namespace {
 
 void assert_as_new(const Request &r) {
     const Request fresh{};
-    assert_true(r.meta.name.empty());
-    assert_int_equal(r.meta.set_id, fresh.meta.set_id);
-    assert_int_equal(static_cast<int>(r.meta.type), static_cast<int>(fresh.meta.type));
-    assert_true(r.meta.shape == fresh.meta.shape);
-    assert_true(r.meta.splits.empty());
-    assert_true(r.meta.group.empty());
-    assert_int_equal(r.meta.out_rows, fresh.meta.out_rows);
-    assert_null(r.input.data);
-    assert_true(r.input.shape.empty());
-    assert_null(r.output.data);
+    assert_true(hvd::engine::same_op(r.meta, fresh.meta));  // every field of the op
+    for (const TensorRef *t : {&r.input, &r.output}) {
+        assert_null(t->data);
+        assert_int_equal(t->dtype, fresh.input.dtype);
+        assert_true(t->shape.empty());
+        assert_int_equal(t->device_type, fresh.input.device_type);
+        assert_int_equal(t->device_id, fresh.input.device_id);
+    }
     assert_true(r.deadline.infinite() == fresh.deadline.infinite());
     assert_false(r.traced);
     assert_null(r.in_flight);
@@ -60,10 +60,20 @@ void use_fully(const RequestPtr &r) {
     r->meta.shape = {4, 5};
     r->meta.splits = {1, 2, 3};
     r->meta.group = "group.name.also.on.the.heap";
+    r->meta.dtype = HVD_DTYPE_INT8;
+    r->meta.device_type = 7;
+    r->meta.reduce_op = HVD_OP_MAX;
+    r->meta.root = 2;
+    r->meta.prescale = 0.5;
+    r->meta.postscale = 2.0;
+    r->meta.group_size = 4;
     r->meta.out_rows = 9;
+    r->meta.in_row = 3;
     static float data[4];
     r->input.data = data;
-    r->input.shape = {4};
+    r->input.shape = {4, 1, 1, 1, 1, 1, 1, 1};  // more dimensions than a shape holds inline
+    r->input.dtype = HVD_DTYPE_FLOAT32;
+    r->input.device_id = 1;
     r->output = r->input;
     r->deadline = hvd::Deadline::after_ms(1000);
     r->traced = true;
