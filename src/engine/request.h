@@ -10,7 +10,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "common/deadline.h"
@@ -41,13 +40,6 @@ class OwnedBuffer {
     OwnedBuffer() = default;
     OwnedBuffer(const OwnedBuffer &) = delete;
     OwnedBuffer &operator=(const OwnedBuffer &) = delete;
-    OwnedBuffer(OwnedBuffer &&o) noexcept { swap(o); }
-    OwnedBuffer &operator=(OwnedBuffer &&o) noexcept {
-        if (this == &o) return *this;
-        OwnedBuffer gone(std::move(*this));  // releases what this held
-        swap(o);
-        return *this;
-    }
     ~OwnedBuffer() { release(); }
     void resize(size_t n);
     void resize_zeroed(size_t n) {
@@ -60,11 +52,6 @@ class OwnedBuffer {
 
   private:
     void release();
-    void swap(OwnedBuffer &o) noexcept {
-        std::swap(data_, o.data_);
-        std::swap(size_, o.size_);
-        std::swap(pooled_capacity_, o.pooled_capacity_);
-    }
     char *data_ = nullptr;
     size_t size_ = 0;
     size_t pooled_capacity_ = 0;  // > 0: the block came from the pool
@@ -76,8 +63,8 @@ class Request;
 // What one enqueued op is and what it produced: everything but its completion state.
 struct RequestData {
     // Makes every field as a new RequestData has it, keeping only the storage of the name's
-    // string and of emptied vectors (a reused request, make_request). A field added here
-    // must be reset there too (request.cc checks the struct's size on x86-64 to remind).
+    // string and of emptied vectors (a reused request, make_request). A field added to this
+    // struct must be reset by it too (request.cc checks the struct's size on x86-64).
     void reset();
 
     OpMeta meta;  // what the coordinator compares across ranks
