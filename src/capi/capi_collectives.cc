@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string_view>
 
 #include "capi/guard.h"
 #include "capi/handles.h"
@@ -61,7 +62,7 @@ TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) 
 
 // Parameters after defaults; copied once.
 struct OpParams {
-    std::string name;
+    std::string_view name;  // the caller's string, valid for the call
     // The op's process set: the context's global set (which lives as long as the context),
     // or one a handle named, kept alive by `keep` (no reference count touched per op on the
     // global set).
@@ -91,7 +92,7 @@ OpParams read_params(const char *fn, hvd_context_h ctx, const hvd_op_params_t *p
         size_t len = strnlen(p->name, HVD_MAX_NAME + 1);
         if (len > HVD_MAX_NAME)
             invalid(fn, strprintf("name is longer than %d bytes", HVD_MAX_NAME));
-        o.name.assign(p->name, len);
+        o.name = std::string_view(p->name, len);
     }
     if (p->field_mask & HVD_OP_FIELD_PROCESS_SET) {
         o.keep = ctx->process_set(p->process_set, fn);
@@ -163,7 +164,9 @@ std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
                                      const hvd_tensor_t *out, bool has_output) {
     auto req = hvd::engine::make_request();
     req->input = read_tensor(fn, "input", in);
-    if (has_output) {
+    if (has_output && out == in) {
+        req->output = req->input;  // in place, through one descriptor: read and checked once
+    } else if (has_output) {
         req->output = read_tensor(fn, "output", out);
         check_same_layout(fn, req->input, req->output);
     }
@@ -171,20 +174,22 @@ std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
 }
 
 // Fills in the name and deadline, enqueues and hands out a handle.
-void fill_meta(Request &req, const OpParams &o, std::string name) {
+void fill_meta(Request &req, const OpParams &o, std::string_view name) {
     req.meta.set_id = o.set->id;
-    req.meta.name = std::move(name);
+    req.meta.name.assign(name);  // into a reused request's string: no allocation
     req.meta.dtype = req.input.dtype;
     req.meta.shape = req.input.shape;
     req.meta.device_type = req.input.device_type;
     req.deadline = hvd::Deadline::after_ms_coarse(o.timeout_ms);
 }
 
-// Takes the name out of `o` (its last use).
+// Names the op (o's name, else an automatic one), enqueues it and hands out a handle.
 hvd_status_t submit(const char *fn, hvd::engine::Context &c, OpParams &o,
                     std::shared_ptr<Request> req, hvd_request_h *req_p) {
-    fill_meta(*req, o,
-              o.name.empty() ? c.engine().auto_name(req->meta.type, o.set->id) : std::move(o.name));
+    if (o.name.empty())
+        fill_meta(*req, o, c.engine().auto_name(req->meta.type, o.set->id));
+    else
+        fill_meta(*req, o, o.name);
     auto handle = std::make_unique<hvd_request>();
     handle->engine = c.engine_ref();
     std::string err;
@@ -281,7 +286,10 @@ hvd_status_t submit_group(const char *fn, hvd_context_h ctx, int32_t n,
     auto parent = hvd::engine::make_request();
     parent->meta.type = type;
     parent->meta.set_id = o.set->id;
-    parent->meta.name = o.name.empty() ? c.engine().auto_name(type, o.set->id) : o.name;
+    if (o.name.empty())
+        parent->meta.name = c.engine().auto_name(type, o.set->id);
+    else
+        parent->meta.name.assign(o.name);
     parent->deadline = hvd::Deadline::after_ms(o.timeout_ms);
     for (int32_t i = 0; i < n; ++i) {
         std::shared_ptr<Request> m = prepare(i, o);
