@@ -4,11 +4,6 @@
 
 namespace hvd::engine {
 
-void *BlockPool::take(size_t bytes) {
-    void *p = bytes == block_bytes_ ? take_kept_shared() : nullptr;
-    return p != nullptr ? p : ::operator new(bytes);
-}
-
 void *BlockPool::take_kept_shared() {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_.empty()) return nullptr;

@@ -33,12 +33,8 @@ class BlockPool {
     BlockPool(const BlockPool &) = delete;
     BlockPool &operator=(const BlockPool &) = delete;
 
-    // Thread-safe; throws std::bad_alloc like operator new.
-    void *take(size_t bytes);
-    // Thread-safe; p came from take(bytes).
-    void give(void *p, size_t bytes) noexcept;
-
-    // As take() and give(), through the calling thread's stock, which must be this pool's.
+    // Through the calling thread's stock, which must be this pool's. Thread-safe; take()
+    // throws std::bad_alloc like operator new, and give()'s p came from take(bytes).
     void *take(ThreadStock &s, size_t bytes);
     void give(ThreadStock &s, void *p, size_t bytes) noexcept;
     // A kept block of block_bytes through the stock, or null where there is none (nothing is
@@ -48,6 +44,8 @@ class BlockPool {
     void close(ThreadStock &s) noexcept;
 
   private:
+    // Straight to the shared list (a closed stock, a block of another size).
+    void give(void *p, size_t bytes) noexcept;
     // Under mu_: keeps a block of block_bytes_ for reuse, or frees it past max_cached_.
     void keep_locked(void *p) noexcept;
     void *take_kept_shared();
