@@ -444,10 +444,11 @@ RequestPtr Engine::request_for(Response &resp) {
 }
 
 RequestPtr Engine::take_request(Response &resp) {
-    // A cache round's response comes with its request; the coordinator's are found by name.
-    Request *mine = resp.request ? resp.request.get() : find_pending(resp.set_id, resp.name);
-    resp.request.reset();
-    return mine != nullptr ? pending_.take(*mine) : nullptr;
+    // Every response comes with this rank's request, if it had one pending when the response
+    // was queued (schedule_batch, run_round). One no longer pending (its set was destroyed
+    // since) is none.
+    RequestPtr mine = std::move(resp.request);
+    return mine != nullptr && pending_.holds(*mine) ? pending_.take(*mine) : nullptr;
 }
 
 // A request taken out of pending_ is no longer failed by fail_everything: if running it
@@ -633,13 +634,13 @@ hvd_status_t Engine::settle_failure(const Response &resp, hvd_status_t s, std::s
 
 // The request a name in flight belongs to is pending once the engine has taken it from the
 // queue; only a pending one can have been reported, and so be scheduled.
-Request *Engine::find_pending(uint16_t set_id, const std::string &name) {
+RequestPtr Engine::find_pending(uint16_t set_id, const std::string &name) {
     Request *r = nullptr;
     {
         std::lock_guard<std::mutex> lock(mu_);
         r = in_flight_names_.find(set_id, name);
     }
-    return r != nullptr && pending_.holds(*r) ? r : nullptr;
+    return r != nullptr ? pending_.shared(*r) : nullptr;
 }
 
 const Request *Engine::joined_request(uint16_t set_id) const {

@@ -213,7 +213,7 @@ class Engine {
     void trace_end_op(const Request &req);
     PendingOps pending_;  // reported (to the coordinator or the cache), not yet run
     // This rank's pending request of that name, or null.
-    Request *find_pending(uint16_t set_id, const std::string &name);
+    RequestPtr find_pending(uint16_t set_id, const std::string &name);
     Fifo<Response> responses_;  // agreed order, not yet run (no allocation once warm)
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only

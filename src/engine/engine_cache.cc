@@ -192,9 +192,10 @@ void Engine::run_round(const RoundOutcome &outcome) {
 
 void Engine::schedule_batch(ResponseBatch &batch) {
     for (Response &resp : batch.responses) {
+        // Found by name once, here: the request goes with its response to the run.
+        resp.request = find_pending(resp.set_id, resp.name);
         if (resp.cache_bit >= 0) {
-            const Request *req = find_pending(resp.set_id, resp.name);
-            const OpMeta *mine = req != nullptr ? &req->meta : nullptr;
+            const OpMeta *mine = resp.request ? &resp.request->meta : nullptr;
             for (uint32_t bit : cache_.put(static_cast<uint32_t>(resp.cache_bit), resp, mine))
                 cache_bit_changed(bit);
         }

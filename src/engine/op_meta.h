@@ -88,8 +88,8 @@ struct Response {
     // Not sent: the cache round after which this response must run (the largest after_round
     // of the reports that made it ready).
     uint64_t after_round = 0;
-    // Not sent: this rank's request for the op, when the engine had it at hand as it queued
-    // the response (a cache round's ops); null otherwise, and never in the cache.
+    // Not sent: this rank's request for the op, found as the engine queued the response (null
+    // where it has none, as on a rank that joined); never in the cache.
     std::shared_ptr<Request> request;
 };
 

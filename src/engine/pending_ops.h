@@ -24,6 +24,10 @@ class PendingOps {
     bool holds(const Request &req) const {
         return req.pending_slot < list_.size() && list_[req.pending_slot].get() == &req;
     }
+    // The list's reference to req, or null if it does not hold req.
+    RequestPtr shared(const Request &req) const {
+        return holds(req) ? list_[req.pending_slot] : nullptr;
+    }
     // Takes req (which must be held) out of the list and returns it.
     RequestPtr take(Request &req);
 
