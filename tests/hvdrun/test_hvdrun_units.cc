@@ -11,6 +11,7 @@ extern "C" {
 #include <cmocka.h>
 }
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -368,6 +369,42 @@ void test_free_port(void **) {
     assert_in_range(wildcard, 1, 65535);
 }
 
+// Whether `port` of 127.0.0.1 can be bound now (errno EADDRINUSE when not).
+bool loopback_port_free(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool bound = bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) == 0;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return bound;
+}
+
+// The reserved port is held by a listening socket until that is closed; a name that is not a
+// loopback address is reserved on every interface, as rank 0's server would listen.
+void test_reserved_port(void **) {
+    for (const char *addr : {"127.0.0.1", "10.9.9.9"}) {
+        ReservedPort r = reserve_rendezvous_port(addr);
+        assert_in_range(r.port, 1, 65535);
+        assert_true(r.fd >= 3);
+        assert_true(fcntl(r.fd, F_GETFD) & FD_CLOEXEC);
+        int accepting = 0;
+        socklen_t len = sizeof accepting;
+        assert_int_equal(getsockopt(r.fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len), 0);
+        assert_true(accepting != 0);
+        assert_false(loopback_port_free(r.port));
+        assert_int_equal(errno, EADDRINUSE);
+        PortRange kernel = local_port_range();
+        if (kernel.lo - 10000 + 65535 - kernel.hi >= 64)
+            assert_true(r.port >= 10000 && (r.port < kernel.lo || r.port > kernel.hi));
+        close(r.fd);
+        assert_true(loopback_port_free(r.port));
+    }
+}
+
 // The range comes from the file; anything unreadable or senseless gives Linux's default.
 void test_local_port_range(void **) {
     char path[] = "/tmp/hvdrun-port-range-XXXXXX";
@@ -468,6 +505,7 @@ int main() {
         cmocka_unit_test(test_resolve_exports),
         cmocka_unit_test(test_rendezvous_addr),
         cmocka_unit_test(test_free_port),
+        cmocka_unit_test(test_reserved_port),
         cmocka_unit_test(test_local_port_range),
         cmocka_unit_test(test_random_hex),
         cmocka_unit_test(test_line_relay),

@@ -1,5 +1,6 @@
 #include "rank_env.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/random.h>
@@ -17,8 +18,9 @@ namespace hvdrun {
 namespace {
 
 // Binds a TCP socket to `addr` and returns the port it got (the kernel's choice when the
-// address's port is 0), or -1 with errno set.
-int bound_port(const sockaddr *addr, socklen_t len) {
+// address's port is 0), or -1 with errno set. With `keep`, the bound socket (close-on-exec) is
+// stored there instead of closed.
+int bound_port(const sockaddr *addr, socklen_t len, int *keep = nullptr) {
     int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     sockaddr_storage bound = {};
@@ -31,7 +33,11 @@ int bound_port(const sockaddr *addr, socklen_t len) {
                    : ntohs(reinterpret_cast<sockaddr_in *>(&bound)->sin_port);
     }
     int saved = errno;
-    close(fd);
+    if (port > 0 && keep != nullptr) {
+        *keep = fd;
+    } else {
+        close(fd);
+    }
     errno = saved;
     return port;
 }
@@ -51,11 +57,13 @@ socklen_t addr_len(const sockaddr_storage &addr) {
 // The lowest port tried outside the kernel's range: below it sit well-known services.
 constexpr int kLowestChosenPort = 10000;
 constexpr int kChoiceAttempts = 64;
+// Connections that may queue on a reserved port before rank 0's server accepts them.
+constexpr int kReservedBacklog = 1024;
 
 // A random port of `addr` outside `avoid` that binds now, or -1 after kChoiceAttempts ports
 // in use, at the first other failure (an address that is not this machine's fails for every
 // port), or when the ports outside `avoid` are too few to pick from.
-int bindable_port_outside(sockaddr_storage addr, PortRange avoid) {
+int bindable_port_outside(sockaddr_storage addr, PortRange avoid, int *keep = nullptr) {
     int below = std::max(0, avoid.lo - kLowestChosenPort);
     int above = std::max(0, 65535 - avoid.hi);
     if (below + above < kChoiceAttempts) return -1;
@@ -65,21 +73,23 @@ int bindable_port_outside(sockaddr_storage addr, PortRange avoid) {
         int index = static_cast<int>(r % static_cast<uint32_t>(below + above));
         int port = index < below ? kLowestChosenPort + index : avoid.hi + 1 + (index - below);
         set_port(&addr, port);
-        if (bound_port(reinterpret_cast<sockaddr *>(&addr), addr_len(addr)) == port) return port;
+        if (bound_port(reinterpret_cast<sockaddr *>(&addr), addr_len(addr), keep) == port)
+            return port;
         if (errno != EADDRINUSE) return -1;
     }
     return -1;
 }
 
 // A free port of `addr`: outside the kernel's automatic range if one binds, else the kernel's
-// choice; -1 with errno set if nothing binds.
-int free_port_of(const sockaddr *addr, socklen_t len) {
+// choice; -1 with errno set if nothing binds. With `keep`, the socket bound to it is stored
+// there.
+int free_port_of(const sockaddr *addr, socklen_t len, int *keep = nullptr) {
     sockaddr_storage copy = {};
     std::memcpy(&copy, addr, std::min<size_t>(len, sizeof copy));
-    int port = bindable_port_outside(copy, local_port_range());
+    int port = bindable_port_outside(copy, local_port_range(), keep);
     if (port > 0) return port;
     set_port(&copy, 0);
-    return bound_port(reinterpret_cast<sockaddr *>(&copy), addr_len(copy));
+    return bound_port(reinterpret_cast<sockaddr *>(&copy), addr_len(copy), keep);
 }
 
 int wildcard_port(int family) {
@@ -152,6 +162,36 @@ int pick_free_port(const std::string &addr) {
                                  "': " + std::strerror(errno));
     }
     return port;
+}
+
+ReservedPort reserve_rendezvous_port(const std::string &addr) {
+    // Where rank 0's server listens (engine/context.cc): a loopback address as given, else
+    // every IPv4 interface.
+    bool loopback = addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+    addrinfo hints = {};
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    hints.ai_family = loopback ? AF_UNSPEC : AF_INET;
+    addrinfo *found = nullptr;
+    ReservedPort r;
+    if (getaddrinfo(loopback ? addr.c_str() : nullptr, "0", &hints, &found) != 0) return r;
+    for (addrinfo *ai = found; ai != nullptr && r.fd < 0; ai = ai->ai_next) {
+        int fd = -1;
+        int port = free_port_of(ai->ai_addr, ai->ai_addrlen, &fd);
+        if (port <= 0) continue;
+        // Not 0-2: the child's stdio is set up with dup2 before exec.
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        if (high < 0) continue;
+        if (listen(high, kReservedBacklog) != 0) {
+            close(high);
+            continue;
+        }
+        r.port = port;
+        r.fd = high;
+    }
+    freeaddrinfo(found);
+    return r;
 }
 
 std::vector<EnvVar> rank_variables(const Placement &p, int size, const JobIdentity &job) {

@@ -48,6 +48,19 @@ PortRange local_port_range(const char *path = "/proc/sys/net/ipv4/ip_local_port_
 // std::runtime_error when no socket can be bound at all.
 int pick_free_port(const std::string &addr);
 
+// A listening socket on a free port chosen as pick_free_port() does, bound where rank 0's
+// rendezvous server listens (`addr` if it is a loopback address, else every IPv4 interface),
+// for a rank 0 on this machine. hvdrun hands it to that rank (HVD_RENDEZVOUS_FD), so the port
+// stays taken from the choice to the server's start: another job's launcher cannot pick it in
+// between, as it could while rank 0 was still starting (e.g. importing a framework). Clients
+// that connect early wait in the backlog. fd is close-on-exec and >= 3; fd -1 and port 0 when
+// nothing could be bound or listened on (the caller then falls back to pick_free_port).
+struct ReservedPort {
+    int port = 0;
+    int fd = -1;
+};
+ReservedPort reserve_rendezvous_port(const std::string &addr);
+
 // HVD_RANK, HVD_SIZE, HVD_LOCAL_*, HVD_CROSS_*, HVD_HOSTNAME, HVD_RENDEZVOUS_*, HVD_SECRET,
 // HVD_JOB_ID for one rank.
 std::vector<EnvVar> rank_variables(const Placement &p, int size, const JobIdentity &job);
