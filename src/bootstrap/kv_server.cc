@@ -360,37 +360,22 @@ void KvServer::Impl::run() {
 
 // ------------------------------------------------------------------ public class
 
-namespace {
-
-// The listening socket for KvServer(addr, port, ...), after checking its arguments.
-Fd listen_checked(const std::string &addr, int port, int32_t size, int64_t idle_timeout_ms) {
+KvServer::KvServer(const std::string &addr, int port, const std::string &secret, int32_t size,
+                   int64_t idle_timeout_ms)
+    : impl_(std::make_unique<Impl>()) {
     if (size < 0 || port < 0 || port > 65535)
         throw Error(HVD_ERR_INVALID_ARG,
                     strprintf("rendezvous server: bad size %d or port %d", size, port));
-    // The launcher's port may still be held for a moment (a connection of a previous
-    // session of this job closing): wait a little for it, not the whole bootstrap timeout.
-    return listen_tcp(addr, port,
-                      Deadline::earlier(Deadline::after_ms(idle_timeout_ms),
-                                        Deadline::after_ms(kBusyPortWaitMs)));
-}
-
-}  // namespace
-
-KvServer::KvServer(const std::string &addr, int port, const std::string &secret, int32_t size,
-                   int64_t idle_timeout_ms)
-    : KvServer(listen_checked(addr, port, size, idle_timeout_ms), secret, size, idle_timeout_ms) {}
-
-KvServer::KvServer(Fd listener, const std::string &secret, int32_t size, int64_t idle_timeout_ms)
-    : impl_(std::make_unique<Impl>()) {
-    if (size < 0 || !listener.valid())
-        throw Error(HVD_ERR_INVALID_ARG,
-                    strprintf("rendezvous server: bad size %d or no listening socket", size));
     impl_->secret = secret;
     impl_->size = size;
     impl_->ranks.assign(static_cast<size_t>(size), RankState::kAbsent);
     impl_->idle_timeout_ms = idle_timeout_ms;
     impl_->idle_deadline = Deadline::after_ms(idle_timeout_ms);
-    impl_->listener = std::move(listener);
+    // The launcher's port may still be held for a moment (a connection of a previous
+    // session of this job closing): wait a little for it, not the whole bootstrap timeout.
+    impl_->listener = listen_tcp(addr, port,
+                                 Deadline::earlier(Deadline::after_ms(idle_timeout_ms),
+                                                   Deadline::after_ms(kBusyPortWaitMs)));
     impl_->port = bound_port(impl_->listener.get());
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_NONBLOCK | O_CLOEXEC) != 0)

@@ -24,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "bootstrap/socket_io.h"
 #include "common/deadline.h"
 #include "hvd/hvd.h"
 
@@ -39,9 +38,6 @@ class KvServer {
     // HVD_ERR_INVALID_ARG for a negative size or a port outside 0..65535.
     KvServer(const std::string &addr, int port, const std::string &secret, int32_t size,
              int64_t idle_timeout_ms);
-    // Serves on `listener`, a listening socket bound already (take_inherited_listener), which
-    // it owns from here on. Same arguments and errors otherwise.
-    KvServer(Fd listener, const std::string &secret, int32_t size, int64_t idle_timeout_ms);
     // Stops the thread (closing every connection: clients see kServerLost) and joins it.
     // Returns within one poll round.
     ~KvServer();

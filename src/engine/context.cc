@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "bootstrap/hex.h"
-#include "bootstrap/inherited_listener.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/rendezvous_file.h"
 #include "bootstrap/secret.h"
@@ -96,17 +95,10 @@ void Context::rendezvous(const Deadline &deadline) {
                               "of %d",
                               config_.rank, config_.size, li.launcher.c_str(), rank_, size_));
     if (!li.rdv_addr.empty()) {
-        if (rank_ == 0) {
-            bootstrap::Fd inherited =
-                bootstrap::take_inherited_listener(env_get("HVD_RENDEZVOUS_FD"), li.rdv_port);
-            server_ =
-                inherited.valid()
-                    ? std::make_shared<bootstrap::KvServer>(std::move(inherited), li.secret, size_,
-                                                            config_.bootstrap_timeout_ms)
-                    : std::make_shared<bootstrap::KvServer>(
-                          is_loopback(li.rdv_addr) ? li.rdv_addr : "", li.rdv_port, li.secret,
-                          size_, config_.bootstrap_timeout_ms);
-        }
+        if (rank_ == 0)
+            server_ = std::make_shared<bootstrap::KvServer>(
+                is_loopback(li.rdv_addr) ? li.rdv_addr : "", li.rdv_port, li.secret, size_,
+                config_.bootstrap_timeout_ms);
         kv_ = std::make_unique<bootstrap::KvClient>(li.rdv_addr, li.rdv_port, li.secret, rank_,
                                                     size_, deadline);
         return;

@@ -20,7 +20,7 @@ set_tests_properties(hvdrun.units PROPERTIES LABELS hvdrun TIMEOUT 30)
 # End-to-end cases: hvdrun starting real processes (see hvdrun_cases.sh for each case).
 set(HVDRUN_CASES env output no_prefix whole_lines exit_code signal sigkill_escalation
     forward_signals hvdrun_killed usage_errors missing_program placement hostfile aliases_and_info exports
-    remote bind rendezvous_fd)
+    remote bind rendezvous_port)
 foreach(case ${HVDRUN_CASES})
   add_test(NAME hvdrun.${case}
            COMMAND sh ${HVDRUN_TEST_DIR}/hvdrun_cases.sh $<TARGET_FILE:hvdrun> ${case})

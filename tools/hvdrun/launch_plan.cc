@@ -40,10 +40,6 @@ std::vector<RankLaunch> plan_launch(const std::vector<Placement> &ranks,
             launch.argv = ssh_argv(p.host, ctx.ssh, ctx.cwd, vars, command);
             launch.envp = merged_environment({});
         } else {
-            bool gets_fd = p.rank == 0 && ctx.rdv_listen_fd >= 0;
-            launch.keep_fd = gets_fd ? ctx.rdv_listen_fd : -1;
-            vars.insert(vars.end() - static_cast<long>(ctx.exports.size()),
-                        {"HVD_RENDEZVOUS_FD", gets_fd ? std::to_string(ctx.rdv_listen_fd) : ""});
             launch.argv = command;
             launch.envp = merged_environment(vars);
         }

@@ -19,7 +19,6 @@ struct RankLaunch {
     std::vector<std::string> envp;  // its complete environment
     std::string stdin_data;         // for ssh: the job secret, kept off the command line
     int cpu = -1;                   // --bind-to core: the CPU a local rank runs on; -1 none
-    int keep_fd = -1;               // a descriptor the local rank inherits; -1 none
 };
 
 struct LaunchContext {
@@ -28,15 +27,13 @@ struct LaunchContext {
     SshOptions ssh;
     std::vector<EnvVar> exports;  // resolved -x variables
     JobIdentity job;
-    int rdv_listen_fd = -1;  // the reserved rendezvous socket for a local rank 0, or -1
+    int rdv_reservation = -1;  // reserve_rendezvous_port's socket (kept until exit), or -1
 };
 
 // Local ranks inherit hvdrun's whole environment plus the rank variables and exports; remote
 // ranks get only the rank variables and exports, on the ssh command line, except HVD_SECRET,
 // which travels on ssh's stdin (ssh itself runs with hvdrun's environment, for its agent and
-// configuration). Local ranks also get HVD_RENDEZVOUS_FD: for rank 0 the number of
-// ctx.rdv_listen_fd (which it inherits), for the others empty (so none takes a stale value
-// from hvdrun's own environment).
+// configuration).
 std::vector<RankLaunch> plan_launch(const std::vector<Placement> &ranks,
                                     const std::vector<std::string> &command,
                                     const LaunchContext &ctx);

@@ -57,13 +57,14 @@ LaunchContext make_context(const Options &opts, const std::vector<Placement> &ra
                      name.c_str());
     }
     ctx.job.rdv_addr = choose_rendezvous_addr(opts.rendezvous_addr, ranks, ctx.this_host);
-    // A local rank 0 gets the port's socket itself: nothing else can take the port meanwhile.
+    // For a local rank 0 the port stays reserved while the job runs: another job's hvdrun
+    // cannot pick it while rank 0 starts (e.g. imports a framework) or between its sessions.
     if (is_local_host(ranks.at(0).host, ctx.this_host)) {
         ReservedPort reserved = reserve_rendezvous_port(ctx.job.rdv_addr);
         ctx.job.rdv_port = reserved.port;
-        ctx.rdv_listen_fd = reserved.fd;
+        ctx.rdv_reservation = reserved.fd;
     }
-    if (ctx.rdv_listen_fd < 0) ctx.job.rdv_port = pick_free_port(ctx.job.rdv_addr);
+    if (ctx.rdv_reservation < 0) ctx.job.rdv_port = pick_free_port(ctx.job.rdv_addr);
     ctx.job.secret = random_hex(32);
     ctx.job.job_id = random_hex(8);
     return ctx;
@@ -91,9 +92,8 @@ void print_plan(const std::vector<Placement> &ranks, const std::vector<RankLaunc
     }
 }
 
-// Parses, places and plans; returns an exit code, or -1 to go on and launch `plan`. *rdv_fd:
-// the reserved rendezvous socket rank 0 inherits (hvdrun closes its copy once ranks started).
-int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan, int *rdv_fd) {
+// Parses, places and plans; returns an exit code, or -1 to go on and launch `plan`.
+int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan) {
     std::string err;
     switch (parse_options(std::vector<std::string>(argv + 1, argv + argc), opts, &err)) {
         case ParseOutcome::kHelp:
@@ -117,7 +117,6 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan,
         return kUsageError;
     }
     LaunchContext ctx = make_context(*opts, ranks);
-    *rdv_fd = ctx.rdv_listen_fd;
     *plan = plan_launch(ranks, opts->command, ctx);
     if (opts->bind_core && !assign_cpus(ranks, allowed_cpus(), plan, &err)) {
         std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
@@ -130,12 +129,8 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan,
 int run(int argc, char **argv) {
     Options opts;
     std::vector<RankLaunch> plan;
-    int rdv_fd = -1;
-    int early = prepare(argc, argv, &opts, &plan, &rdv_fd);
-    if (early >= 0) {
-        if (rdv_fd >= 0) close(rdv_fd);
-        return early;
-    }
+    int early = prepare(argc, argv, &opts, &plan);
+    if (early >= 0) return early;
     SupervisorConfig config;
     config.grace_seconds = opts.grace_seconds;
     config.prefix_output = !opts.no_prefix;
@@ -143,9 +138,6 @@ int run(int argc, char **argv) {
     config.signal_fd = install_signal_pipe();
     Supervisor supervisor(config);
     supervisor.start(plan);
-    // Rank 0 holds the socket now; hvdrun's copy would keep the port listening after rank 0
-    // closed it (a rank 0 that starts a second session binds the port again).
-    if (rdv_fd >= 0) close(rdv_fd);
     return supervisor.wait();
 }
 

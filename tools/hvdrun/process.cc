@@ -83,7 +83,7 @@ void reset_signals(const sigset_t &mask) {
 
 // Runs in the forked child; never returns. Only redirects, resets and exec's.
 [[noreturn]] void exec_child(char *const argv[], char *const envp[], const ChildPipes &p,
-                             pid_t hvdrun_pid, const sigset_t &mask, int cpu, int keep_fd) {
+                             pid_t hvdrun_pid, const sigset_t &mask, int cpu) {
     // If hvdrun dies without its cleanup (SIGKILL), the rank still gets SIGTERM. Checking the
     // parent afterwards closes the window where hvdrun died before prctl.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -94,7 +94,6 @@ void reset_signals(const sigset_t &mask) {
     if (input >= 0) dup2(input, STDIN_FILENO);
     dup2(p.out.write_end, STDOUT_FILENO);
     dup2(p.err.write_end, STDERR_FILENO);
-    if (keep_fd >= 0) fcntl(keep_fd, F_SETFD, 0);  // this child's table only: exec keeps it
     if (cpu >= 0) {
         cpu_set_t one;
         CPU_ZERO(&one);
@@ -113,14 +112,13 @@ void reset_signals(const sigset_t &mask) {
 }
 
 // fork() with every signal blocked, so that no hvdrun handler runs in the child.
-pid_t fork_child(char *const argv[], char *const envp[], const ChildPipes &p, int cpu,
-                 int keep_fd) {
+pid_t fork_child(char *const argv[], char *const envp[], const ChildPipes &p, int cpu) {
     sigset_t all, saved;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &saved);
     pid_t hvdrun_pid = getpid();
     pid_t pid = fork();
-    if (pid == 0) exec_child(argv, envp, p, hvdrun_pid, saved, cpu, keep_fd);
+    if (pid == 0) exec_child(argv, envp, p, hvdrun_pid, saved, cpu);
     int fork_errno = errno;
     sigprocmask(SIG_SETMASK, &saved, nullptr);
     errno = fork_errno;
@@ -148,11 +146,11 @@ int read_exec_errno(int fd) {
 
 SpawnedProcess spawn_process(const std::vector<std::string> &argv,
                              const std::vector<std::string> &envp, const std::string &stdin_data,
-                             int cpu, int keep_fd) {
+                             int cpu) {
     std::vector<char *> c_argv = c_strings(argv);
     std::vector<char *> c_envp = c_strings(envp);
     ChildPipes p = make_child_pipes(!stdin_data.empty());
-    pid_t pid = fork_child(c_argv.data(), c_envp.data(), p, cpu, keep_fd);
+    pid_t pid = fork_child(c_argv.data(), c_envp.data(), p, cpu);
     int fork_errno = errno;
     // The child's ends belong to the child alone.
     for (int *fd : {&p.in.read_end, &p.out.write_end, &p.err.write_end, &p.status.write_end}) {

@@ -24,12 +24,10 @@ struct SpawnedProcess {
 // pipe buffer, 64 KiB, and SIGPIPE must be ignored). Returns once the child has exec'ed or
 // failed to (waits at most 10 s for that). cpu >= 0 pins the child to that CPU before it
 // exec's (when the kernel refuses, the child says so on its stderr and runs unpinned).
-// keep_fd >= 0: that close-on-exec descriptor of hvdrun's stays open in the child across exec
-// (at the same number; hvdrun's own copy keeps close-on-exec).
 // Throws std::runtime_error when a pipe or fork() fails.
 SpawnedProcess spawn_process(const std::vector<std::string> &argv,
                              const std::vector<std::string> &envp, const std::string &stdin_data,
-                             int cpu = -1, int keep_fd = -1);
+                             int cpu = -1);
 
 // This process's environment with `overrides` replacing or adding variables.
 std::vector<std::string> merged_environment(const std::vector<EnvVar> &overrides);

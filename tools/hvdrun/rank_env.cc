@@ -1,6 +1,5 @@
 #include "rank_env.h"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/random.h>
@@ -57,8 +56,6 @@ socklen_t addr_len(const sockaddr_storage &addr) {
 // The lowest port tried outside the kernel's range: below it sit well-known services.
 constexpr int kLowestChosenPort = 10000;
 constexpr int kChoiceAttempts = 64;
-// Connections that may queue on a reserved port before rank 0's server accepts them.
-constexpr int kReservedBacklog = 1024;
 
 // A random port of `addr` outside `avoid` that binds now, or -1 after kChoiceAttempts ports
 // in use, at the first other failure (an address that is not this machine's fails for every
@@ -177,18 +174,17 @@ ReservedPort reserve_rendezvous_port(const std::string &addr) {
     if (getaddrinfo(loopback ? addr.c_str() : nullptr, "0", &hints, &found) != 0) return r;
     for (addrinfo *ai = found; ai != nullptr && r.fd < 0; ai = ai->ai_next) {
         int fd = -1;
+        // Bound without SO_REUSEADDR, so no other socket holds the port; set afterwards, so
+        // that rank 0's server (which sets it too) may bind and listen beside this socket.
         int port = free_port_of(ai->ai_addr, ai->ai_addrlen, &fd);
         if (port <= 0) continue;
-        // Not 0-2: the child's stdio is set up with dup2 before exec.
-        int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        close(fd);
-        if (high < 0) continue;
-        if (listen(high, kReservedBacklog) != 0) {
-            close(high);
+        int one = 1;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
+            close(fd);
             continue;
         }
         r.port = port;
-        r.fd = high;
+        r.fd = fd;
     }
     freeaddrinfo(found);
     return r;

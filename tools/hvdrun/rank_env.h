@@ -48,13 +48,14 @@ PortRange local_port_range(const char *path = "/proc/sys/net/ipv4/ip_local_port_
 // std::runtime_error when no socket can be bound at all.
 int pick_free_port(const std::string &addr);
 
-// A listening socket on a free port chosen as pick_free_port() does, bound where rank 0's
-// rendezvous server listens (`addr` if it is a loopback address, else every IPv4 interface),
-// for a rank 0 on this machine. hvdrun hands it to that rank (HVD_RENDEZVOUS_FD), so the port
-// stays taken from the choice to the server's start: another job's launcher cannot pick it in
-// between, as it could while rank 0 was still starting (e.g. importing a framework). Clients
-// that connect early wait in the backlog. fd is close-on-exec and >= 3; fd -1 and port 0 when
-// nothing could be bound or listened on (the caller then falls back to pick_free_port).
+// A free port chosen as pick_free_port() does, for a rank 0 on this machine, and a socket that
+// keeps it from other jobs: bound (not listening) where rank 0's rendezvous server listens
+// (`addr` if it is a loopback address, else every IPv4 interface), first without SO_REUSEADDR
+// so that the port was free, then with it set. Another launcher's test bind (without the
+// option) then fails on the port for as long as hvdrun keeps the socket, while rank 0's
+// server (which sets the option) binds and listens beside it, in every session of the job;
+// nothing is passed to the rank. fd is close-on-exec; fd -1 and port 0 when nothing could be
+// bound (the caller then falls back to pick_free_port).
 struct ReservedPort {
     int port = 0;
     int fd = -1;
