@@ -1,4 +1,5 @@
 // The enqueue functions: local validation, then a Request handed to the engine.
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -291,9 +292,16 @@ hvd_status_t submit_group(const char *fn, hvd_context_h ctx, int32_t n,
     else
         parent->meta.name.assign(o.name);
     parent->deadline = hvd::Deadline::after_ms(o.timeout_ms);
+    // "<group>.<i>", built in one string (printf per member cost a 256-member group ~20 us).
+    std::string member_name = parent->meta.name + '.';
+    const size_t stem = member_name.size();
     for (int32_t i = 0; i < n; ++i) {
         std::shared_ptr<Request> m = prepare(i, o);
-        fill_meta(*m, o, strprintf("%s.%d", parent->meta.name.c_str(), i));
+        char digits[16];
+        std::to_chars_result end = std::to_chars(digits, digits + sizeof digits, i);
+        member_name.resize(stem);
+        member_name.append(digits, end.ptr);
+        fill_meta(*m, o, member_name);
         m->meta.group = parent->meta.name;
         m->meta.group_size = n;
         m->parent = parent;

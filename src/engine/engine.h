@@ -158,10 +158,24 @@ class Engine {
     void flush_cached(uint32_t bit);  // its waiting request goes to the coordinator instead
     void cache_bit_changed(uint32_t bit);
     void mark_stale_cached();
+    // Grouped ops (engine_cache_groups.cc): a group's members wait on their bits and run from
+    // the cache all together, or all go to the coordinator, which holds a group until all of
+    // its members are ready. size_t: members reported, from reqs[first] on.
+    size_t report_group(const std::vector<RequestPtr> &reqs, size_t first,
+                        std::chrono::steady_clock::time_point now,
+                        std::vector<OpMeta> *to_coordinator);
+    // The group's members into responses_ if every one's bit is agreed and unchanged; marks
+    // their bits in *ran. False (nothing queued) otherwise.
+    bool run_group(const std::vector<uint32_t> &bits, const RoundOutcome &outcome, BitVector *ran);
+    // The cached response of the request waiting on `bit` into responses_, with that request;
+    // the wait ends.
+    void queue_cached(uint32_t bit);
     struct CachedWait {
         RequestPtr req;
         std::chrono::steady_clock::time_point since;
         bool stale = false;  // waited too long: voted invalid, not ready
+        // A grouped op's members' bits, shared by their waits; null for a single op.
+        std::shared_ptr<const std::vector<uint32_t>> group_bits;
     };
 
     const int32_t rank_;
@@ -241,6 +255,7 @@ class Engine {
     bool cache_news_ = false;       // something to vote on that the last vote did not have
     bool cache_suspended_ = false;  // a rank has joined: everything goes to the coordinator
     std::vector<OpMeta> flushed_;   // cached requests to report to the coordinator
+    std::vector<ResponseCache::Lookup> group_found_;  // report_group's lookups (no allocation)
     std::chrono::steady_clock::time_point next_stale_check_{};
     std::map<uint64_t, ResponseBatch> batches_in_;  // by index, not yet put in order
     uint64_t batches_scheduled_ = 0;

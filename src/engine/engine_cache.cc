@@ -25,14 +25,19 @@ constexpr auto kStaleCheckPeriod = std::chrono::milliseconds(100);
 void Engine::report_ready(const std::vector<RequestPtr> &reqs) {
     std::vector<OpMeta> to_coordinator;
     auto now = std::chrono::steady_clock::now();
-    for (const RequestPtr &req : reqs) {
+    for (size_t i = 0; i < reqs.size();) {
+        if (!reqs[i]->meta.group.empty()) {
+            i += report_group(reqs, i, now, &to_coordinator);
+            continue;
+        }
+        const RequestPtr &req = reqs[i++];
         uint32_t bit = 0;
         // A name in flight remembers where the cache had it: no search by name each step.
         ResponseCache::Lookup found =
             req->in_flight != nullptr ? cache_.lookup(req->meta, &bit, &req->in_flight->cache_memo)
                                       : cache_.lookup(req->meta, &bit);
         if (found == ResponseCache::Lookup::kHit && !cache_suspended_ &&
-            cached_waiting_.try_emplace(bit, CachedWait{req, now, false})) {
+            cached_waiting_.try_emplace(bit, CachedWait{req, now, false, nullptr})) {
             cache_news_ = true;
             continue;
         }
@@ -141,24 +146,28 @@ void Engine::run_round(const RoundOutcome &outcome) {
     // strings: 256 x 4 KiB step 169-170 -> 160-161 us with this and run_fused's one move).
     const size_t first = responses_.size();
     bool vote_again = false;
+    BitVector ran_in_group;  // bits whose ops ran with their group's first agreed bit
     for (uint32_t bit : outcome.ready_everywhere.bits()) {
         CachedWait *wait = cached_waiting_.find(bit);
+        if (wait == nullptr && ran_in_group.test(bit)) continue;
         // A bit changed since the last round may have meant another op when some rank voted.
         if (cache_.touched(bit) || outcome.invalid.test(bit)) {
             vote_again |= wait != nullptr;
             continue;
         }
-        const Response *cached = cache_.response(bit);
-        if (wait == nullptr || cached == nullptr)
+        if (wait == nullptr || cache_.response(bit) == nullptr)
             throw Error(HVD_ERR_INTERNAL,
                         strprintf("rank %d: cache round %llu agreed on bit %u, which this rank "
                                   "did not vote for",
                                   rank_, static_cast<unsigned long long>(rounds_done_ + 1), bit));
-        responses_.push_back(*cached);
-        responses_.back().seq = kCachedSeqFlag | (cached_seq_++ & (kCachedSeqFlag - 1));
-        responses_.back().request = std::move(wait->req);
-        cached_waiting_.erase(bit);
-        if (cache_bits_) cache_bits_->used(bit);
+        if (wait->group_bits) {
+            // Its members in member order, all of them or (some bit not agreed or changed,
+            // the same on every rank) none yet.
+            std::shared_ptr<const std::vector<uint32_t>> group = wait->group_bits;
+            if (!run_group(*group, outcome, &ran_in_group)) vote_again = true;
+            continue;
+        }
+        queue_cached(bit);
     }
     plan_fusion(responses_, first, static_cast<size_t>(outcome.fusion_threshold));
     cache_hits_.fetch_add(responses_.size() - first, std::memory_order_relaxed);
@@ -212,11 +221,29 @@ void Engine::cache_bit_changed(uint32_t bit) {
     invalid_.reset(bit);
 }
 
+void Engine::queue_cached(uint32_t bit) {
+    CachedWait *wait = cached_waiting_.find(bit);
+    responses_.push_back(*cache_.response(bit));
+    responses_.back().seq = kCachedSeqFlag | (cached_seq_++ & (kCachedSeqFlag - 1));
+    responses_.back().request = std::move(wait->req);
+    cached_waiting_.erase(bit);
+    if (cache_bits_) cache_bits_->used(bit);
+}
+
 void Engine::flush_cached(uint32_t bit) {
     CachedWait *wait = cached_waiting_.find(bit);
     if (wait == nullptr) return;
+    std::shared_ptr<const std::vector<uint32_t>> group = std::move(wait->group_bits);
     flushed_.push_back(wait->req->meta);
     cached_waiting_.erase(bit);
+    if (!group) return;
+    // The rest of its group goes too: the coordinator holds a group until all of it is ready.
+    for (uint32_t b : *group) {
+        CachedWait *w = cached_waiting_.find(b);
+        if (w == nullptr || w->group_bits != group) continue;
+        flushed_.push_back(w->req->meta);
+        cached_waiting_.erase(b);
+    }
 }
 
 void Engine::mark_stale_cached() {

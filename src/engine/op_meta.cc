@@ -142,6 +142,9 @@ std::string encode_batch(const ResponseBatch &batch) {
         w.f64(resp.postscale);
         w.u8(resp.fuse_next ? 1 : 0);
         w.i32(resp.cache_bit);
+        // Every rank plans the fusion of cached responses itself (run_round): each needs the
+        // group a response belongs to, as rank 0 has it.
+        w.str(resp.group);
     }
     return std::move(w.bytes());
 }
@@ -171,6 +174,7 @@ ResponseBatch decode_batch(const std::string &bytes) {
         resp.cache_bit = r.i32();
         if (resp.cache_bit < -1 || resp.cache_bit >= static_cast<int32_t>(ResponseCache::kMaxBits))
             throw Error(HVD_ERR_TRANSPORT, "malformed control message (cache bit)");
+        resp.group = r.str();
         out.push_back(std::move(resp));
     }
     return batch;

@@ -14,8 +14,7 @@ bool same_op(const OpMeta &a, const OpMeta &b) {
 }
 
 bool ResponseCache::cacheable(const Response &resp) {
-    if (resp.status != HVD_OK || resp.addressee >= 0 || resp.set_id != 0 || !resp.group.empty())
-        return false;
+    if (resp.status != HVD_OK || resp.addressee >= 0 || resp.set_id != 0) return false;
     switch (resp.type) {
         case OpType::kAllreduce:
         case OpType::kAllgather:

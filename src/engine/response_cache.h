@@ -59,8 +59,8 @@ class ResponseCache {
     bool touched(uint32_t bit) const { return touched_.count(bit) != 0; }
     void clear_touched() { touched_.clear(); }
 
-    // Only ops like this are cached: data-moving ops of the global set, not grouped, that
-    // succeeded for every rank.
+    // Only ops like this are cached: data-moving ops of the global set (grouped ones too:
+    // engine_cache_groups.cc keeps a group together) that succeeded for every rank.
     static bool cacheable(const Response &resp);
 
   private:
