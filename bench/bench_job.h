@@ -22,6 +22,8 @@ typedef struct {
     hvd_request_h *reqs; /* o->many: the requests of the current step */
     char (*names)[BENCH_NAME_LEN]; /* o->many: one fixed name per tensor, as training does */
     bench_owned_output_fn optional_enqueue; /* alltoall / reducescatter, looked up once */
+    hvd_tensor_t *group_in, *group_out;     /* --grouped: o->many descriptors each */
+    const hvd_tensor_t **group_in_p, **group_out_p;
 } bench_job_t;
 
 /* The tensors of one size: `count` elements per tensor and rank (allgather: the rank's
@@ -37,7 +39,8 @@ void bench_fail(bench_job_t *job, const char *what, hvd_status_t s);
 
 /* Enqueues tensor k of the step (all ranks use the same name for it). */
 void bench_enqueue(bench_job_t *job, const bench_layout_t *l, int k);
-/* Enqueues every tensor of the step, then waits for each. */
+/* Enqueues every tensor of the step, then waits for each (--grouped: as one grouped
+ * allreduce, whose request is reqs[0], waited once). */
 void bench_step(bench_job_t *job, const bench_layout_t *l);
 /* Releases the step's requests. */
 void bench_release(bench_job_t *job);

@@ -60,6 +60,8 @@ static void usage(FILE *f) {
             "  -C 0|1, --check 0|1      element-wise result check (default 1; -c 0|1 too)\n"
             "  --many N                 N tensors of each size per step, all enqueued, then\n"
             "                           all waited (fusion); sizes then default to 8 .. 4M\n"
+            "  --grouped                the --many tensors as one grouped allreduce\n"
+            "                           (hvd_grouped_allreduce_enqueue), waited once\n"
             "  --plot FILE.png          draw busbw against size (needs python3-matplotlib)\n"
             "  -T SECONDS               bound of each wait on a request (default 300)\n"
             "  --poll                   complete requests by polling hvd_request_test (with\n"
@@ -156,7 +158,7 @@ typedef struct {
     double factor;
 } sweep_args_t;
 
-enum { OPT_MANY = 256, OPT_PLOT, OPT_POLL, OPT_BIND };
+enum { OPT_MANY = 256, OPT_PLOT, OPT_POLL, OPT_BIND, OPT_GROUPED };
 
 /* One option; returns 0, or 2 after an error message naming the flag. */
 static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args_t *sw, char *err,
@@ -222,6 +224,9 @@ static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args
         case OPT_POLL:
             o->poll = 1;
             return 0;
+        case OPT_GROUPED:
+            o->grouped = 1;
+            return 0;
         case OPT_BIND:
             o->bind = 1;
             return 0;
@@ -243,6 +248,10 @@ static int validate(bench_options_t *o, const sweep_args_t *sw, char *err, size_
     if (o->coll == BENCH_ALLTOALL || o->coll == BENCH_REDUCESCATTER) o->inplace = 0;
     if (o->coll == BENCH_REDUCESCATTER && o->op != HVD_OP_SUM && o->op != HVD_OP_AVERAGE) {
         snprintf(err, errlen, "reducescatter takes -o sum or avg");
+        return 2;
+    }
+    if (o->grouped && o->coll != BENCH_ALLREDUCE) {
+        snprintf(err, errlen, "--grouped takes -c allreduce");
         return 2;
     }
     if (o->dtype == HVD_DTYPE_BOOL && (o->op == HVD_OP_AVERAGE || o->op == HVD_OP_PRODUCT)) {
@@ -290,6 +299,7 @@ int bench_parse_options(int argc, char **argv, int speak, bench_options_t *o) {
                                           {"many", required_argument, NULL, OPT_MANY},
                                           {"plot", required_argument, NULL, OPT_PLOT},
                                           {"poll", no_argument, NULL, OPT_POLL},
+                                          {"grouped", no_argument, NULL, OPT_GROUPED},
                                           {"bind", no_argument, NULL, OPT_BIND},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};

@@ -30,6 +30,7 @@ typedef struct {
     long max_iters;        /* cap on timed steps per size */
     int check;             /* element-wise result check */
     int many;              /* tensors per step (fusion) */
+    int grouped;           /* --grouped: the step's tensors as one grouped allreduce */
     const char *plot_path; /* --plot FILE.png, or NULL */
     int verbose;           /* iteration counts, spread and page faults as comments */
     int64_t wait_ms;       /* bound of each wait on a request */

@@ -214,6 +214,11 @@ def targets(cases, np_, prefix):
         r = ratio(mp * n if mp else None, step)
         t.add(f"fusion: {n} x {human(per)} step", f"{fmt(step)} us vs {n} x {fmt(mp)} us ({lab}): "
               f"{fmt(r)}x", ">= 3x", None if r is None else r >= 3)
+        grouped = cases.get(f"{prefix}_grouped256_np{np_}")
+        if grouped and grouped.sizes():
+            g = grouped.med(grouped.sizes()[0], 0)
+            t.add(f"the same step as one grouped allreduce", f"{fmt(g)} us: "
+                  f"{fmt(ratio(mp * n if mp else None, g))}x", "(reference)", None)
     thp, mthp = cases.get(f"{prefix}_thp_np{np_}"), cases.get(f"mpi_ob1_default_thp_np{np_}")
     if thp and mthp:
         rs = [(s, ratio(thp.med(s, 2), mthp.med(s, 2))) for s in thp.sizes() if s >= 32 * MIB]

@@ -79,6 +79,14 @@ static void job_allocate(bench_job_t *job) {
     job->reqs = calloc((size_t)o->many, sizeof *job->reqs);
     job->names = calloc((size_t)o->many, sizeof *job->names);
     if (!job->reqs || !job->names) bench_fail(job, "allocating request slots", HVD_ERR_NO_MEMORY);
+    if (o->grouped) {
+        job->group_in = calloc((size_t)o->many, sizeof *job->group_in);
+        job->group_out = calloc((size_t)o->many, sizeof *job->group_out);
+        job->group_in_p = calloc((size_t)o->many, sizeof *job->group_in_p);
+        job->group_out_p = calloc((size_t)o->many, sizeof *job->group_out_p);
+        if (!job->group_in || !job->group_out || !job->group_in_p || !job->group_out_p)
+            bench_fail(job, "allocating group descriptors", HVD_ERR_NO_MEMORY);
+    }
     for (int k = 0; k < o->many; ++k)
         snprintf(job->names[k], BENCH_NAME_LEN, "hvd_bench.%s.%d", bench_coll_name(o->coll), k);
 }
@@ -93,6 +101,10 @@ static void job_free(bench_job_t *job) {
     release(job->in);
     free(job->reqs);
     free(job->names);
+    free(job->group_in);
+    free(job->group_out);
+    free(job->group_in_p);
+    free(job->group_out_p);
 }
 
 static void print_header(const bench_job_t *job, int cpu) {
@@ -110,9 +122,9 @@ static void print_header(const bench_job_t *job, int cpu) {
            hvd_version_string(), local);
     if (o->many > 1)
         printf(
-            "# many=%d: one step enqueues %d tensors, then waits for all; size_bytes and count "
+            "# many=%d: one step enqueues %d tensors%s, then waits for all; size_bytes and count "
             "are per step\n",
-            o->many, o->many);
+            o->many, o->many, o->grouped ? " as one grouped allreduce" : "");
     printf("%s\n", BENCH_HEADER);
     fflush(stdout);
 }

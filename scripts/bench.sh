@@ -85,6 +85,7 @@ add_case coll hvd_bind_oop_np2 1 "${HVD[@]}" 2 "$B" --bind -i 0 "${SWEEP[@]}"
 add_case coll hvd_bind_thp_np2 1 env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 "${HVD[@]}" 2 "$B" --bind "${SWEEP[@]}"
 add_case coll hvd_many256_np2 "$REPS" "${HVD[@]}" 2 "$B" --many 256 "${SWEEP[@]}" "${FUSION[@]}"
 add_case coll hvd_bind_many256_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind --many 256 "${SWEEP[@]}" "${FUSION[@]}"
+add_case coll hvd_bind_grouped256_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind --many 256 --grouped "${SWEEP[@]}" "${FUSION[@]}"
 for c in allgather broadcast alltoall reducescatter; do
   v=HAS_$c
   [ "${!v:-1}" = 1 ] && add_case coll "hvd_bind_${c}_np2" "$REPS" "${HVD[@]}" 2 "$B" --bind -c $c "${SWEEP[@]}"

@@ -32,6 +32,8 @@ hvd_bench_test(allreduce_oop_avg_np2 NP 2 SIZES 8 ARGS -b 8 -e 64K -x none -i 0 
 hvd_bench_test(allreduce_np4 NP 4 SIZES 5 ARGS -b 8 -e 2K -x none -d bfloat16 -o max)
 # Fusion path: 16 tensors per step, 8 B .. 4 KiB (6 sizes).
 hvd_bench_test(many16_np2 NP 2 SIZES 6 ARGS --many 16 -b 8 -e 4K)
+# The same tensors as one grouped allreduce, on an odd number of ranks, out of place.
+hvd_bench_test(grouped16_np3 NP 3 SIZES 6 ARGS --many 16 --grouped -b 8 -e 4K -i 0 -d int32)
 hvd_bench_test(allgather_np3 NP 3 SIZES 4 ARGS -c allgather -b 12 -e 768 -x none)
 hvd_bench_test(allgather_owned_np3 NP 3 SIZES 4 ARGS -c allgather -i 0 -b 12 -e 768 -x none)
 hvd_bench_test(allgather_many_np2 NP 2 SIZES 4 ARGS -c allgather --many 4 -b 8 -e 128K -f 64 -x none)
@@ -57,6 +59,10 @@ add_test(NAME bench.usage_error
   COMMAND sh ${HVD_BENCH_TEST_DIR}/check_bench_output.sh --fails 2 "-d float7: unknown dtype" --
           $<TARGET_FILE:hvd_bench> -d float7)
 set_tests_properties(bench.usage_error PROPERTIES LABELS bench TIMEOUT 30)
+add_test(NAME bench.grouped_usage_error
+  COMMAND sh ${HVD_BENCH_TEST_DIR}/check_bench_output.sh --fails 2
+          "--grouped takes -c allreduce" -- $<TARGET_FILE:hvd_bench> --grouped -c broadcast)
+set_tests_properties(bench.grouped_usage_error PROPERTIES LABELS bench TIMEOUT 30)
 
 # Completion by polling (hvd_request_test) and CPU binding before hvd_init.
 hvd_bench_test(poll_np2 NP 2 SIZES 4 ARGS --poll -b 8 -e 512 -x none)
