@@ -214,7 +214,9 @@ HVD_API hvd_status_t hvd_get_unique_id(hvd_unique_id_t *id_p) HVD_NOEXCEPT;
  * Several contexts may live in one process (e.g. one per thread in tests).
  * Errors: HVD_ERR_VERSION, HVD_ERR_INVALID_ARG (bad rank/size, no launcher found),
  * HVD_ERR_UNSUPPORTED (unknown field bit), HVD_ERR_TIMED_OUT, HVD_ERR_TRANSPORT,
- * HVD_ERR_PEER_FAILED. *ctx_p is written only on success. Use hvd_init(). */
+ * HVD_ERR_PEER_FAILED, HVD_ERR_MISMATCH (some rank runs a libhvd whose messages between ranks
+ * differ from this one's; hvd_last_error names the ranks and their versions). *ctx_p is
+ * written only on success. Use hvd_init(). */
 HVD_API hvd_status_t hvd_init_versioned(uint32_t abi_version, uint32_t version_code,
                                         const hvd_init_params_t *params,
                                         hvd_context_h *ctx_p) HVD_NOEXCEPT;

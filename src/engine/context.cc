@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "engine/unique_id.h"
+#include "engine/wire_protocol.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace hvd::engine {
@@ -54,7 +55,8 @@ std::string hex_decode(const std::string &hex) {
 Context::Context(const InitConfig &config) : config_(config) {
     Deadline deadline = Deadline::after_ms(config_.bootstrap_timeout_ms);
     rendezvous(deadline);
-    std::vector<std::string> hosts = kv_->all_gather("host", topology::this_host_name(), deadline);
+    std::vector<std::string> hosts = hosts_of_same_protocol(
+        kv_->all_gather("host", host_entry(topology::this_host_name()), deadline), rank_);
     placement_ = topology::place_rank(hosts, rank_);
     connect_transport(hosts, deadline);
     attach_shared_memory(deadline);
