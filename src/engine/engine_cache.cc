@@ -147,6 +147,7 @@ void Engine::run_round(const RoundOutcome &outcome) {
     const size_t first = responses_.size();
     bool vote_again = false;
     BitVector ran_in_group;  // bits whose ops ran with their group's first agreed bit
+    BitVector group_tried;   // bits of groups already tried in this round (run or not)
     for (uint32_t bit : outcome.ready_everywhere.bits()) {
         CachedWait *wait = cached_waiting_.find(bit);
         if (wait == nullptr && ran_in_group.test(bit)) continue;
@@ -162,8 +163,11 @@ void Engine::run_round(const RoundOutcome &outcome) {
                                   rank_, static_cast<unsigned long long>(rounds_done_ + 1), bit));
         if (wait->group_bits) {
             // Its members in member order, all of them or (some bit not agreed or changed,
-            // the same on every rank) none yet.
+            // the same on every rank) none yet; tried once per round, at its first bit.
+            if (group_tried.test(bit)) continue;
             std::shared_ptr<const std::vector<uint32_t>> group = wait->group_bits;
+            for (uint32_t b : *group)
+                group_tried.set(b);
             if (!run_group(*group, outcome, &ran_in_group)) vote_again = true;
             continue;
         }
