@@ -164,9 +164,14 @@ class Engine {
     size_t report_group(const std::vector<RequestPtr> &reqs, size_t first,
                         std::chrono::steady_clock::time_point now,
                         std::vector<OpMeta> *to_coordinator);
-    // The group's members into responses_ if every one's bit is agreed and unchanged; marks
-    // their bits in *ran. False (nothing queued) otherwise.
-    bool run_group(const std::vector<uint32_t> &bits, const RoundOutcome &outcome, BitVector *ran);
+    // The group's members into responses_ if every one's bit is agreed and unchanged; false
+    // (nothing queued) otherwise.
+    bool run_group(const std::vector<uint32_t> &bits, const RoundOutcome &outcome);
+    // The cache's answer for req, and its bit.
+    ResponseCache::Lookup look_up(Request &req, uint32_t *bit);
+    // req goes to the coordinator, with an invalid vote for its bit if the cache knew its name.
+    void hand_to_coordinator(const Request &req, ResponseCache::Lookup found, uint32_t bit,
+                             std::vector<OpMeta> *to_coordinator);
     // The cached response of the request waiting on `bit` into responses_, with that request;
     // the wait ends.
     void queue_cached(uint32_t bit);

@@ -32,26 +32,34 @@ void Engine::report_ready(const std::vector<RequestPtr> &reqs) {
         }
         const RequestPtr &req = reqs[i++];
         uint32_t bit = 0;
-        // A name in flight remembers where the cache had it: no search by name each step.
-        ResponseCache::Lookup found =
-            req->in_flight != nullptr ? cache_.lookup(req->meta, &bit, &req->in_flight->cache_memo)
-                                      : cache_.lookup(req->meta, &bit);
+        ResponseCache::Lookup found = look_up(*req, &bit);
         if (found == ResponseCache::Lookup::kHit && !cache_suspended_ &&
             cached_waiting_.try_emplace(bit, CachedWait{req, now, false, nullptr})) {
             cache_news_ = true;
             continue;
         }
-        // Other ranks may hold the same op as a cache hit: an invalid vote sends theirs to
-        // the coordinator too.
-        if (found != ResponseCache::Lookup::kMiss) {
-            invalid_.set(bit);
-            cache_news_ = true;
-        }
-        // Other ranks wait in rounds for nothing from a joined rank; its vote tells them.
-        if (req->meta.type == OpType::kJoin && req->meta.set_id == 0) cache_news_ = true;
-        to_coordinator.push_back(req->meta);
+        hand_to_coordinator(*req, found, bit, &to_coordinator);
     }
     report_to_coordinator(to_coordinator);
+}
+
+ResponseCache::Lookup Engine::look_up(Request &req, uint32_t *bit) {
+    // A name in flight remembers where the cache had it: no search by name each step.
+    return req.in_flight != nullptr ? cache_.lookup(req.meta, bit, &req.in_flight->cache_memo)
+                                    : cache_.lookup(req.meta, bit);
+}
+
+void Engine::hand_to_coordinator(const Request &req, ResponseCache::Lookup found, uint32_t bit,
+                                 std::vector<OpMeta> *to_coordinator) {
+    // Other ranks may hold the same op as a cache hit: an invalid vote sends theirs to the
+    // coordinator too.
+    if (found != ResponseCache::Lookup::kMiss) {
+        invalid_.set(bit);
+        cache_news_ = true;
+    }
+    // Other ranks wait in rounds for nothing from a joined rank; its vote tells them.
+    if (req.meta.type == OpType::kJoin && req.meta.set_id == 0) cache_news_ = true;
+    to_coordinator->push_back(req.meta);
 }
 
 void Engine::report_to_coordinator(const std::vector<OpMeta> &metas) {
@@ -146,11 +154,10 @@ void Engine::run_round(const RoundOutcome &outcome) {
     // strings: 256 x 4 KiB step 169-170 -> 160-161 us with this and run_fused's one move).
     const size_t first = responses_.size();
     bool vote_again = false;
-    BitVector ran_in_group;  // bits whose ops ran with their group's first agreed bit
-    BitVector group_tried;   // bits of groups already tried in this round (run or not)
+    BitVector group_tried;  // bits of groups already tried in this round (run or not)
     for (uint32_t bit : outcome.ready_everywhere.bits()) {
         CachedWait *wait = cached_waiting_.find(bit);
-        if (wait == nullptr && ran_in_group.test(bit)) continue;
+        if (wait == nullptr && group_tried.test(bit)) continue;  // ran with its group
         // A bit changed since the last round may have meant another op when some rank voted.
         if (cache_.touched(bit) || outcome.invalid.test(bit)) {
             vote_again |= wait != nullptr;
@@ -168,7 +175,7 @@ void Engine::run_round(const RoundOutcome &outcome) {
             std::shared_ptr<const std::vector<uint32_t>> group = wait->group_bits;
             for (uint32_t b : *group)
                 group_tried.set(b);
-            if (!run_group(*group, outcome, &ran_in_group)) vote_again = true;
+            if (!run_group(*group, outcome)) vote_again = true;
             continue;
         }
         queue_cached(bit);

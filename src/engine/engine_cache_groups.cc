@@ -36,11 +36,8 @@ size_t Engine::report_group(const std::vector<RequestPtr> &reqs, size_t first,
     // for the rest.
     bool all_hit = !cache_suspended_ && static_cast<int64_t>(n) == reqs[first]->meta.group_size;
     for (size_t i = 0; i < n; ++i) {
-        Request &r = *reqs[first + i];
         uint32_t bit = 0;
-        group_found_[i] = r.in_flight != nullptr
-                              ? cache_.lookup(r.meta, &bit, &r.in_flight->cache_memo)
-                              : cache_.lookup(r.meta, &bit);
+        group_found_[i] = look_up(*reqs[first + i], &bit);
         (*bits)[i] = bit;
         all_hit = all_hit && group_found_[i] == ResponseCache::Lookup::kHit &&
                   cached_waiting_.find(bit) == nullptr;
@@ -51,27 +48,19 @@ size_t Engine::report_group(const std::vector<RequestPtr> &reqs, size_t first,
         cache_news_ = true;
         return n;
     }
-    for (size_t i = 0; i < n; ++i) {
-        if (group_found_[i] != ResponseCache::Lookup::kMiss) {
-            invalid_.set((*bits)[i]);
-            cache_news_ = true;
-        }
-        to_coordinator->push_back(reqs[first + i]->meta);
-    }
+    for (size_t i = 0; i < n; ++i)
+        hand_to_coordinator(*reqs[first + i], group_found_[i], (*bits)[i], to_coordinator);
     return n;
 }
 
-bool Engine::run_group(const std::vector<uint32_t> &bits, const RoundOutcome &outcome,
-                       BitVector *ran) {
+bool Engine::run_group(const std::vector<uint32_t> &bits, const RoundOutcome &outcome) {
     for (uint32_t bit : bits) {
         if (cached_waiting_.find(bit) == nullptr || !outcome.ready_everywhere.test(bit) ||
             outcome.invalid.test(bit) || cache_.touched(bit) || cache_.response(bit) == nullptr)
             return false;
     }
-    for (uint32_t bit : bits) {
+    for (uint32_t bit : bits)
         queue_cached(bit);
-        ran->set(bit);
-    }
     return true;
 }
 
