@@ -19,4 +19,22 @@ inline std::string to_hex(const void *data, size_t len) {
     return out;
 }
 
+// The bytes of to_hex's text. False (out unspecified) if hex has an odd length or a character
+// other than 0-9 and a-f.
+inline bool from_hex(const std::string &hex, std::string *out) {
+    auto nibble = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        return -1;
+    };
+    if (hex.size() % 2 != 0) return false;
+    out->assign(hex.size() / 2, '\0');
+    for (size_t i = 0; i < out->size(); ++i) {
+        int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) return false;
+        (*out)[i] = static_cast<char>(hi << 4 | lo);
+    }
+    return true;
+}
+
 }  // namespace hvd::bootstrap

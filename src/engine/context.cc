@@ -10,6 +10,7 @@
 
 #include "bootstrap/hex.h"
 #include "bootstrap/launch_env.h"
+#include "bootstrap/loopback.h"
 #include "bootstrap/rendezvous_file.h"
 #include "bootstrap/secret.h"
 #include "common/env.h"
@@ -30,25 +31,6 @@ constexpr int64_t kFileAttemptMs = 2000;
 constexpr int kFinalizePollMs = 5;
 // Pause before looking up the rendezvous file again after a failed attempt.
 constexpr int kFileRetryMs = 20;
-
-bool is_loopback(const std::string &addr) {
-    return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
-}
-
-std::string hex_decode(const std::string &hex) {
-    auto nibble = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        return -1;
-    };
-    std::string out(hex.size() / 2, '\0');
-    for (size_t i = 0; i < out.size(); ++i) {
-        int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0) throw Error(HVD_ERR_TRANSPORT, "malformed transport address");
-        out[i] = static_cast<char>(hi << 4 | lo);
-    }
-    return out;
-}
 
 }  // namespace
 
@@ -99,8 +81,8 @@ void Context::rendezvous(const Deadline &deadline) {
     if (!li.rdv_addr.empty()) {
         if (rank_ == 0)
             server_ = std::make_shared<bootstrap::KvServer>(
-                is_loopback(li.rdv_addr) ? li.rdv_addr : "", li.rdv_port, li.secret, size_,
-                config_.bootstrap_timeout_ms);
+                bootstrap::is_loopback_address(li.rdv_addr) ? li.rdv_addr : "", li.rdv_port,
+                li.secret, size_, config_.bootstrap_timeout_ms);
         kv_ = std::make_unique<bootstrap::KvClient>(li.rdv_addr, li.rdv_port, li.secret, rank_,
                                                     size_, deadline);
         return;
@@ -134,8 +116,14 @@ void Context::connect_transport(const std::vector<std::string> &hosts, const Dea
     std::string mine = transport_->local_address();
     std::vector<std::string> all =
         kv_->all_gather("ucx", bootstrap::to_hex(mine.data(), mine.size()), deadline);
-    for (auto &a : all)
-        a = hex_decode(a);
+    for (size_t r = 0; r < all.size(); ++r) {
+        std::string bytes;
+        if (!bootstrap::from_hex(all[r], &bytes)) {
+            throw Error(HVD_ERR_TRANSPORT,
+                        "rank " + std::to_string(r) + " published a malformed transport address");
+        }
+        all[r] = std::move(bytes);
+    }
     std::vector<bool> same_host(hosts.size());
     for (size_t r = 0; r < hosts.size(); ++r)
         same_host[r] = hosts[r] == hosts[rank_];

@@ -11,7 +11,7 @@ add_executable(test_hvdrun_units
     ${HVDRUN_SOURCE_DIR}/rank_env.cc
     ${HVDRUN_SOURCE_DIR}/remote_command.cc
     ${HVDRUN_SOURCE_DIR}/output_relay.cc)
-target_include_directories(test_hvdrun_units PRIVATE ${HVDRUN_SOURCE_DIR})
+target_include_directories(test_hvdrun_units PRIVATE ${HVDRUN_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(test_hvdrun_units PRIVATE PkgConfig::CMOCKA)
 target_compile_options(test_hvdrun_units PRIVATE ${HVD_WARNINGS})
 add_test(NAME hvdrun.units COMMAND test_hvdrun_units)

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "bootstrap/loopback.h"
+
 namespace hvdrun {
 namespace {
 
@@ -164,7 +166,7 @@ int pick_free_port(const std::string &addr) {
 ReservedPort reserve_rendezvous_port(const std::string &addr) {
     // Where rank 0's server listens (engine/context.cc): a loopback address as given, else
     // every IPv4 interface.
-    bool loopback = addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+    bool loopback = hvd::bootstrap::is_loopback_address(addr);
     addrinfo hints = {};
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
