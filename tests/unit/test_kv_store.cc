@@ -22,6 +22,7 @@ extern "C" {
 #include <thread>
 #include <vector>
 
+#include "assert_contains.h"
 #include "bootstrap/kv_protocol.h"
 #include "bootstrap/kv_store.h"
 #include "bootstrap/socket_io.h"
@@ -57,11 +58,6 @@ Outcome catching(const std::function<void()> &action) {
         o.message = e.what();
     }
     return o;
-}
-
-void assert_contains(const std::string &text, const std::string &needle) {
-    if (text.find(needle) == std::string::npos)
-        fail_msg("'%s' does not contain '%s'", text.c_str(), needle.c_str());
 }
 
 std::unique_ptr<KvClient> connect_rank(int port, int32_t rank, int32_t size,

@@ -14,6 +14,7 @@ extern "C" {
 #include <string>
 #include <vector>
 
+#include "assert_contains.h"
 #include "common/error.h"
 #include "engine/wire_protocol.h"
 #include "hvd/hvd.h"
@@ -33,11 +34,6 @@ std::string thrown(F &&fn, hvd_status_t *status) {
         return e.what();
     }
     return "";
-}
-
-void assert_contains(const std::string &text, const std::string &needle) {
-    if (text.find(needle) == std::string::npos)
-        fail_msg("'%s' does not contain '%s'", text.c_str(), needle.c_str());
 }
 
 void test_same_protocol_gives_the_hosts(void **) {
