@@ -1,7 +1,6 @@
 // The engine's side of the response cache: which ready requests are negotiated by cache
 // rounds and which by the coordinator, the votes, and the one order in which every rank runs
 // coordinator batches and finished rounds (see cache_round.h for the protocol).
-#include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -264,18 +263,15 @@ void Engine::mark_stale_cached() {
     auto now = std::chrono::steady_clock::now();
     if (now < next_stale_check_) return;
     next_stale_check_ = now + kStaleCheckPeriod;
-    std::vector<const std::vector<uint32_t> *> logged_groups;  // one line per group, not member
     cached_waiting_.for_each([&](uint32_t bit, CachedWait &w) {
         if (w.stale || now - w.since < kCachedWaitLimit) return;
         w.stale = true;
         invalid_.set(bit);
         cache_news_ = true;
+        // A group's members start and stop waiting together (report_group, run_group,
+        // flush_cached), so they go stale in the same pass: one line, at its first member.
         const std::vector<uint32_t> *group = w.group_bits.get();
-        if (group != nullptr) {
-            if (std::find(logged_groups.begin(), logged_groups.end(), group) != logged_groups.end())
-                return;
-            logged_groups.push_back(group);
-        }
+        if (group != nullptr && bit != group->front()) return;
         HVD_LOG(kDebug, rank_,
                 "'%s'%s waited %lld ms as a cached op; handing it to the coordinator",
                 w.req->meta.name.c_str(), group != nullptr ? " (with the rest of its group)" : "",
