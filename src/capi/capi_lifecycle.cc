@@ -1,8 +1,8 @@
 // Init, finalize, abort and the topology queries.
+#include "bootstrap/unique_id.h"
 #include "capi/guard.h"
 #include "capi/handles.h"
 #include "common/env.h"
-#include "engine/unique_id.h"
 
 using hvd::Error;
 using hvd::strprintf;
@@ -72,7 +72,7 @@ extern "C" {
 HVD_API hvd_status_t hvd_get_unique_id(hvd_unique_id_t *id_p) noexcept {
     return guarded("hvd_get_unique_id", [&] {
         if (id_p == nullptr) return fail(HVD_ERR_INVALID_ARG, "hvd_get_unique_id: id_p is NULL");
-        *id_p = hvd::engine::make_unique_id(default_bootstrap_timeout_ms());
+        *id_p = hvd::bootstrap::make_unique_id(default_bootstrap_timeout_ms());
         return HVD_OK;
     });
 }

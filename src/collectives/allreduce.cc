@@ -1,6 +1,6 @@
 // allreduce(): validation, the single-member fast path, and the choice of algorithm by size.
 #include "collectives/collectives.h"
-#include "collectives/shm_sync.h"
+#include "collectives/shm/shm_sync.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "reduce/reduce.h"

@@ -1,6 +1,6 @@
 // broadcast(): validation, the trivial cases, and the choice of algorithm by size.
 #include "collectives/collectives.h"
-#include "collectives/shm_sync.h"
+#include "collectives/shm/shm_sync.h"
 #include "common/log.h"
 
 namespace hvd::collectives {

@@ -13,11 +13,11 @@
 #include "bootstrap/loopback.h"
 #include "bootstrap/rendezvous_file.h"
 #include "bootstrap/secret.h"
+#include "bootstrap/unique_id.h"
 #include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "engine/unique_id.h"
-#include "engine/wire_protocol.h"
+#include "negotiation/wire_protocol.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace hvd::engine {
@@ -59,10 +59,10 @@ Context::Context(const InitConfig &config) : config_(config) {
 
 void Context::rendezvous(const Deadline &deadline) {
     if (config_.has_unique_id) {
-        UniqueIdContents id = parse_unique_id(config_.unique_id);
+        bootstrap::UniqueIdContents id = bootstrap::parse_unique_id(config_.unique_id);
         rank_ = config_.rank;
         size_ = config_.size;
-        server_ = local_server_for(id);
+        server_ = bootstrap::local_server_for(id);
         kv_ = std::make_unique<bootstrap::KvClient>(id.addr, id.port, id.secret, rank_, size_,
                                                     deadline);
         return;

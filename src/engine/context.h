@@ -8,12 +8,12 @@
 #include <string>
 
 #include "bootstrap/kv_store.h"
+#include "diagnostics/timeline.h"
 #include "engine/abort_state.h"
 #include "engine/engine.h"
 #include "engine/failure_monitor.h"
 #include "engine/process_set_table.h"
 #include "engine/runtime_config.h"
-#include "engine/timeline.h"
 #include "shm/shm_group.h"
 #include "topology/host_topology.h"
 #include "transport/transport.h"
@@ -53,7 +53,7 @@ class Context {
     // For request handles: a waiter that drives the engine keeps it alive while it does.
     std::weak_ptr<Engine> engine_ref() const { return engine_; }
     ProcessSetTable &process_sets() { return sets_; }
-    Timeline &timeline() { return timeline_; }
+    diagnostics::Timeline &timeline() { return timeline_; }
     RuntimeConfig &config() { return runtime_; }
 
   private:
@@ -72,7 +72,7 @@ class Context {
     topology::HostPlacement placement_;
     AbortState abort_;
     ProcessSetTable sets_;
-    Timeline timeline_;                            // declared before engine_: outlives it
+    diagnostics::Timeline timeline_;               // declared before engine_: outlives it
     RuntimeConfig runtime_{process_config()};      // likewise
     std::string rendezvous_file_job_;              // non-empty on rank 0 of a file rendezvous
     std::shared_ptr<bootstrap::KvServer> server_;  // when this process hosts the rendezvous

@@ -14,12 +14,15 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/scoped_count.h"
-#include "engine/control_tags.h"
 #include "engine/executor.h"
-#include "engine/fusion_planner.h"
-#include "engine/wire.h"
+#include "negotiation/control_tags.h"
+#include "negotiation/fusion_planner.h"
+#include "util/wire.h"
 
 namespace hvd::engine {
+
+using util::WireReader;
+using util::WireWriter;
 
 namespace {
 
@@ -33,7 +36,7 @@ constexpr int64_t kFailureReportWaitMs = 2000;
 }  // namespace
 
 Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
-               ProcessSetTable *sets, Timeline *timeline, RuntimeConfig *config)
+               ProcessSetTable *sets, diagnostics::Timeline *timeline, RuntimeConfig *config)
     : rank_(rank),
       size_(size),
       transport_(transport),

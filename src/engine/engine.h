@@ -18,21 +18,21 @@
 #include <vector>
 
 #include "collectives/comm.h"
+#include "diagnostics/timeline.h"
 #include "engine/abort_state.h"
 #include "engine/autotuner.h"
-#include "engine/bit_table.h"
-#include "engine/cache_bit_allocator.h"
-#include "engine/cache_round.h"
-#include "engine/coordinator.h"
-#include "engine/fifo.h"
 #include "engine/in_flight_names.h"
 #include "engine/pending_ops.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
-#include "engine/response_cache.h"
 #include "engine/runtime_config.h"
-#include "engine/timeline.h"
+#include "negotiation/cache_bit_allocator.h"
+#include "negotiation/cache_round.h"
+#include "negotiation/coordinator.h"
+#include "negotiation/response_cache.h"
 #include "transport/transport.h"
+#include "util/bit_table.h"
+#include "util/fifo.h"
 
 namespace hvd::shm {
 class Group;
@@ -43,7 +43,7 @@ namespace hvd::engine {
 class Engine {
   public:
     Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
-           ProcessSetTable *sets, Timeline *timeline, RuntimeConfig *config);
+           ProcessSetTable *sets, diagnostics::Timeline *timeline, RuntimeConfig *config);
     ~Engine();  // stops the thread if still running
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
@@ -213,7 +213,7 @@ class Engine {
 
     // Engine-thread state.
     ProcessSetTable *sets_;
-    Timeline *timeline_;
+    diagnostics::Timeline *timeline_;
     RuntimeConfig *config_;
     // Autotune: rank 0 searches, every rank applies what it chose.
     void autotune_step();
@@ -233,7 +233,7 @@ class Engine {
     PendingOps pending_;  // reported (to the coordinator or the cache), not yet run
     // This rank's pending request of that name, or null.
     RequestPtr find_pending(uint16_t set_id, const std::string &name);
-    Fifo<Response> responses_;  // agreed order, not yet run (no allocation once warm)
+    util::Fifo<Response> responses_;  // agreed order, not yet run (no allocation once warm)
     std::list<OutgoingMessage> outgoing_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     std::vector<Response> outbox_;              // coordinator: emitted, not yet delivered
@@ -250,10 +250,10 @@ class Engine {
     ResponseCache cache_;
     std::unique_ptr<CacheBitAllocator> cache_bits_;  // rank 0
     RoundTable rounds_;
-    uint64_t rounds_voted_ = 0;            // rounds this rank voted in (rank 0: started)
-    uint64_t rounds_done_ = 0;             // rounds put into responses_
-    BitTable<CachedWait> cached_waiting_;  // by bit
-    BitVector invalid_;                    // to vote invalid in the next round
+    uint64_t rounds_voted_ = 0;                  // rounds this rank voted in (rank 0: started)
+    uint64_t rounds_done_ = 0;                   // rounds put into responses_
+    util::BitTable<CachedWait> cached_waiting_;  // by bit
+    BitVector invalid_;                          // to vote invalid in the next round
     // Invalid bits of this rank's vote in the round in flight that still mean the op they
     // meant when voted (the bit has not changed since).
     std::set<uint32_t> voted_invalid_;

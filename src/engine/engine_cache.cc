@@ -7,10 +7,10 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "engine/control_tags.h"
 #include "engine/engine.h"
-#include "engine/fusion_planner.h"
-#include "engine/wire.h"
+#include "negotiation/control_tags.h"
+#include "negotiation/fusion_planner.h"
+#include "util/wire.h"
 
 namespace hvd::engine {
 

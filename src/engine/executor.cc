@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "collectives/collectives.h"
-#include "collectives/shm_sync.h"
+#include "collectives/shm/shm_sync.h"
 #include "common/dtype.h"
 #include "common/error.h"
 #include "reduce/reduce.h"

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "collectives/comm.h"
-#include "engine/op_meta.h"
+#include "diagnostics/timeline.h"
 #include "engine/request.h"
-#include "engine/timeline.h"
+#include "negotiation/op_meta.h"
 
 namespace hvd::engine {
 
@@ -24,13 +24,13 @@ std::string transfer_activity(const collectives::Comm &comm, OpType type);
 // Activity sub-spans on the timeline rows of the tensors being run (no-op without one).
 class ActivityTrace {
   public:
-    ActivityTrace(Timeline *timeline, const std::vector<RequestPtr> &reqs)
+    ActivityTrace(diagnostics::Timeline *timeline, const std::vector<RequestPtr> &reqs)
         : timeline_(timeline), reqs_(reqs) {}
     void begin(const std::string &activity) const;
     void end() const;
 
   private:
-    Timeline *timeline_;
+    diagnostics::Timeline *timeline_;
     const std::vector<RequestPtr> &reqs_;
 };
 

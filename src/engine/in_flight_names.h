@@ -13,7 +13,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "engine/response_cache.h"
+#include "negotiation/response_cache.h"
 
 namespace hvd::engine {
 
@@ -23,7 +23,7 @@ struct InFlightEntry {
     bool in_flight = false;
     Request *request = nullptr;  // the op in flight, set by its enqueue
     // Engine thread only: what the response cache last found for this name.
-    ResponseCache::Memo cache_memo;
+    negotiation::ResponseCache::Memo cache_memo;
 };
 
 class InFlightNames {

@@ -13,10 +13,13 @@
 #include <vector>
 
 #include "common/deadline.h"
-#include "engine/op_meta.h"
 #include "hvd/hvd.h"
+#include "negotiation/op_meta.h"
 
 namespace hvd::engine {
+
+// The engine works in the negotiation layer's vocabulary: OpMeta, Response, OpType, ...
+using namespace negotiation;
 
 // A tensor as the engine sees it: the caller's memory plus a copied shape.
 struct TensorRef {

@@ -6,8 +6,8 @@
 // reference count's block comes from a pool too.
 #include <new>
 
-#include "engine/block_pool.h"
 #include "engine/request.h"
+#include "util/block_pool.h"
 
 namespace hvd::engine {
 
@@ -21,8 +21,8 @@ void delete_request(void *p) noexcept {
 
 // The released requests, reset: live objects, deleted when there are too many to keep.
 struct KeptRequests {
-    static BlockPool &pool() {
-        static BlockPool *p = new BlockPool(sizeof(Request), kMaxKept, delete_request);
+    static util::BlockPool &pool() {
+        static util::BlockPool *p = new util::BlockPool(sizeof(Request), kMaxKept, delete_request);
         return *p;
     }
 };
@@ -35,17 +35,17 @@ struct Recycle {
             delete r;
             return;
         }
-        KeptRequests::pool().give(thread_stock<KeptRequests>(), r, sizeof(Request));
+        KeptRequests::pool().give(util::thread_stock<KeptRequests>(), r, sizeof(Request));
     }
 };
 
 }  // namespace
 
 RequestPtr make_request() {
-    void *kept = KeptRequests::pool().take_kept(thread_stock<KeptRequests>());
+    void *kept = KeptRequests::pool().take_kept(util::thread_stock<KeptRequests>());
     Request *r = kept != nullptr ? static_cast<Request *>(kept) : new Request();
     // Should the reference count's block not be had, shared_ptr hands r to Recycle.
-    return RequestPtr(r, Recycle(), PooledAllocator<Request>());
+    return RequestPtr(r, Recycle(), util::PooledAllocator<Request>());
 }
 
 }  // namespace hvd::engine

@@ -1,7 +1,7 @@
 // Memory the caller allocates from the library (hvd_mem_alloc) so that the other ranks of a
 // single-host job can read and write it in place: each region is a memfd mapped shared, which
 // a peer maps into its own address space through pidfd_getfd. A collective whose buffers are
-// all in such regions needs no staging copies (collectives/allreduce_shm_mapped.cc).
+// all in such regions needs no staging copies (collectives/shm/allreduce_shm_mapped.cc).
 //
 // The registry is process-wide (regions outlive contexts) and thread-safe.
 #pragma once

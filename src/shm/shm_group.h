@@ -9,7 +9,7 @@
 // member writes half t % 2 only after every member's kDone counter reached t - 2 (everyone has
 // finished reading that half's previous round).
 //
-// Mapped rounds (allreduces of hvd_mem_alloc memory, collectives/allreduce_shm_mapped.cc): a
+// Mapped rounds (allreduces of hvd_mem_alloc memory, collectives/shm/allreduce_shm_mapped.cc): a
 // member's slot half holds where its buffers are instead of data; kReduced then says it has
 // mapped every other member's buffers (or failed to: its `resolved` mark says which), and kDone
 // that it has written its share into every member's buffers. A round that some member cannot

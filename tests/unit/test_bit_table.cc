@@ -12,9 +12,9 @@
 #include <memory>
 #include <random>
 
-#include "engine/bit_table.h"
+#include "util/bit_table.h"
 
-using hvd::engine::BitTable;
+using hvd::util::BitTable;
 
 namespace {
 

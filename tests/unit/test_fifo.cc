@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/fifo.h"
+#include "util/fifo.h"
 
-using hvd::engine::Fifo;
+using hvd::util::Fifo;
 
 namespace {
 

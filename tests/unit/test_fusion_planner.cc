@@ -12,12 +12,12 @@
 #include <deque>
 #include <vector>
 
-#include "engine/fusion_planner.h"
 #include "hvd/hvd.h"
+#include "negotiation/fusion_planner.h"
 
-using hvd::engine::OpType;
-using hvd::engine::plan_fusion;
-using hvd::engine::Response;
+using hvd::negotiation::OpType;
+using hvd::negotiation::plan_fusion;
+using hvd::negotiation::Response;
 
 namespace {
 

@@ -17,10 +17,10 @@
 #include "engine/pending_ops.h"
 
 using hvd::engine::make_request;
-using hvd::engine::OpType;
 using hvd::engine::PendingOps;
 using hvd::engine::Request;
 using hvd::engine::RequestPtr;
+using hvd::negotiation::OpType;
 
 namespace {
 

@@ -21,14 +21,14 @@
 #include <thread>
 #include <vector>
 
-#include "engine/block_pool.h"
 #include "engine/request.h"
+#include "util/block_pool.h"
 
 using hvd::Deadline;
-using hvd::engine::BlockPool;
 using hvd::engine::make_request;
 using hvd::engine::RequestPtr;
-using hvd::engine::ThreadStock;
+using hvd::util::BlockPool;
+using hvd::util::ThreadStock;
 
 namespace {
 

@@ -17,13 +17,13 @@
 #include <vector>
 
 #include "engine/request.h"
-#include "engine/response_cache.h"
+#include "negotiation/response_cache.h"
 
 using hvd::engine::make_request;
-using hvd::engine::OpType;
 using hvd::engine::Request;
 using hvd::engine::RequestPtr;
 using hvd::engine::TensorRef;
+using hvd::negotiation::OpType;
 
 namespace {
 

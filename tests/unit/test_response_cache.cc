@@ -20,23 +20,23 @@
 
 #include "capi/handles.h"
 #include "common/error.h"
-#include "engine/cache_bit_allocator.h"
-#include "engine/cache_round.h"
-#include "engine/response_cache.h"
 #include "hvd/hvd.h"
 #include "inprocess_job.h"
+#include "negotiation/cache_bit_allocator.h"
+#include "negotiation/cache_round.h"
+#include "negotiation/response_cache.h"
 
 namespace {
 
-using hvd::engine::BitVector;
-using hvd::engine::CacheBitAllocator;
-using hvd::engine::OpMeta;
-using hvd::engine::OpType;
-using hvd::engine::Response;
-using hvd::engine::ResponseCache;
-using hvd::engine::RoundOutcome;
-using hvd::engine::RoundTable;
-using hvd::engine::RoundVote;
+using hvd::negotiation::BitVector;
+using hvd::negotiation::CacheBitAllocator;
+using hvd::negotiation::OpMeta;
+using hvd::negotiation::OpType;
+using hvd::negotiation::Response;
+using hvd::negotiation::ResponseCache;
+using hvd::negotiation::RoundOutcome;
+using hvd::negotiation::RoundTable;
+using hvd::negotiation::RoundVote;
 using inprocess_job::join_job;
 using inprocess_job::tensor;
 
@@ -119,17 +119,17 @@ void test_vote_encoding(void **) {
     v.joined = true;
     v.batches = 9;
     v.fusion_threshold = 1 << 20;
-    RoundVote back = hvd::engine::decode_vote(hvd::engine::encode_vote(v));
+    RoundVote back = hvd::negotiation::decode_vote(hvd::negotiation::encode_vote(v));
     assert_true(back.round == 42);
     assert_true(back.ready.bits() == v.ready.bits());
     assert_true(back.invalid.bits() == std::vector<uint32_t>({7}));
     assert_true(back.joined);
     assert_true(back.batches == 9);
     assert_int_equal(back.fusion_threshold, 1 << 20);
-    std::string bytes = hvd::engine::encode_vote(v);
-    expect_transport_error([&] { hvd::engine::decode_vote(bytes.substr(0, bytes.size() - 3)); },
-                           "truncated");
-    expect_transport_error([&] { hvd::engine::decode_vote(bytes + "x"); }, "trailing");
+    std::string bytes = hvd::negotiation::encode_vote(v);
+    expect_transport_error(
+        [&] { hvd::negotiation::decode_vote(bytes.substr(0, bytes.size() - 3)); }, "truncated");
+    expect_transport_error([&] { hvd::negotiation::decode_vote(bytes + "x"); }, "trailing");
 }
 
 OpMeta meta(const char *name, std::vector<int64_t> shape) {

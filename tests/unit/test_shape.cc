@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/shape.h"
+#include "util/shape.h"
 
-using hvd::engine::Shape;
+using hvd::util::Shape;
 
 namespace {
 

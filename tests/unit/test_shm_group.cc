@@ -20,7 +20,7 @@ extern "C" {
 #include <vector>
 
 #include "collectives/collectives.h"
-#include "collectives/shm_sync.h"
+#include "collectives/shm/shm_sync.h"
 #include "common/error.h"
 #include "rank_threads.h"
 #include "shm/shm_group.h"

@@ -25,11 +25,11 @@ extern "C" {
 #include <unistd.h>
 
 #include "common/error.h"
-#include "engine/timeline.h"
+#include "diagnostics/timeline.h"
 
 namespace {
 
-using hvd::engine::Timeline;
+using hvd::diagnostics::Timeline;
 
 // ---------------------------------------------------------------- a strict JSON parser
 

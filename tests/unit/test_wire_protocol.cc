@@ -16,11 +16,11 @@ extern "C" {
 
 #include "assert_contains.h"
 #include "common/error.h"
-#include "engine/wire_protocol.h"
 #include "hvd/hvd.h"
+#include "negotiation/wire_protocol.h"
 
 using namespace hvd;
-using namespace hvd::engine;
+using namespace hvd::negotiation;
 
 namespace {
 

@@ -1,0 +1,85 @@
+// Negotiation rounds of the response cache. In round k every rank sends every other rank its
+// vote: the cached ops it has ready (a bit vector), the cached ops it found changed or
+// waited on too long (invalid bits), and whether it has joined. Once a rank holds all n votes
+// of round k it knows what every rank knows: the ops every rank has ready (AND) run, the
+// invalid ones (OR) leave the cache and go to the coordinator instead. No coordinator round
+// trip, one message per pair of ranks.
+//
+// Rank 0's vote also places the round in the job's global order: `batches` is how many
+// batches of coordinator responses rank 0 had sent the recipient before this round, and
+// every batch carries how many rounds rank 0 had started before it. Each rank runs a round
+// after exactly those batches, so rounds and coordinator responses interleave the same way
+// on every rank. Rank 0's vote also carries the fusion threshold all ranks use for the round.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hvd::negotiation {
+
+// A set of cache bits as 64-bit words.
+class BitVector {
+  public:
+    void set(uint32_t bit);
+    void reset(uint32_t bit);
+    bool test(uint32_t bit) const;
+    bool empty() const;
+    void and_with(const BitVector &o);
+    void or_with(const BitVector &o);
+    // Set bits, ascending.
+    std::vector<uint32_t> bits() const;
+    std::vector<uint64_t> &words() { return words_; }
+    const std::vector<uint64_t> &words() const { return words_; }
+
+  private:
+    std::vector<uint64_t> words_;
+};
+
+struct RoundVote {
+    uint64_t round = 0;
+    BitVector ready;
+    BitVector invalid;
+    bool joined = false;
+    // Rank 0 only.
+    uint64_t batches = 0;
+    int64_t fusion_threshold = 0;
+};
+
+std::string encode_vote(const RoundVote &v);
+// Throws hvd::Error(HVD_ERR_TRANSPORT) on a malformed vote.
+RoundVote decode_vote(const std::string &bytes);
+
+// What every rank concludes from the n votes of one round.
+struct RoundOutcome {
+    BitVector ready_everywhere;  // AND of the ready bits
+    BitVector invalid;           // OR of the invalid bits
+    bool any_joined = false;
+    uint64_t batches = 0;  // from rank 0's vote: batches to run before this round
+    int64_t fusion_threshold = 0;
+};
+
+// Votes received, by round. Rounds advance in step: a rank votes in round k + 1 only after
+// running round k, which needs everybody's vote of round k.
+class RoundTable {
+  public:
+    explicit RoundTable(int32_t size) : size_(size) {}
+    // Throws hvd::Error(HVD_ERR_TRANSPORT) for a vote of a finished or far future round, a
+    // second vote of one rank in one round, or a rank out of range.
+    void add(int32_t rank, RoundVote vote, uint64_t rounds_done);
+    bool has_vote(uint64_t round, int32_t rank) const;
+    bool any_vote(uint64_t round) const { return votes_.count(round) != 0; }
+    bool complete(uint64_t round) const;
+    // Rank 0's `batches` in a round it has voted in.
+    uint64_t batches_before(uint64_t round) const { return votes_.at(round)[0]->batches; }
+    // Combines and forgets the votes of a complete round.
+    RoundOutcome take(uint64_t round);
+
+  private:
+    int32_t size_;
+    std::map<uint64_t, std::vector<std::optional<RoundVote>>> votes_;
+};
+
+}  // namespace hvd::negotiation

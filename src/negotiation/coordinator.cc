@@ -1,0 +1,292 @@
+#include "negotiation/coordinator.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+#include "hvd/hvd.h"
+
+namespace hvd::negotiation {
+
+// What joined ranks and the fusion planner need to know of an allreduce.
+void Coordinator::describe_tensor(Response &resp, const OpMeta &m) {
+    resp.dtype = m.dtype;
+    resp.shape = m.shape;
+    resp.reduce_op = m.reduce_op;
+    resp.prescale = m.prescale;
+    resp.postscale = m.postscale;
+}
+
+uint32_t Coordinator::take_seq() {
+    uint32_t seq = next_seq_;
+    next_seq_ = next_seq_ % kNegotiatedSeqLimit + 1;
+    return seq;
+}
+
+Coordinator::Coordinator(int32_t size) {
+    std::vector<int32_t> all(static_cast<size_t>(size));
+    for (int32_t r = 0; r < size; ++r)
+        all[r] = r;
+    sets_[0] = std::move(all);
+}
+
+const std::vector<int32_t> &Coordinator::members(uint16_t set_id) const {
+    static const std::vector<int32_t> kNone;
+    auto it = sets_.find(set_id);
+    return it == sets_.end() ? kNone : it->second;
+}
+
+int32_t Coordinator::member_index(uint16_t set_id, int32_t rank) const {
+    const std::vector<int32_t> &m = members(set_id);
+    auto it = std::lower_bound(m.begin(), m.end(), rank);
+    return it != m.end() && *it == rank ? static_cast<int32_t>(it - m.begin()) : -1;
+}
+
+void Coordinator::add_ready(int32_t rank, const ReadyReport &report, std::vector<Response> *out) {
+    for (const OpMeta &m : report.metas) {
+        int32_t index = member_index(m.set_id, rank);
+        if (index < 0) {
+            // The enqueue checks membership against the rank's own view; this only happens
+            // if that view and the coordinator's disagree (a set destroyed meanwhile).
+            Response resp;
+            resp.name = m.name;
+            resp.set_id = m.set_id;
+            resp.type = m.type;
+            resp.seq = take_seq();
+            resp.status = HVD_ERR_INVALID_ARG;
+            resp.message = strprintf("%s '%s': rank %d is not a member of process set %u",
+                                     op_type_name(m.type), m.name.c_str(), rank, m.set_id);
+            resp.addressee = rank;
+            out->push_back(std::move(resp));
+            continue;
+        }
+        Key key{m.set_id, m.name};
+        auto it = pending_.find(key);
+        if (it == pending_.end()) {
+            Pending p;
+            p.by_member.resize(members(m.set_id).size());
+            p.since = std::chrono::steady_clock::now();
+            it = pending_.emplace(key, std::move(p)).first;
+        }
+        Pending &p = it->second;
+        // A rank cannot report a name twice: its enqueue rejects names still in flight, and
+        // a name leaves pending_ only once every member reported it.
+        if (!p.by_member[index]) {
+            p.by_member[index] = m;
+            ++p.count;
+        }
+        p.after_round = std::max(p.after_round, report.after_round);
+        if (m.type == OpType::kJoin) {
+            auto &joined = joined_[m.set_id];
+            joined.resize(p.by_member.size(), false);
+            joined[index] = true;
+            last_joined_[m.set_id] = index;
+        }
+        complete_ready(m.set_id, &key, out);
+    }
+}
+
+// While some member of a set has joined, any pending op of that set may have become complete
+// (joined members count as ready), so the whole set is scanned; otherwise only the op that
+// just got a report can have completed (keeps a burst of n reports O(n), not O(n^2)).
+void Coordinator::complete_ready(uint16_t set_id, const Key *touched, std::vector<Response> *out) {
+    auto j = joined_.find(set_id);
+    const std::vector<bool> *joined = j == joined_.end() ? nullptr : &j->second;
+    bool join_done = false;
+    if (joined == nullptr && touched != nullptr) {
+        auto it = pending_.find(*touched);
+        if (it != pending_.end()) try_complete(it, nullptr, out, &join_done);
+    } else {
+        for (auto it = pending_.lower_bound({set_id, std::string()});
+             it != pending_.end() && it->first.first == set_id;)
+            it = try_complete(it, joined, out, &join_done);
+    }
+    if (join_done) {  // everyone joined: the next epoch starts with nobody joined
+        joined_.erase(set_id);
+        last_joined_.erase(set_id);
+    }
+}
+
+std::map<Coordinator::Key, Coordinator::Pending>::iterator Coordinator::try_complete(
+    std::map<Key, Pending>::iterator it, const std::vector<bool> *joined,
+    std::vector<Response> *out, bool *join_done) {
+    Pending &p = it->second;
+    int32_t covered = p.count;
+    if (joined)
+        for (size_t i = 0; i < p.by_member.size(); ++i)
+            if (!p.by_member[i] && (*joined)[i]) ++covered;
+    if (covered < static_cast<int32_t>(p.by_member.size())) return std::next(it);
+    std::string group;
+    int32_t group_size = 0;
+    for (const auto &m : p.by_member)
+        if (m) {
+            group = m->group;
+            group_size = m->group_size;
+            break;
+        }
+    Response resp = complete(it->first, p);
+    resp.group = group;
+    resp.after_round = p.after_round;
+    *join_done |= resp.type == OpType::kJoin;
+    emit(std::move(resp), group, group_size, out);
+    return pending_.erase(it);
+}
+
+Response Coordinator::complete(const Key &key, Pending &p) {
+    // Members that joined without reporting this op take part with zeros (allreduce only).
+    std::vector<OpMeta> metas;
+    std::vector<int32_t> ranks;
+    const std::vector<int32_t> &all = members(key.first);
+    for (size_t i = 0; i < p.by_member.size(); ++i) {
+        if (!p.by_member[i]) continue;
+        metas.push_back(std::move(*p.by_member[i]));
+        ranks.push_back(all[i]);
+    }
+    if (metas.size() < p.by_member.size()) return complete_with_joined(key, metas, ranks, p);
+    Response resp;
+    resp.name = key.second;
+    resp.set_id = key.first;
+    resp.type = metas[0].type;
+    resp.seq = take_seq();
+    std::string err = validate_op(metas, ranks);
+    if (!err.empty()) {
+        resp.status = HVD_ERR_MISMATCH;
+        resp.message = err;
+        return resp;
+    }
+    switch (resp.type) {
+        case OpType::kAllgather:
+            for (const OpMeta &m : metas)
+                resp.first_dims.push_back(m.shape.empty() ? 0 : m.shape[0]);
+            describe_tensor(resp, metas[0]);  // row shape and dtype, for the fusion planner
+            err = check_gather_outputs(metas, ranks, resp.first_dims);
+            if (!err.empty()) {
+                resp.status = HVD_ERR_INVALID_ARG;
+                resp.message = err;
+                resp.first_dims.clear();
+            }
+            break;
+        case OpType::kReducescatter:
+            describe_tensor(resp, metas[0]);
+            break;
+        case OpType::kAlltoall:
+            for (const OpMeta &m : metas)
+                for (int32_t rows : m.splits)
+                    resp.first_dims.push_back(rows);
+            break;
+        case OpType::kProcessSetCreate:
+        case OpType::kProcessSetDestroy:
+            apply_membership(resp, metas[0]);
+            break;
+        case OpType::kJoin:
+            resp.first_dims = {last_joined_[key.first]};
+            break;
+        case OpType::kAllreduce:
+            describe_tensor(resp, metas[0]);
+            break;
+        default:
+            break;
+    }
+    return resp;
+}
+
+Response Coordinator::complete_with_joined(const Key &key, std::vector<OpMeta> &metas,
+                                           const std::vector<int32_t> &ranks, const Pending &p) {
+    Response resp;
+    resp.name = key.second;
+    resp.set_id = key.first;
+    resp.type = metas[0].type;
+    resp.seq = take_seq();
+    if (resp.type != OpType::kAllreduce) {
+        int32_t joined_rank = -1;
+        for (size_t i = 0; i < p.by_member.size() && joined_rank < 0; ++i)
+            if (!p.by_member[i]) joined_rank = members(key.first)[i];
+        resp.status = HVD_ERR_INVALID_ARG;
+        resp.message = strprintf(
+            "%s '%s': rank %d has joined; only allreduce can run while a "
+            "rank is joined",
+            op_type_name(resp.type), resp.name.c_str(), joined_rank);
+        return resp;
+    }
+    std::string err = validate_op(metas, ranks);
+    if (!err.empty()) {
+        resp.status = HVD_ERR_MISMATCH;
+        resp.message = err;
+        return resp;
+    }
+    describe_tensor(resp, metas[0]);
+    return resp;
+}
+
+// Process sets change here, when their op is emitted, not when rank 0's engine later runs
+// it: other ranks may use a new set as soon as they have run its response.
+void Coordinator::apply_membership(Response &resp, const OpMeta &meta) {
+    if (resp.type == OpType::kProcessSetCreate) {
+        if (sets_.size() >= 0xffff) {
+            resp.status = HVD_ERR_NO_MEMORY;
+            resp.message = "too many process sets (65535)";
+            return;
+        }
+        while (sets_.count(next_set_id_) || next_set_id_ == 0)
+            ++next_set_id_;
+        uint16_t id = next_set_id_++;
+        sets_[id] = meta.splits;
+        resp.first_dims = {id};
+    } else {
+        sets_.erase(static_cast<uint16_t>(meta.root));
+    }
+}
+
+// A group is negotiated and completed as one unit: its responses leave together, in the
+// order their ops became ready, once the last one is ready.
+void Coordinator::emit(Response resp, const std::string &group, int32_t group_size,
+                       std::vector<Response> *out) {
+    if (group.empty()) {
+        out->push_back(std::move(resp));
+        return;
+    }
+    Key key{resp.set_id, group};
+    std::vector<Response> &held = held_[key];
+    held.push_back(std::move(resp));
+    if (static_cast<int32_t>(held.size()) < group_size) return;
+    for (Response &r : held)
+        out->push_back(std::move(r));
+    held_.erase(key);
+}
+
+void Coordinator::expire(uint16_t set_id, const std::string &name, int32_t status,
+                         const std::string &message, std::vector<Response> *out) {
+    auto it = pending_.find({set_id, name});
+    if (it == pending_.end()) return;
+    const std::vector<int32_t> &m = members(set_id);
+    for (size_t i = 0; i < it->second.by_member.size(); ++i) {
+        const auto &meta = it->second.by_member[i];
+        if (!meta) continue;
+        Response resp;
+        resp.name = name;
+        resp.set_id = set_id;
+        resp.type = meta->type;
+        resp.seq = take_seq();
+        resp.status = status;
+        resp.message = message;
+        resp.addressee = m[i];
+        out->push_back(std::move(resp));
+    }
+    pending_.erase(it);
+}
+
+std::vector<Coordinator::Waiting> Coordinator::waiting() const {
+    std::vector<Waiting> out;
+    for (const auto &kv : pending_) {
+        Waiting w;
+        w.set_id = kv.first.first;
+        w.name = kv.first.second;
+        w.since = kv.second.since;
+        const std::vector<int32_t> &m = members(w.set_id);
+        for (size_t i = 0; i < kv.second.by_member.size() && i < m.size(); ++i)
+            if (!kv.second.by_member[i]) w.missing_ranks.push_back(m[i]);
+        out.push_back(std::move(w));
+    }
+    return out;
+}
+
+}  // namespace hvd::negotiation
