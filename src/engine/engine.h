@@ -20,12 +20,15 @@
 #include "collectives/comm.h"
 #include "diagnostics/timeline.h"
 #include "engine/abort_state.h"
-#include "engine/autotuner.h"
-#include "engine/in_flight_names.h"
+#include "engine/control_channel.h"
+#include "engine/intake.h"
 #include "engine/pending_ops.h"
 #include "engine/process_set_table.h"
 #include "engine/request.h"
+#include "engine/runner.h"
 #include "engine/runtime_config.h"
+#include "engine/tuner.h"
+#include "engine/watchdog.h"
 #include "negotiation/cache_bit_allocator.h"
 #include "negotiation/cache_round.h"
 #include "negotiation/coordinator.h"
@@ -50,7 +53,7 @@ class Engine {
 
     // The single-host job's shared-memory group (owned by the context, outlives the engine):
     // collectives of process sets with every rank go through it. Call before start().
-    void use_shared_memory(shm::Group *group) { shm_ = group; }
+    void use_shared_memory(shm::Group *group) { runner_.use_shared_memory(group); }
 
     void start();
     // Stops the thread; requests not yet completed fail with HVD_ERR_ABORTED.
@@ -80,22 +83,17 @@ class Engine {
 
     // Next auto-name for unnamed ops of one kind in one process set ("allreduce.noname.7").
     // Thread-safe.
-    std::string auto_name(OpType type, uint16_t set_id);
+    std::string auto_name(OpType type, uint16_t set_id) { return intake_.auto_name(type, set_id); }
 
     // Tensor fusion statistics: collectives that ran several tensors, and those tensors.
-    uint64_t fused_collectives() const { return fused_collectives_.load(); }
-    uint64_t fused_tensors() const { return fused_tensors_.load(); }
+    uint64_t fused_collectives() const { return runner_.fused_collectives(); }
+    uint64_t fused_tensors() const { return runner_.fused_tensors(); }
     // Response cache statistics: ops this rank ran from the cache (agreed by a round of bit
     // vectors), and ops it ran as the coordinator's responses.
     uint64_t cache_hits() const { return cache_hits_.load(); }
     uint64_t negotiated() const { return negotiated_.load(); }
 
   private:
-    struct OutgoingMessage {
-        std::string payload;
-        transport::Completion completion;
-    };
-
     void loop();
     bool run_pass();  // one round of everything; true if anything happened. Under drive_mu_.
     // run_pass() by a caller holding `drive`; on an abort, lets go of it and wakes the engine
@@ -105,42 +103,16 @@ class Engine {
     bool order_responses();
     bool receive_control();
     bool run_responses();
-    using Key = std::pair<uint16_t, std::string>;  // (process set, name), owning
 
     void deliver_responses(std::vector<Response> responses);
     std::vector<int32_t> recipients(const Response &r) const;
-    void run_one(const Response &resp, const RequestPtr &req);
-    // This rank's request for resp, taken out of pending_; null if it has none.
-    RequestPtr take_request(Response &resp);
-    // take_request(), or, on a rank that joined the set, a zero tensor for its allreduce
-    // (null for another op, which a joined rank skips). Throws if neither.
-    RequestPtr request_for(Response &resp);
-    void run_fused(RequestPtr first_req);
-    // The rest of run_fused, once every request of the run is taken: runs the collective and
-    // finishes them all. resps: the run's responses, as many as reqs.
-    void run_fused_taken(const Response *resps, const std::vector<RequestPtr> &reqs);
-    // From a catch block: finishes the requests with thrown_status().
-    void finish_thrown(const RequestPtr *reqs, size_t n);
-    hvd_status_t thrown_status(std::string *message) const;
-    collectives::Comm make_comm(const Response &resp, const Request &req);
-    // The status a failed collective completes with; aborts the context unless the failure
-    // was this op's alone (mismatch, bad argument).
-    hvd_status_t settle_failure(const Response &resp, hvd_status_t s, std::string *message);
-    void run_membership_change(const Response &resp, Request &req);
-    // This rank's outstanding join in a set, or null.
-    const Request *joined_request(uint16_t set_id) const;
-    // A zero tensor standing in for a joined rank's part of an allreduce.
-    static RequestPtr zeros_like(const Response &resp, const Request &join);
-    void send_control(int32_t peer, uint32_t kind, std::string payload);
-    void reap_sends();
-    void check_timeouts();
+    // The stall inspector's check (coordinator): a stall shutdown fails the waiting ops on
+    // every rank that enqueued them and aborts the context.
     void inspect_stalls();
-    void reap_sends_for(std::chrono::milliseconds limit);
-    void await_failure_report();
+    // Lets the control messages just sent leave, and this rank run its own share of them,
+    // before an abort closes the endpoints.
+    void flush_before_abort();
     void fail_everything(hvd_status_t status, const std::string &detail);
-    void finish(const RequestPtr &req, hvd_status_t status, const std::string &message);
-    void finish_all(const RequestPtr *reqs, size_t n, hvd_status_t status,
-                    const std::string &message);
     void sleep_until_work(std::unique_lock<std::mutex> &drive);
     bool unpinned_ = true;  // the engine thread (and so its caller) may use several CPUs
 
@@ -186,15 +158,12 @@ class Engine {
     const int32_t rank_;
     const int32_t size_;
     transport::Transport *transport_;
-    shm::Group *shm_ = nullptr;
     AbortState *abort_;
     int wake_fd_ = -1;
     std::thread thread_;
-    bool stop_requested_ = false;  // guarded by mu_
-    // Read by the engine thread without mu_ (written under it): a request is queued, a stop
-    // was requested. sleeping_: the engine is (about to be) blocked in poll, so an enqueue
-    // must write the eventfd; otherwise it need not. The enqueue that writes it clears it.
-    std::atomic<bool> work_queued_{false};
+    // stop_flag_: a stop was requested. sleeping_: the engine is (about to be) blocked in
+    // poll, so an enqueue must write the eventfd; otherwise it need not. The enqueue that
+    // writes it clears it.
     std::atomic<bool> stop_flag_{false};
     std::atomic<bool> sleeping_{false};
     // Held by whichever thread runs a pass: the engine thread, except while it sleeps, or a
@@ -204,48 +173,28 @@ class Engine {
     std::atomic<bool> waiters_drive_{false};
     std::atomic<int> drivers_{0};  // threads inside drive_while_waiting (stop() waits for 0)
 
-    // Shared with callers (guarded by mu_).
-    std::mutex mu_;
-    std::vector<RequestPtr> queue_;
-    // Names enqueued and not yet finished (finish_all clears each request's entry).
-    InFlightNames in_flight_names_;
-    std::map<std::pair<uint16_t, int>, uint64_t> auto_name_counters_;
+    Intake intake_;  // shared with callers
 
     // Engine-thread state.
     ProcessSetTable *sets_;
     diagnostics::Timeline *timeline_;
     RuntimeConfig *config_;
-    // Autotune: rank 0 searches, every rank applies what it chose.
-    void autotune_step();
-    void apply_tuned(const TunedParams &p, uint64_t epoch);
-    void receive_tuned(const std::string &payload);
-    std::unique_ptr<Autotuner> autotuner_;  // rank 0, while HVD_CONFIG_AUTOTUNE is 1
-    uint64_t tune_epoch_ = 0;
     // Cycle time: requests taken from the queue but held back to be reported together.
     std::vector<RequestPtr> held_;
-    std::vector<RequestPtr> fresh_;       // take_new_requests' swap partner of queue_
-    std::vector<RequestPtr> fused_reqs_;  // run_fused's run, kept for its capacity
+    std::vector<RequestPtr> fresh_;  // take_new_requests' swap partner of the intake's queue
     std::chrono::steady_clock::time_point held_since_{};
     std::chrono::steady_clock::time_point held_until() const;
-    // Timeline: closes the request's NEGOTIATE span and opens the span of its op.
-    void trace_start_op(Request &req);
-    void trace_end_op(const Request &req);
     PendingOps pending_;  // reported (to the coordinator or the cache), not yet run
     // This rank's pending request of that name, or null.
     RequestPtr find_pending(uint16_t set_id, const std::string &name);
     util::Fifo<Response> responses_;  // agreed order, not yet run (no allocation once warm)
-    std::list<OutgoingMessage> outgoing_;
+    ControlChannel control_;
     std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
     std::vector<Response> outbox_;              // coordinator: emitted, not yet delivered
     std::deque<Response> undelivered_;          // coordinator: waiting for a cache round
-    collectives::ScratchBuffer scratch_;
-    collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step
-    std::chrono::steady_clock::time_point next_stall_check_{};
-    std::chrono::steady_clock::time_point next_timeout_check_{};
-    std::map<Key, std::chrono::steady_clock::time_point> stall_warned_;
-    std::atomic<uint64_t> fused_collectives_{0};
-    std::atomic<uint64_t> fused_tensors_{0};
-    bool transport_aborted_ = false;
+    Watchdog watchdog_;
+    Tuner tuner_;
+    Runner runner_;
     // Response cache state (engine_cache.cc).
     ResponseCache cache_;
     std::unique_ptr<CacheBitAllocator> cache_bits_;  // rank 0

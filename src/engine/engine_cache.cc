@@ -73,7 +73,7 @@ void Engine::report_to_coordinator(const std::vector<OpMeta> &metas) {
     if (coordinator_) {
         coordinator_->add_ready(rank_, report, &outbox_);
     } else {
-        send_control(kCoordinator, kReadyMessage, encode_ready(report));
+        control_.send(kCoordinator, kReadyMessage, encode_ready(report));
     }
 }
 
@@ -89,12 +89,9 @@ void Engine::accept_batch(ResponseBatch batch) {
 bool Engine::receive_votes() {
     bool any = false;
     std::string payload;
-    transport::Completion c;
-    uint64_t mask = transport::kTagFullMask & ~transport::kTagSourceMask;
-    while (transport_->try_recv_any(control_tag(0, kVoteMessage), mask, &payload, &c)) {
-        if (c.status != HVD_OK)
-            throw Error(c.status, strprintf("rank %d: receiving a cache vote failed", rank_));
-        rounds_.add(transport::tag_source(c.sender_tag), decode_vote(payload), rounds_done_);
+    int32_t sender = -1;
+    while (control_.receive(-1, kVoteMessage, &payload, &sender, "a cache vote")) {
+        rounds_.add(sender, decode_vote(payload), rounds_done_);
         any = true;
     }
     return any;
@@ -139,12 +136,12 @@ void Engine::cast_vote() {
     vote.invalid = std::exchange(invalid_, BitVector());
     std::vector<uint32_t> invalid = vote.invalid.bits();
     voted_invalid_ = std::set<uint32_t>(invalid.begin(), invalid.end());
-    vote.joined = joined_request(0) != nullptr;
+    vote.joined = pending_.join_in(0) != nullptr;
     vote.fusion_threshold = config_->fusion_threshold_bytes.load();
     cache_news_ = false;
     for (int32_t peer = 0; peer < size_; ++peer) {
         if (coordinator_) vote.batches = batches_sent_[peer];
-        if (peer != rank_) send_control(peer, kVoteMessage, encode_vote(vote));
+        if (peer != rank_) control_.send(peer, kVoteMessage, encode_vote(vote));
     }
     if (coordinator_) vote.batches = batches_sent_[rank_];
     rounds_.add(rank_, std::move(vote), rounds_done_);

@@ -1,0 +1,280 @@
+#include "engine/runner.h"
+
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "common/error.h"
+#include "engine/executor.h"
+#include "negotiation/fusion_planner.h"
+
+namespace hvd::engine {
+
+bool Runner::run(util::Fifo<Response> &responses) {
+    bool any = false;
+    while (!responses.empty() && !p_.abort->aborted()) {
+        any = true;
+        // Run where it lies: popped only once run, so that its slot (with its strings) is
+        // reused by the next push.
+        Response &resp = responses.front();
+        RequestPtr req = request_for(resp);
+        if (!req) {  // joined, and not an op a joined rank takes part in
+            responses.pop_front();
+            continue;
+        }
+        if (p_.tuner->searching() && resp.status == HVD_OK)
+            p_.tuner->record(negotiation::response_bytes(resp));
+        if (resp.fuse_next && resp.status == HVD_OK) {
+            run_fused(responses, std::move(req));
+            continue;
+        }
+        try {
+            run_one(resp, req);
+        } catch (...) {
+            responses.pop_front();
+            finish_thrown(&req, 1);
+            throw;
+        }
+        responses.pop_front();
+    }
+    return any;
+}
+
+RequestPtr Runner::request_for(Response &resp) {
+    if (RequestPtr req = take_request(resp)) return req;
+    const Request *join = p_.pending->join_in(resp.set_id);
+    if (join == nullptr)
+        throw Error(HVD_ERR_INTERNAL,
+                    strprintf("rank %d: the coordinator scheduled '%s' (process set %u), which "
+                              "this rank never enqueued",
+                              p_.rank, resp.name.c_str(), resp.set_id));
+    // This rank joined: it takes part in the others' allreduces with zeros (a fused run as
+    // a whole, as the other ranks run it) and ignores errors meant for the ranks that
+    // enqueued the op.
+    if (resp.status != HVD_OK || resp.type != OpType::kAllreduce) return nullptr;
+    return zeros_like(resp, *join);
+}
+
+RequestPtr Runner::take_request(Response &resp) {
+    // Every response comes with this rank's request, if it had one pending when the response
+    // was queued. One no longer pending (its set was destroyed since) is none.
+    RequestPtr mine = std::move(resp.request);
+    return mine != nullptr && p_.pending->holds(*mine) ? p_.pending->take(*mine) : nullptr;
+}
+
+// A request taken out of the pending ops is no longer failed when the context aborts: if
+// running it throws (the pass then aborts the context), it is finished here with what was
+// thrown, so that nobody waits on it until its op timeout. Call from a catch block.
+void Runner::finish_thrown(const RequestPtr *reqs, size_t n) {
+    std::string message;
+    hvd_status_t s = thrown_status(p_.rank, &message);
+    p_.intake->finish_all(reqs, n, s, message);
+}
+
+hvd_status_t thrown_status(int32_t rank, std::string *message) {
+    try {
+        throw;
+    } catch (const Error &e) {
+        *message = e.what();
+        return e.status();
+    } catch (const std::exception &e) {
+        *message = strprintf("rank %d: engine: %s", rank, e.what());
+    } catch (...) {
+        *message = strprintf("rank %d: engine: unknown exception", rank);
+    }
+    return HVD_ERR_INTERNAL;
+}
+
+// The whole run arrived in one message, so it is all in the queue now, from the front.
+void Runner::run_fused(util::Fifo<Response> &responses, RequestPtr first_req) {
+    // A member vector, cleared but kept: no allocation per run.
+    std::vector<RequestPtr> &reqs = fused_reqs_;
+    reqs.clear();
+    size_t taken = 1;  // responses[0, taken) are in the run
+    try {
+        reqs.push_back(std::move(first_req));
+        while (responses[taken - 1].fuse_next) {
+            if (taken == responses.size())
+                throw Error(HVD_ERR_INTERNAL,
+                            strprintf("rank %d: a fused run after '%s' arrived incomplete", p_.rank,
+                                      responses[taken - 1].name.c_str()));
+            Response &next = responses[taken++];
+            if (p_.tuner->searching()) p_.tuner->record(negotiation::response_bytes(next));
+            RequestPtr req = request_for(next);
+            if (!req)
+                throw Error(HVD_ERR_INTERNAL,
+                            strprintf("rank %d: '%s' of a fused run is not an allreduce that "
+                                      "succeeded",
+                                      p_.rank, next.name.c_str()));
+            reqs.push_back(std::move(req));
+        }
+        run_fused_taken(&responses.front(), reqs);
+    } catch (...) {
+        if (reqs.empty())
+            finish_thrown(&first_req, 1);
+        else
+            finish_thrown(reqs.data(), reqs.size());
+        reqs.clear();
+        responses.pop_front(taken);
+        throw;
+    }
+    reqs.clear();
+    responses.pop_front(taken);
+}
+
+void Runner::run_fused_taken(const Response *resps, const std::vector<RequestPtr> &reqs) {
+    collectives::Comm comm = make_comm(resps[0], *reqs.front());
+    for (const RequestPtr &r : reqs)
+        comm.deadline = Deadline::earlier(comm.deadline, r->deadline);
+    std::string message;
+    for (const RequestPtr &r : reqs)
+        trace_start_op(*r);
+    std::vector<RequestPtr> traced;
+    for (const RequestPtr &r : reqs)
+        if (r->traced) traced.push_back(r);
+    ActivityTrace trace(p_.timeline, traced);
+    hvd_status_t s = HVD_ERR_INTERNAL;
+    try {
+        switch (resps[0].type) {
+            case OpType::kAllgather:
+                s = execute_fused_allgather(comm, resps, reqs, &fusion_buffer_, trace, &message);
+                break;
+            case OpType::kReducescatter:
+                s = execute_fused_reducescatter(comm, reqs, &fusion_buffer_, trace, &message);
+                break;
+            default:
+                s = execute_fused_allreduce(comm, reqs, &fusion_buffer_, trace, &message);
+                break;
+        }
+    } catch (const std::bad_alloc &) {
+        s = HVD_ERR_NO_MEMORY;
+        message = strprintf("rank %d: out of memory running a fused %s", p_.rank,
+                            op_type_name(resps[0].type));
+    }
+    for (const RequestPtr &r : reqs)
+        trace_end_op(*r);
+    fused_collectives_.fetch_add(1, std::memory_order_relaxed);
+    fused_tensors_.fetch_add(reqs.size(), std::memory_order_relaxed);
+    if (s != HVD_OK) s = settle_failure(resps[0], s, &message);
+    p_.intake->finish_all(reqs.data(), reqs.size(), s, message);
+}
+
+void Runner::trace_start_op(Request &req) {
+    if (!req.traced || !p_.timeline->active()) return;
+    p_.timeline->end(req.meta.name);  // NEGOTIATE_<OP>
+    p_.timeline->begin(req.meta.name, upper_op_name(req.meta.type));
+}
+
+void Runner::trace_end_op(const Request &req) {
+    if (req.traced && p_.timeline->active()) p_.timeline->end(req.meta.name);
+}
+
+void Runner::run_one(const Response &resp, const RequestPtr &req) {
+    trace_start_op(*req);
+    bool moves_data = true;
+    switch (resp.type) {
+        case OpType::kBarrier:
+            moves_data = false;
+            break;
+        case OpType::kJoin:
+            if (resp.status == HVD_OK) req->value = resp.first_dims.at(0);
+            moves_data = false;
+            break;
+        case OpType::kProcessSetCreate:
+        case OpType::kProcessSetDestroy:
+            if (resp.status == HVD_OK) run_membership_change(resp, *req);
+            moves_data = false;
+            break;
+        default:
+            break;
+    }
+    if (resp.status != HVD_OK || !moves_data) {
+        trace_end_op(*req);
+        p_.intake->finish(req, static_cast<hvd_status_t>(resp.status), resp.message);
+        return;
+    }
+    collectives::Comm comm = make_comm(resp, *req);
+    std::string message;
+    std::vector<RequestPtr> one{req};
+    ActivityTrace trace(req->traced ? p_.timeline : nullptr, one);
+    trace.begin(transfer_activity(comm, resp.type));
+    hvd_status_t s = execute_response(comm, resp, *req, &message);
+    trace.end();
+    trace_end_op(*req);
+    if (s != HVD_OK) s = settle_failure(resp, s, &message);
+    p_.intake->finish(req, s, message);
+}
+
+collectives::Comm Runner::make_comm(const Response &resp, const Request &req) {
+    ProcessSetPtr set = p_.sets->find(resp.set_id);
+    if (!set || set->my_index < 0)
+        throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: '%s' runs in process set %u, which "
+                                                "this rank does not know",
+                                                p_.rank, resp.name.c_str(), resp.set_id));
+    collectives::Comm comm;
+    comm.transport = p_.transport;
+    comm.members = set->members;
+    comm.my_index = set->my_index;
+    comm.set_id = resp.set_id;
+    comm.seq = resp.seq;
+    comm.deadline = req.deadline;
+    comm.abort_status = p_.abort->flag();
+    comm.scratch = &scratch_;
+    // Every rank is a member (in rank order): the shared-memory group's rounds stay in step.
+    if (shm_ != nullptr && set->size() == p_.size) comm.shm = shm_;
+    return comm;
+}
+
+hvd_status_t Runner::settle_failure(const Response &resp, hvd_status_t s, std::string *message) {
+    if (s == HVD_ERR_MISMATCH || s == HVD_ERR_INVALID_ARG || s == HVD_ERR_UNSUPPORTED) return s;
+    // A collective that failed half way leaves the ranks out of step: the context cannot go
+    // on.
+    if (s == HVD_ERR_TIMED_OUT)
+        *message = strprintf("rank %d: %s '%s' timed out", p_.rank, op_type_name(resp.type),
+                             resp.name.c_str());
+    if (s == HVD_ERR_TRANSPORT) p_.watchdog->await_failure_report();
+    p_.abort->set(s, *message);
+    transport_aborted_ = true;  // wait_all aborted the transport already
+    *message = p_.abort->detail();
+    return p_.abort->status();  // a dead peer, when that is the cause
+}
+
+RequestPtr Runner::zeros_like(const Response &resp, const Request &join) {
+    auto req = make_request();
+    req->meta.name = resp.name;
+    req->meta.set_id = resp.set_id;
+    req->meta.type = OpType::kAllreduce;
+    req->meta.dtype = resp.dtype;
+    req->meta.shape = resp.shape;
+    req->meta.reduce_op = resp.reduce_op;
+    req->meta.prescale = resp.prescale;
+    req->meta.postscale = resp.postscale;
+    req->input.dtype = resp.dtype;
+    req->input.shape = resp.shape;
+    req->owned_data.resize_zeroed(req->input.bytes());
+    req->input.data = req->owned_data.data();
+    req->output = req->input;
+    req->deadline = join.deadline;
+    return req;
+}
+
+void Runner::run_membership_change(const Response &resp, Request &req) {
+    if (resp.type == OpType::kProcessSetCreate) {
+        uint16_t id = static_cast<uint16_t>(resp.first_dims.at(0));
+        p_.sets->add(id, req.meta.splits, p_.rank);
+        req.value = id;
+        return;
+    }
+    uint16_t id = static_cast<uint16_t>(req.meta.root);
+    p_.sets->remove(id);
+    // Ops this rank queued on the set can never run now.
+    std::vector<Request *> doomed;
+    for (const RequestPtr &r : p_.pending->all())
+        if (r->meta.set_id == id) doomed.push_back(r.get());
+    for (Request *r : doomed)
+        p_.intake->finish(p_.pending->take(*r), HVD_ERR_INVALID_ARG,
+                          strprintf("rank %d: process set %u was destroyed before '%s' ran",
+                                    p_.rank, id, r->meta.name.c_str()));
+}
+
+}  // namespace hvd::engine

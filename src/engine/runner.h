@@ -1,0 +1,111 @@
+// Runs the responses every rank agreed on, in the agreed order, on this rank: a single op, a
+// fused run of ops as one collective, barriers, joins and process-set changes; on a rank that
+// joined a set, zeros in the others' allreduces. It takes each response's request out of the
+// pending ops, builds the collective's view of its process set, runs it through the executor
+// and finishes the requests. Engine thread (or a caller driving the engine) only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/comm.h"
+#include "diagnostics/timeline.h"
+#include "engine/abort_state.h"
+#include "engine/intake.h"
+#include "engine/pending_ops.h"
+#include "engine/process_set_table.h"
+#include "engine/request.h"
+#include "engine/tuner.h"
+#include "engine/watchdog.h"
+#include "transport/transport.h"
+#include "util/fifo.h"
+
+namespace hvd::shm {
+class Group;
+}
+
+namespace hvd::engine {
+
+// What a runner works with, all borrowed: they outlive it.
+struct RunnerParts {
+    int32_t rank = 0;
+    int32_t size = 1;
+    transport::Transport *transport = nullptr;
+    AbortState *abort = nullptr;
+    ProcessSetTable *sets = nullptr;
+    diagnostics::Timeline *timeline = nullptr;
+    PendingOps *pending = nullptr;  // requests reported and not yet run
+    Intake *intake = nullptr;       // finishes requests
+    Tuner *tuner = nullptr;         // records the bytes each collective carried
+    Watchdog *watchdog = nullptr;   // waits for the cause of a transport error
+};
+
+class Runner {
+  public:
+    explicit Runner(const RunnerParts &parts) : p_(parts) {}
+    Runner(const Runner &) = delete;
+    Runner &operator=(const Runner &) = delete;
+
+    // The single-host job's shared-memory group (outlives the runner): collectives of
+    // process sets with every rank go through it. Call before the first run.
+    void use_shared_memory(shm::Group *group) { shm_ = group; }
+
+    // Runs responses from the front of the queue until it is empty or the context aborted;
+    // each leaves the queue once run. Returns whether there was any. A failed collective
+    // finishes its requests with the failure and, unless the failure was this op's alone
+    // (mismatch, bad argument), aborts the context. Throws hvd::Error when a response cannot
+    // be run at all (no request for it on this rank, a fused run that arrived incomplete),
+    // after finishing the requests it had taken with that error.
+    bool run(util::Fifo<Response> &responses);
+
+    // Whether a failed collective aborted the transport (wait_all does on failure).
+    bool transport_aborted() const { return transport_aborted_; }
+    void set_transport_aborted() { transport_aborted_ = true; }
+
+    // Collectives that ran several tensors, and those tensors. Thread-safe.
+    uint64_t fused_collectives() const { return fused_collectives_.load(); }
+    uint64_t fused_tensors() const { return fused_tensors_.load(); }
+
+  private:
+    void run_one(const Response &resp, const RequestPtr &req);
+    // A run of allreduces chained with fuse_next, from the queue's front; first_req is the
+    // front's request. Pops the run once it ran.
+    void run_fused(util::Fifo<Response> &responses, RequestPtr first_req);
+    // The rest of run_fused, once every request of the run is taken: runs the collective and
+    // finishes them all. resps: the run's responses, as many as reqs.
+    void run_fused_taken(const Response *resps, const std::vector<RequestPtr> &reqs);
+    // This rank's request for resp, taken out of the pending ops; null if it has none.
+    RequestPtr take_request(Response &resp);
+    // take_request(), or, on a rank that joined the set, a zero tensor for its allreduce
+    // (null for another op, which a joined rank skips). Throws if neither.
+    RequestPtr request_for(Response &resp);
+    // A zero tensor standing in for a joined rank's part of an allreduce.
+    static RequestPtr zeros_like(const Response &resp, const Request &join);
+    void run_membership_change(const Response &resp, Request &req);
+    collectives::Comm make_comm(const Response &resp, const Request &req);
+    // The status a failed collective completes with; aborts the context unless the failure
+    // was this op's alone (mismatch, bad argument).
+    hvd_status_t settle_failure(const Response &resp, hvd_status_t s, std::string *message);
+    // From a catch block: finishes the requests with what is being thrown.
+    void finish_thrown(const RequestPtr *reqs, size_t n);
+    // Timeline: closes the request's NEGOTIATE span and opens the span of its op.
+    void trace_start_op(Request &req);
+    void trace_end_op(const Request &req);
+
+    const RunnerParts p_;
+    shm::Group *shm_ = nullptr;
+    bool transport_aborted_ = false;
+    collectives::ScratchBuffer scratch_;
+    collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step
+    std::vector<RequestPtr> fused_reqs_;        // run_fused's run, kept for its capacity
+    std::atomic<uint64_t> fused_collectives_{0};
+    std::atomic<uint64_t> fused_tensors_{0};
+};
+
+// What the exception being handled means for the context: its status and message, as the
+// aborted context and the requests it ends report them. Call from a catch block.
+hvd_status_t thrown_status(int32_t rank, std::string *message);
+
+}  // namespace hvd::engine

@@ -1,0 +1,66 @@
+#include "engine/tuner.h"
+
+#include <cstdio>
+
+#include "common/env.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "negotiation/control_tags.h"
+#include "util/wire.h"
+
+namespace hvd::engine {
+
+void Tuner::step(ControlChannel &control) {
+    if (config_->autotune.load() == 0) {
+        autotuner_.reset();  // the parameters chosen so far stay
+        return;
+    }
+    if (!autotuner_) {
+        const char *log = env_setting("AUTOTUNE_LOG");
+        autotuner_ = std::make_unique<Autotuner>(
+            log != nullptr ? log : "",
+            static_cast<int32_t>(env_setting_int("AUTOTUNE_WARMUP_SAMPLES", 1)),
+            static_cast<int32_t>(env_setting_int("AUTOTUNE_STEPS_PER_SAMPLE", 10)));
+        HVD_LOG(kInfo, rank_, "autotune: searching %zu points of fusion threshold x cycle time",
+                autotuner_->grid_size());
+    } else if (!autotuner_->tick(std::chrono::steady_clock::now())) {
+        return;
+    }
+    const TunedParams &p = autotuner_->current();
+    if (autotuner_->done())
+        HVD_LOG(kInfo, rank_, "autotune: chose fusion threshold %lld bytes, cycle time %.3f ms",
+                static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0);
+    apply(p, ++epoch_);
+    util::WireWriter w;
+    w.u64(epoch_);
+    w.i64(p.fusion_threshold_bytes);
+    w.i64(p.cycle_time_us);
+    for (int32_t peer = 0; peer < size_; ++peer)
+        if (peer != rank_) control.send(peer, negotiation::kTuneMessage, w.bytes());
+}
+
+void Tuner::receive(const std::string &payload) {
+    util::WireReader r(payload);
+    uint64_t epoch = r.u64();
+    TunedParams p;
+    p.fusion_threshold_bytes = r.i64();
+    p.cycle_time_us = r.i64();
+    if (p.fusion_threshold_bytes < 0 || p.cycle_time_us < 0 || !r.at_end())
+        throw Error(HVD_ERR_TRANSPORT, strprintf("rank %d: malformed autotune message", rank_));
+    apply(p, epoch);
+}
+
+void Tuner::apply(const TunedParams &p, uint64_t epoch) {
+    config_->fusion_threshold_bytes = p.fusion_threshold_bytes;
+    config_->cycle_time_us = p.cycle_time_us;
+    const char *log = env_setting("AUTOTUNE_LOG");
+    if (log == nullptr) return;
+    std::string path = strprintf("%s.%d", log, rank_);
+    std::FILE *f = std::fopen(path.c_str(), epoch == 1 ? "w" : "a");
+    if (f == nullptr) return;
+    std::fprintf(f, "%llu,%lld,%.3f\n", static_cast<unsigned long long>(epoch),
+                 static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0);
+    std::fclose(f);
+}
+
+}  // namespace hvd::engine

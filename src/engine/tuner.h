@@ -1,0 +1,47 @@
+// Autotune as the engine runs it (HVD_AUTOTUNE=1): the coordinator's Autotuner searches the
+// fusion threshold and cycle time from the bytes the collectives carry, and every rank
+// applies each point the coordinator chose, in the same order, when its message arrives.
+// With HVD_AUTOTUNE_LOG every rank records what it applied in <log>.<rank> as
+// "epoch,fusion_threshold_bytes,cycle_time_ms" (rank 0 logs its samples to <log> itself): the
+// files show that every rank followed the same sequence. Engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/autotuner.h"
+#include "engine/control_channel.h"
+#include "engine/runtime_config.h"
+
+namespace hvd::engine {
+
+class Tuner {
+  public:
+    // Borrowed, outlive the tuner.
+    Tuner(int32_t rank, int32_t size, RuntimeConfig *config)
+        : rank_(rank), size_(size), config_(config) {}
+
+    // Coordinator only, once per pass: starts the search when HVD_AUTOTUNE turned on, stops
+    // it when it turned off (the parameters chosen so far stay), and when a sample ends
+    // applies the next point here and sends it to every other rank.
+    void step(ControlChannel &control);
+    // Whether collectives should be recorded (a search is running on this rank).
+    bool searching() const { return autotuner_ != nullptr; }
+    // A collective that carried `bytes` of tensor data ran (only while searching()).
+    void record(uint64_t bytes) { autotuner_->record(bytes); }
+    // Applies the point in a kTuneMessage from the coordinator. Throws
+    // hvd::Error(HVD_ERR_TRANSPORT) on a malformed message.
+    void receive(const std::string &payload);
+
+  private:
+    void apply(const TunedParams &p, uint64_t epoch);
+
+    const int32_t rank_;
+    const int32_t size_;
+    RuntimeConfig *config_;
+    std::unique_ptr<Autotuner> autotuner_;  // coordinator, while HVD_AUTOTUNE is 1
+    uint64_t epoch_ = 0;
+};
+
+}  // namespace hvd::engine
