@@ -13,8 +13,8 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/scoped_count.h"
+#include "engine/cache_negotiator.h"
 #include "negotiation/control_tags.h"
-#include "negotiation/fusion_planner.h"
 
 namespace hvd::engine {
 
@@ -33,27 +33,22 @@ Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, Abor
       size_(size),
       transport_(transport),
       abort_(abort),
-      intake_(rank, timeline),
-      sets_(sets),
       timeline_(timeline),
       config_(config),
+      intake_(rank, timeline),
       control_(rank, transport),
       watchdog_(rank, abort, config),
       tuner_(rank, size, config),
+      negotiator_(std::make_unique<CacheNegotiator>(
+          NegotiatorParts{rank, size, &control_, &intake_, &pending_, config})),
       runner_(RunnerParts{rank, size, transport, abort, sets, timeline, &pending_, &intake_,
-                          &tuner_, &watchdog_}),
-      rounds_(size) {
+                          &tuner_, &watchdog_}) {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: eventfd failed", rank));
-    if (rank_ == kCoordinator) {
-        coordinator_ = std::make_unique<Coordinator>(size_);
-        cache_bits_ = std::make_unique<CacheBitAllocator>();
-        batches_sent_.assign(static_cast<size_t>(size_), 0);
-    }
     std::vector<int32_t> all(static_cast<size_t>(size));
     for (int32_t r = 0; r < size; ++r)
         all[r] = r;
-    sets_->add(0, std::move(all), rank);
+    sets->add(0, std::move(all), rank);
 }
 
 Engine::~Engine() {
@@ -99,14 +94,6 @@ void Engine::wake() {
     uint64_t one = 1;
     ssize_t ignored = ::write(wake_fd_, &one, sizeof one);
     (void)ignored;
-}
-
-hvd_status_t Engine::enqueue(const RequestPtr &req, std::string *err) {
-    return enqueue_span(&req, 1, err);
-}
-
-hvd_status_t Engine::enqueue_group(const std::vector<RequestPtr> &reqs, std::string *err) {
-    return enqueue_span(reqs.data(), reqs.size(), err);
 }
 
 hvd_status_t Engine::enqueue_span(const RequestPtr *reqs, size_t n, std::string *err) {
@@ -161,12 +148,13 @@ bool Engine::run_pass() {
         // Everything that became ready in this pass leaves as one batch: while this rank
         // was busy in a collective, ready reports piled up, and one batch lets the
         // fusion planner join them.
-        worked |= order_responses();
-        worked |= run_responses();
-        if (coordinator_) tuner_.step(control_);
+        worked |= negotiator_->advance(responses_);
+        worked |= runner_.run(responses_);
+        negotiation::Coordinator *coordinator = negotiator_->coordinator();
+        if (coordinator != nullptr) tuner_.step(control_);
         control_.reap();
-        watchdog_.check_timeouts(pending_, coordinator_.get());
-        if (coordinator_) inspect_stalls();
+        watchdog_.check_timeouts(pending_, coordinator);
+        if (coordinator != nullptr) inspect_stalls();
     } catch (const std::exception &) {
         std::string message;
         hvd_status_t s = thrown_status(rank_, &message);
@@ -219,20 +207,6 @@ void Engine::drive_while_waiting(const Request &req, const Deadline &until) {
     }
 }
 
-// Coordinator responses out, then cache rounds and batches in order into responses_. A second
-// pass when that produced more: a cached op handed to rank 0's own coordinator may have
-// completed an op, and a vote may have let held responses go.
-bool Engine::order_responses() {
-    bool any = false;
-    for (int pass = 0; pass < 2; ++pass) {
-        if (!outbox_.empty() || !undelivered_.empty())
-            deliver_responses(std::exchange(outbox_, {}));
-        any |= advance_cache();
-        if (outbox_.empty() && undelivered_.empty()) break;
-    }
-    return any;
-}
-
 bool Engine::take_new_requests() {
     // Member vectors swapped with queue_, cleared but never freed: no allocation per pass.
     std::vector<RequestPtr> &fresh = fresh_;
@@ -251,107 +225,38 @@ bool Engine::take_new_requests() {
     if (held_.empty()) return false;
     // The cycle time lets more ops arrive to be reported (and fused) together.
     if (now < held_until()) return !fresh.empty();
-    report_ready(held_);
+    negotiator_->report(held_);
     held_.clear();
     return true;
 }
 
 bool Engine::receive_control() {
-    bool any = false;
+    bool any = negotiator_->receive();
     std::string payload;
     int32_t sender = -1;
-    if (coordinator_) {
-        while (control_.receive(-1, kReadyMessage, &payload, &sender, "a control message")) {
-            coordinator_->add_ready(sender, decode_ready(payload), &outbox_);
-            any = true;
-        }
-    } else {
-        while (control_.receive(kCoordinator, kResponseMessage, &payload, &sender,
-                                "the coordinator's answer")) {
-            accept_batch(decode_batch(payload));
-            any = true;
-        }
-        while (control_.receive(kCoordinator, kTuneMessage, &payload, &sender,
-                                "autotuned parameters")) {
-            tuner_.receive(payload);
-            any = true;
-        }
+    while (control_.receive(negotiation::kCoordinator, negotiation::kTuneMessage, &payload, &sender,
+                            "autotuned parameters")) {
+        tuner_.receive(payload);
+        any = true;
     }
-    any |= receive_votes();
     return any;
-}
-
-void Engine::deliver_responses(std::vector<Response> emitted) {
-    // A response waits for the cache round its reports named (the coordinator's order is
-    // kept: what was emitted after it waits too).
-    for (Response &r : emitted)
-        undelivered_.push_back(std::move(r));
-    std::vector<Response> responses;
-    while (!undelivered_.empty() && undelivered_.front().after_round <= rounds_voted_) {
-        responses.push_back(std::move(undelivered_.front()));
-        undelivered_.pop_front();
-    }
-    if (responses.empty()) return;
-    plan_fusion(responses, static_cast<size_t>(config_->fusion_threshold_bytes.load()));
-    size_t capacity = static_cast<size_t>(config_->cache_capacity.load());
-    for (Response &r : responses)
-        if (ResponseCache::cacheable(r)) r.cache_bit = cache_bits_->assign(r.name, capacity);
-    // Each rank gets, in emission order, the responses of the sets it belongs to.
-    std::vector<std::vector<Response>> by_peer(static_cast<size_t>(size_));
-    for (const Response &r : responses) {
-        if (r.addressee >= 0) {
-            by_peer[r.addressee].push_back(r);
-            continue;
-        }
-        for (int32_t member : recipients(r))
-            by_peer[member].push_back(r);
-    }
-    for (int32_t peer = 0; peer < size_; ++peer) {
-        if (by_peer[peer].empty()) continue;
-        ResponseBatch batch;
-        batch.index = ++batches_sent_[peer];
-        batch.stamp = rounds_voted_;  // runs after the rounds started so far
-        batch.responses = std::move(by_peer[peer]);
-        if (peer == rank_) {
-            accept_batch(std::move(batch));
-        } else {
-            control_.send(peer, kResponseMessage, encode_batch(batch));
-        }
-    }
-}
-
-std::vector<int32_t> Engine::recipients(const Response &r) const {
-    // Membership changes are ops of the global set (0), so they reach every rank.
-    return coordinator_->members(r.set_id);
-}
-
-bool Engine::run_responses() {
-    return runner_.run(responses_);
-}
-
-// The request a name in flight belongs to is pending once the engine has taken it from the
-// queue; only a pending one can have been reported, and so be scheduled.
-RequestPtr Engine::find_pending(uint16_t set_id, const std::string &name) {
-    Request *r = nullptr;
-    { r = intake_.find(set_id, name); }
-    return r != nullptr ? pending_.shared(*r) : nullptr;
 }
 
 // The stall inspector's shutdown: the expired ops' error responses reach every rank that
 // enqueued them before the context aborts.
 void Engine::inspect_stalls() {
     std::vector<Response> expired;
-    std::string detail = watchdog_.inspect_stalls(*coordinator_, &expired);
+    std::string detail = watchdog_.inspect_stalls(*negotiator_->coordinator(), &expired);
     if (expired.empty()) return;
-    deliver_responses(std::move(expired));
+    negotiator_->deliver(std::move(expired));
     flush_before_abort();
     abort_->set(HVD_ERR_TIMED_OUT, detail);
 }
 
 void Engine::flush_before_abort() {
     control_.drain_for(std::chrono::milliseconds(500));
-    advance_cache();  // this rank's own batch of the responses just sent
-    run_responses();
+    negotiator_->advance(responses_);  // this rank's own batch of the responses just sent
+    runner_.run(responses_);
 }
 
 void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
@@ -368,7 +273,7 @@ void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
         intake_.finish(r, status, detail);
     pending_.clear();
     responses_.clear();
-    cached_waiting_.clear();
+    negotiator_->drop_waiting();
 }
 
 std::chrono::steady_clock::time_point Engine::held_until() const {

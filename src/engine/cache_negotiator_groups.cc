@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/engine.h"
+#include "engine/cache_negotiator.h"
 
 namespace hvd::engine {
 
@@ -26,12 +26,12 @@ size_t group_run(const std::vector<RequestPtr> &reqs, size_t first) {
 
 }  // namespace
 
-size_t Engine::report_group(const std::vector<RequestPtr> &reqs, size_t first,
-                            std::chrono::steady_clock::time_point now,
-                            std::vector<OpMeta> *to_coordinator) {
+size_t CacheNegotiator::report_group(const std::vector<RequestPtr> &reqs, size_t first,
+                                     std::chrono::steady_clock::time_point now,
+                                     std::vector<OpMeta> *to_coordinator) {
     const size_t n = group_run(reqs, first);
     auto bits = std::make_shared<std::vector<uint32_t>>(n);
-    group_found_.assign(n, ResponseCache::Lookup::kMiss);
+    group_found_.assign(n, Lookup::kMiss);
     // A run that is not the whole group (not expected) goes to the coordinator, which waits
     // for the rest.
     bool all_hit = !cache_suspended_ && static_cast<int64_t>(n) == reqs[first]->meta.group_size;
@@ -39,8 +39,8 @@ size_t Engine::report_group(const std::vector<RequestPtr> &reqs, size_t first,
         uint32_t bit = 0;
         group_found_[i] = look_up(*reqs[first + i], &bit);
         (*bits)[i] = bit;
-        all_hit = all_hit && group_found_[i] == ResponseCache::Lookup::kHit &&
-                  cached_waiting_.find(bit) == nullptr;
+        all_hit =
+            all_hit && group_found_[i] == Lookup::kHit && cached_waiting_.find(bit) == nullptr;
     }
     if (all_hit) {
         for (size_t i = 0; i < n; ++i)
@@ -53,14 +53,16 @@ size_t Engine::report_group(const std::vector<RequestPtr> &reqs, size_t first,
     return n;
 }
 
-bool Engine::run_group(const std::vector<uint32_t> &bits, const RoundOutcome &outcome) {
+bool CacheNegotiator::run_group(const std::vector<uint32_t> &bits,
+                                const negotiation::RoundOutcome &outcome,
+                                util::Fifo<Response> &agreed) {
     for (uint32_t bit : bits) {
         if (cached_waiting_.find(bit) == nullptr || !outcome.ready_everywhere.test(bit) ||
             outcome.invalid.test(bit) || cache_.touched(bit) || cache_.response(bit) == nullptr)
             return false;
     }
     for (uint32_t bit : bits)
-        queue_cached(bit);
+        queue_cached(bit, agreed);
     return true;
 }
 

@@ -1,16 +1,13 @@
-// The engine's side of the response cache: which ready requests are negotiated by cache
-// rounds and which by the coordinator, the votes, and the one order in which every rank runs
-// coordinator batches and finished rounds (see cache_round.h for the protocol).
+#include "engine/cache_negotiator.h"
+
 #include <chrono>
 #include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "common/log.h"
-#include "engine/engine.h"
 #include "negotiation/control_tags.h"
 #include "negotiation/fusion_planner.h"
-#include "util/wire.h"
 
 namespace hvd::engine {
 
@@ -23,7 +20,16 @@ constexpr auto kStaleCheckPeriod = std::chrono::milliseconds(100);
 
 }  // namespace
 
-void Engine::report_ready(const std::vector<RequestPtr> &reqs) {
+using negotiation::RoundOutcome;
+using negotiation::RoundVote;
+
+CacheNegotiator::CacheNegotiator(const NegotiatorParts &parts)
+    : CoordinatorNegotiator(parts), rounds_(parts.size) {
+    if (parts.rank == negotiation::kCoordinator)
+        cache_bits_ = std::make_unique<negotiation::CacheBitAllocator>();
+}
+
+void CacheNegotiator::report(const std::vector<RequestPtr> &reqs) {
     std::vector<OpMeta> to_coordinator;
     auto now = std::chrono::steady_clock::now();
     for (size_t i = 0; i < reqs.size();) {
@@ -33,28 +39,28 @@ void Engine::report_ready(const std::vector<RequestPtr> &reqs) {
         }
         const RequestPtr &req = reqs[i++];
         uint32_t bit = 0;
-        ResponseCache::Lookup found = look_up(*req, &bit);
-        if (found == ResponseCache::Lookup::kHit && !cache_suspended_ &&
+        Lookup found = look_up(*req, &bit);
+        if (found == Lookup::kHit && !cache_suspended_ &&
             cached_waiting_.try_emplace(bit, CachedWait{req, now, false, nullptr})) {
             cache_news_ = true;
             continue;
         }
         hand_to_coordinator(*req, found, bit, &to_coordinator);
     }
-    report_to_coordinator(to_coordinator);
+    report_metas(to_coordinator, report_round());
 }
 
-ResponseCache::Lookup Engine::look_up(Request &req, uint32_t *bit) {
+CacheNegotiator::Lookup CacheNegotiator::look_up(Request &req, uint32_t *bit) {
     // A name in flight remembers where the cache had it: no search by name each step.
     return req.in_flight != nullptr ? cache_.lookup(req.meta, bit, &req.in_flight->cache_memo)
                                     : cache_.lookup(req.meta, bit);
 }
 
-void Engine::hand_to_coordinator(const Request &req, ResponseCache::Lookup found, uint32_t bit,
-                                 std::vector<OpMeta> *to_coordinator) {
+void CacheNegotiator::hand_to_coordinator(const Request &req, Lookup found, uint32_t bit,
+                                          std::vector<OpMeta> *to_coordinator) {
     // Other ranks may hold the same op as a cache hit: an invalid vote sends theirs to the
     // coordinator too.
-    if (found != ResponseCache::Lookup::kMiss) {
+    if (found != Lookup::kMiss) {
         invalid_.set(bit);
         cache_news_ = true;
     }
@@ -63,51 +69,46 @@ void Engine::hand_to_coordinator(const Request &req, ResponseCache::Lookup found
     to_coordinator->push_back(req.meta);
 }
 
-void Engine::report_to_coordinator(const std::vector<OpMeta> &metas) {
-    if (metas.empty()) return;
-    ReadyReport report;
-    // Cached ops enqueued before these are in this rank's votes up to this round: the
-    // responses to these run after it, so ops every rank enqueued earlier run earlier.
-    report.after_round = rounds_voted_ + (cache_news_ ? 1 : 0);
-    report.metas = metas;
-    if (coordinator_) {
-        coordinator_->add_ready(rank_, report, &outbox_);
-    } else {
-        control_.send(kCoordinator, kReadyMessage, encode_ready(report));
+bool CacheNegotiator::receive() {
+    bool any = CoordinatorNegotiator::receive();
+    any |= receive_votes();
+    return any;
+}
+
+// Coordinator responses out, then cache rounds and batches in order into the agreed queue. A
+// second pass when that produced more: a cached op handed to rank 0's own coordinator may have
+// completed an op, and a vote may have let held responses go.
+bool CacheNegotiator::advance(util::Fifo<Response> &agreed) {
+    bool any = false;
+    for (int pass = 0; pass < 2; ++pass) {
+        deliver_emitted();
+        any |= advance_cache(agreed);
+        if (!has_undelivered()) break;
     }
+    return any;
 }
 
-void Engine::accept_batch(ResponseBatch batch) {
-    if (batch.index <= batches_scheduled_ || batches_in_.count(batch.index))
-        throw Error(HVD_ERR_TRANSPORT,
-                    strprintf("rank %d: coordinator batch %llu arrived twice", rank_,
-                              static_cast<unsigned long long>(batch.index)));
-    uint64_t index = batch.index;
-    batches_in_.emplace(index, std::move(batch));
-}
-
-bool Engine::receive_votes() {
+bool CacheNegotiator::receive_votes() {
     bool any = false;
     std::string payload;
     int32_t sender = -1;
-    while (control_.receive(-1, kVoteMessage, &payload, &sender, "a cache vote")) {
+    while (parts_.control->receive(-1, kVoteMessage, &payload, &sender, "a cache vote")) {
         rounds_.add(sender, decode_vote(payload), rounds_done_);
         any = true;
     }
     return any;
 }
 
-// Puts coordinator batches and finished rounds into responses_ in rank 0's order: a batch
+// Puts coordinator batches and finished rounds into the agreed order in rank 0's order: a batch
 // stamped s after round s, round k after the batches rank 0 sent before starting it.
-bool Engine::advance_cache() {
+bool CacheNegotiator::advance_cache(util::Fifo<Response> &agreed) {
     bool any = false;
     mark_stale_cached();
     for (;;) {
-        auto b = batches_in_.find(batches_scheduled_ + 1);
-        if (b != batches_in_.end() && b->second.stamp <= rounds_done_) {
-            schedule_batch(b->second);
-            batches_in_.erase(b);
-            ++batches_scheduled_;
+        negotiation::ResponseBatch *batch = next_batch();
+        if (batch != nullptr && batch->stamp <= rounds_done_) {
+            schedule(*batch, agreed);
+            pop_batch();
             any = true;
             continue;
         }
@@ -116,18 +117,18 @@ bool Engine::advance_cache() {
             cast_vote();
             any = true;
         }
-        if (rounds_.complete(next) && rounds_.batches_before(next) <= batches_scheduled_) {
-            run_round(rounds_.take(next));
+        if (rounds_.complete(next) && rounds_.batches_before(next) <= batches_scheduled()) {
+            run_round(rounds_.take(next), agreed);
             any = true;
             continue;
         }
         break;
     }
-    report_to_coordinator(std::exchange(flushed_, {}));
+    report_metas(std::exchange(flushed_, {}), report_round());
     return any;
 }
 
-void Engine::cast_vote() {
+void CacheNegotiator::cast_vote() {
     RoundVote vote;
     vote.round = ++rounds_voted_;
     cached_waiting_.for_each([&](uint32_t bit, const CachedWait &w) {
@@ -136,21 +137,23 @@ void Engine::cast_vote() {
     vote.invalid = std::exchange(invalid_, BitVector());
     std::vector<uint32_t> invalid = vote.invalid.bits();
     voted_invalid_ = std::set<uint32_t>(invalid.begin(), invalid.end());
-    vote.joined = pending_.join_in(0) != nullptr;
-    vote.fusion_threshold = config_->fusion_threshold_bytes.load();
+    vote.joined = parts_.pending->join_in(0) != nullptr;
+    vote.fusion_threshold = parts_.config->fusion_threshold_bytes.load();
     cache_news_ = false;
-    for (int32_t peer = 0; peer < size_; ++peer) {
-        if (coordinator_) vote.batches = batches_sent_[peer];
-        if (peer != rank_) control_.send(peer, kVoteMessage, encode_vote(vote));
+    const bool coordinates = coordinator() != nullptr;
+    for (int32_t peer = 0; peer < parts_.size; ++peer) {
+        if (coordinates) vote.batches = batches_sent(peer);
+        if (peer != parts_.rank)
+            parts_.control->send(peer, negotiation::kVoteMessage, encode_vote(vote));
     }
-    if (coordinator_) vote.batches = batches_sent_[rank_];
-    rounds_.add(rank_, std::move(vote), rounds_done_);
+    if (coordinates) vote.batches = batches_sent(parts_.rank);
+    rounds_.add(parts_.rank, std::move(vote), rounds_done_);
 }
 
-void Engine::run_round(const RoundOutcome &outcome) {
+void CacheNegotiator::run_round(const RoundOutcome &outcome, util::Fifo<Response> &agreed) {
     // Straight into the queue, copied from the cache once (a Response is ~200 bytes and three
     // strings: 256 x 4 KiB step 169-170 -> 160-161 us with this and run_fused's one move).
-    const size_t first = responses_.size();
+    const size_t first = agreed.size();
     bool vote_again = false;
     BitVector group_tried;  // bits of groups already tried in this round (run or not)
     for (uint32_t bit : outcome.ready_everywhere.bits()) {
@@ -162,10 +165,11 @@ void Engine::run_round(const RoundOutcome &outcome) {
             continue;
         }
         if (wait == nullptr || cache_.response(bit) == nullptr)
-            throw Error(HVD_ERR_INTERNAL,
-                        strprintf("rank %d: cache round %llu agreed on bit %u, which this rank "
-                                  "did not vote for",
-                                  rank_, static_cast<unsigned long long>(rounds_done_ + 1), bit));
+            throw Error(
+                HVD_ERR_INTERNAL,
+                strprintf("rank %d: cache round %llu agreed on bit %u, which this rank "
+                          "did not vote for",
+                          parts_.rank, static_cast<unsigned long long>(rounds_done_ + 1), bit));
         if (wait->group_bits) {
             // Its members in member order, all of them or (some bit not agreed or changed,
             // the same on every rank) none yet; tried once per round, at its first bit.
@@ -173,13 +177,13 @@ void Engine::run_round(const RoundOutcome &outcome) {
             std::shared_ptr<const std::vector<uint32_t>> group = wait->group_bits;
             for (uint32_t b : *group)
                 group_tried.set(b);
-            if (!run_group(*group, outcome)) vote_again = true;
+            if (!run_group(*group, outcome, agreed)) vote_again = true;
             continue;
         }
-        queue_cached(bit);
+        queue_cached(bit, agreed);
     }
-    plan_fusion(responses_, first, static_cast<size_t>(outcome.fusion_threshold));
-    cache_hits_.fetch_add(responses_.size() - first, std::memory_order_relaxed);
+    negotiation::plan_fusion(agreed, first, static_cast<size_t>(outcome.fusion_threshold));
+    cache_hits_.fetch_add(agreed.size() - first, std::memory_order_relaxed);
     for (uint32_t bit : outcome.invalid.bits()) {
         if (cache_.touched(bit)) {
             // Some votes may have meant the op the bit held before: keep the entry, and vote
@@ -208,38 +212,32 @@ void Engine::run_round(const RoundOutcome &outcome) {
     if (vote_again) cache_news_ = true;
 }
 
-void Engine::schedule_batch(ResponseBatch &batch) {
-    for (Response &resp : batch.responses) {
-        // Found by name once, here: the request goes with its response to the run.
-        resp.request = find_pending(resp.set_id, resp.name);
-        if (resp.cache_bit >= 0) {
-            const OpMeta *mine = resp.request ? &resp.request->meta : nullptr;
-            for (uint32_t bit : cache_.put(static_cast<uint32_t>(resp.cache_bit), resp, mine))
-                cache_bit_changed(bit);
-        }
-        negotiated_.fetch_add(1, std::memory_order_relaxed);
-        responses_.push_back(std::move(resp));
-    }
+void CacheNegotiator::scheduled(Response &resp) {
+    if (resp.cache_bit < 0) return;
+    const OpMeta *mine = resp.request ? &resp.request->meta : nullptr;
+    for (uint32_t bit : cache_.put(static_cast<uint32_t>(resp.cache_bit), resp, mine))
+        cache_bit_changed(bit);
 }
 
 // A bit now means another op (or none): a request waiting on it goes to the coordinator,
 // and an invalid vote this rank cast or meant to cast for it is moot.
-void Engine::cache_bit_changed(uint32_t bit) {
+void CacheNegotiator::cache_bit_changed(uint32_t bit) {
     flush_cached(bit);
     voted_invalid_.erase(bit);
     invalid_.reset(bit);
 }
 
-void Engine::queue_cached(uint32_t bit) {
+void CacheNegotiator::queue_cached(uint32_t bit, util::Fifo<Response> &agreed) {
     CachedWait *wait = cached_waiting_.find(bit);
-    responses_.push_back(*cache_.response(bit));
-    responses_.back().seq = kCachedSeqFlag | (cached_seq_++ & (kCachedSeqFlag - 1));
-    responses_.back().request = std::move(wait->req);
+    agreed.push_back(*cache_.response(bit));
+    agreed.back().seq =
+        negotiation::kCachedSeqFlag | (cached_seq_++ & (negotiation::kCachedSeqFlag - 1));
+    agreed.back().request = std::move(wait->req);
     cached_waiting_.erase(bit);
     if (cache_bits_) cache_bits_->used(bit);
 }
 
-void Engine::flush_cached(uint32_t bit) {
+void CacheNegotiator::flush_cached(uint32_t bit) {
     CachedWait *wait = cached_waiting_.find(bit);
     if (wait == nullptr) return;
     std::shared_ptr<const std::vector<uint32_t>> group = std::move(wait->group_bits);
@@ -255,7 +253,7 @@ void Engine::flush_cached(uint32_t bit) {
     }
 }
 
-void Engine::mark_stale_cached() {
+void CacheNegotiator::mark_stale_cached() {
     if (cached_waiting_.empty()) return;
     auto now = std::chrono::steady_clock::now();
     if (now < next_stale_check_) return;
@@ -269,7 +267,7 @@ void Engine::mark_stale_cached() {
         // flush_cached), so they go stale in the same pass: one line, at its first member.
         const std::vector<uint32_t> *group = w.group_bits.get();
         if (group != nullptr && bit != group->front()) return;
-        HVD_LOG(kDebug, rank_,
+        HVD_LOG(kDebug, parts_.rank,
                 "'%s'%s waited %lld ms as a cached op; handing it to the coordinator",
                 w.req->meta.name.c_str(), group != nullptr ? " (with the rest of its group)" : "",
                 static_cast<long long>(
