@@ -8,6 +8,7 @@
 // puts the lower side's data on the left, so all members evaluate the same expression tree
 // with the same operand order and end bitwise identical, whatever the op's float quirks.
 #include "collectives/collectives.h"
+#include "collectives/patterns/recursive_doubling.h"
 #include "common/dtype.h"
 #include "reduce/reduce.h"
 
@@ -16,25 +17,6 @@ namespace hvd::collectives {
 namespace {
 
 constexpr const char *kName = "recursive doubling allreduce";
-
-// Maps group members onto the power-of-two core of the doubling.
-struct Fold {
-    explicit Fold(int32_t n) : core(1) {
-        while (core * 2 <= n)
-            core *= 2;
-        extra = n - core;
-    }
-    bool folds_out(int32_t index) const { return index < 2 * extra && index % 2 == 0; }
-    bool takes_fold(int32_t index) const { return index < 2 * extra && index % 2 == 1; }
-    int32_t core_number(int32_t index) const {
-        return index < 2 * extra ? index / 2 : index - extra;
-    }
-    int32_t member(int32_t core_no) const {
-        return core_no < extra ? 2 * core_no + 1 : core_no + extra;
-    }
-    int32_t core;
-    int32_t extra;
-};
 
 struct Args {
     void *buf;
@@ -75,7 +57,7 @@ hvd_status_t fold_out(const Comm &comm, const Args &a, transport::Completion *cs
 
 hvd_status_t run(const Comm &comm, const Args &a) {
     transport::Completion *cs = comm.scratch->completions(2);
-    Fold fold(comm.size());
+    DoublingFold fold(comm.size());
     int32_t me = comm.my_index;
     if (fold.folds_out(me)) return fold_out(comm, a, cs);
     hvd_status_t st = HVD_OK;

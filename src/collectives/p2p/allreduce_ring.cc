@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "collectives/collectives.h"
+#include "collectives/patterns/ring_pieces.h"
 #include "common/dtype.h"
 #include "reduce/reduce.h"
 
@@ -29,63 +30,8 @@ constexpr const char *kName = "ring allreduce";
 // Receives posted ahead during reduce-scatter; scratch holds this many chunks.
 constexpr size_t kRecvWindow = 4;
 
-// count elements in n segments, the first count % n of them one element longer.
-struct Segments {
-    size_t count;
-    int32_t n;
-    size_t begin(int32_t s) const {
-        size_t i = static_cast<size_t>(s);
-        return i * (count / n) + std::min(i, count % n);
-    }
-    size_t length(int32_t s) const {
-        return count / n + (static_cast<size_t>(s) < count % n ? 1 : 0);
-    }
-};
-
-struct Piece {
-    int32_t step;
-    size_t offset;  // elements
-    size_t count;   // elements, never 0
-};
-
-// The chunks a member sends or receives over `steps` ring steps, in message order: at step k
-// segment (first - k) mod n, cut into chunks of at most `chunk` elements.
-class PieceCursor {
-  public:
-    PieceCursor(const Segments &segs, size_t chunk, int32_t first, int32_t steps)
-        : segs_(segs), chunk_(chunk), first_(first), steps_(steps) {}
-
-    bool next(Piece *p) {
-        for (; step_ < steps_; ++step_, done_ = 0) {
-            int32_t s = ((first_ - step_) % segs_.n + segs_.n) % segs_.n;
-            size_t len = segs_.length(s);
-            if (done_ < len) {
-                size_t c = std::min(chunk_, len - done_);
-                *p = Piece{step_, segs_.begin(s) + done_, c};
-                done_ += c;
-                return true;
-            }
-        }
-        return false;
-    }
-
-    size_t remaining() const {
-        PieceCursor copy = *this;
-        size_t k = 0;
-        Piece p;
-        while (copy.next(&p))
-            ++k;
-        return k;
-    }
-
-  private:
-    Segments segs_;
-    size_t chunk_;
-    int32_t first_;
-    int32_t steps_;
-    int32_t step_ = 0;
-    size_t done_ = 0;  // elements of the current step's segment already returned
-};
+using Cursor = RingPieceCursor<EvenBlocks>;
+using Piece = RingPiece;
 
 struct Ring {
     const Comm &comm;
@@ -93,7 +39,7 @@ struct Ring {
     int32_t dtype;
     int32_t op;
     size_t esize;
-    Segments segs;
+    EvenBlocks segs;
     size_t chunk;  // elements
     int32_t me, left, right, n;
 
@@ -102,9 +48,9 @@ struct Ring {
 };
 
 hvd_status_t reduce_scatter(const Ring &r) {
-    PieceCursor own(r.segs, r.chunk, r.me, 1);
-    PieceCursor incoming(r.segs, r.chunk, r.left, r.n - 1);
-    PieceCursor posting = incoming;
+    Cursor own(r.segs, r.chunk, r.me, 1);
+    Cursor incoming(r.segs, r.chunk, r.left, r.n - 1);
+    Cursor posting = incoming;
     size_t max_sends = own.remaining() + incoming.remaining();
     transport::Completion *sends = r.comm.scratch->completions(max_sends + kRecvWindow);
     transport::Completion *recvs = sends + max_sends;
@@ -135,9 +81,9 @@ hvd_status_t reduce_scatter(const Ring &r) {
 }
 
 hvd_status_t allgather(const Ring &r) {
-    PieceCursor finished(r.segs, r.chunk, r.me + 1, 1);
-    PieceCursor incoming(r.segs, r.chunk, r.me, r.n - 1);
-    PieceCursor posting = incoming;
+    Cursor finished(r.segs, r.chunk, r.me + 1, 1);
+    Cursor incoming(r.segs, r.chunk, r.me, r.n - 1);
+    Cursor posting = incoming;
     size_t num_recvs = incoming.remaining();
     size_t max_sends = finished.remaining() + num_recvs;
     transport::Completion *recvs = r.comm.scratch->completions(num_recvs + max_sends);
@@ -172,7 +118,7 @@ hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, 
            dtype,
            op,
            esize,
-           Segments{count, n},
+           EvenBlocks{count, n},
            std::max<size_t>(1, chunk_bytes / esize),
            comm.my_index,
            comm.ring_index(-1),

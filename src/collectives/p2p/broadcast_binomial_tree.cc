@@ -1,8 +1,8 @@
-// Binomial-tree broadcast: members are numbered relative to the root (v = index - root mod n);
-// v receives the whole buffer from v minus its lowest set bit, then sends it on to v + 2^j for
-// every 2^j below that bit (the root: below n), largest subtree first. ceil(log2 n) rounds,
-// so the choice for small messages.
+// Binomial-tree broadcast (patterns/binomial_tree.h): each member receives the whole buffer
+// from its parent, then sends it on to its children, largest subtree first. ceil(log2 n)
+// rounds, so the choice for small messages.
 #include "collectives/collectives.h"
+#include "collectives/patterns/binomial_tree.h"
 
 namespace hvd::collectives {
 
@@ -10,32 +10,19 @@ namespace {
 
 constexpr const char *kName = "binomial tree broadcast";
 
-// Lowest set bit of v; for the root (v = 0) the first power of two >= n, so that every
-// other member is in its subtree.
-int32_t subtree_span(int32_t v, int32_t n) {
-    if (v != 0) return v & -v;
-    int32_t span = 1;
-    while (span < n)
-        span *= 2;
-    return span;
-}
-
 hvd_status_t run(const Comm &comm, void *buf, size_t bytes, int32_t root) {
-    int32_t n = comm.size();
-    int32_t v = (comm.my_index - root + n) % n;
-    auto member = [&](int32_t rel) { return (rel + root) % n; };
-    int32_t span = subtree_span(v, n);
+    BinomialTree tree(comm.size(), root, comm.my_index);
     transport::Completion *cs = comm.scratch->completions(1 + 31);  // a parent, < 31 children
-    if (v != 0) {
-        int32_t parent = member(v - span);
+    if (!tree.is_root()) {
+        int32_t parent = tree.parent();
         comm.recv(parent, buf, bytes, &cs[0]);
         hvd_status_t st = comm.wait_recv(&cs[0], bytes, "tree broadcast: receive from", parent);
         if (st != HVD_OK) return st;
     }
-    size_t sent = 0;
-    for (int32_t step = span / 2; step >= 1; step /= 2)
-        if (v + step < n) comm.send(member(v + step), buf, bytes, &cs[1 + sent++]);
-    return comm.wait_each(cs + 1, sent, "tree broadcast: send to", -1);
+    const int32_t children = tree.children();
+    for (int32_t k = 0; k < children; ++k)
+        comm.send(tree.child(k), buf, bytes, &cs[1 + k]);
+    return comm.wait_each(cs + 1, static_cast<size_t>(children), "tree broadcast: send to", -1);
 }
 
 }  // namespace

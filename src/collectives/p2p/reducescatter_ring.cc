@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "collectives/collectives.h"
+#include "collectives/patterns/ring_pieces.h"
 #include "common/dtype.h"
 #include "common/log.h"
 #include "reduce/reduce.h"
@@ -31,64 +32,8 @@ namespace {
 constexpr const char *kName = "ring reducescatter";
 constexpr size_t kRecvWindow = 4;
 
-// Consecutive blocks of elements, one per member; any may be empty.
-struct Blocks {
-    const std::vector<size_t> &counts;
-    const size_t *offsets;
-    int32_t n;
-    int32_t wrap(int32_t b) const { return (b % n + n) % n; }
-    size_t begin(int32_t b) const { return offsets[wrap(b)]; }
-    size_t length(int32_t b) const { return counts[wrap(b)]; }
-};
-
-struct Piece {
-    int32_t step;
-    size_t offset;  // elements from the start of the input
-    size_t stage;   // elements from the start of the work area
-    size_t count;   // elements, never 0
-};
-
-// The chunks a member sends or receives over `steps` ring steps, in message order: at step k
-// block (first - k), cut into chunks of at most `chunk` elements. `stage` places the blocks
-// of successive steps one after another.
-class PieceCursor {
-  public:
-    PieceCursor(const Blocks &blocks, size_t chunk, int32_t first, int32_t steps)
-        : blocks_(blocks), chunk_(chunk), first_(first), steps_(steps) {}
-
-    bool next(Piece *p) {
-        for (; step_ < steps_; ++step_) {
-            size_t len = blocks_.length(first_ - step_);
-            if (done_ < len) {
-                size_t c = std::min(chunk_, len - done_);
-                *p = Piece{step_, blocks_.begin(first_ - step_) + done_, stage_ + done_, c};
-                done_ += c;
-                return true;
-            }
-            stage_ += len;
-            done_ = 0;
-        }
-        return false;
-    }
-
-    size_t remaining() const {
-        PieceCursor copy = *this;
-        size_t k = 0;
-        Piece p;
-        while (copy.next(&p))
-            ++k;
-        return k;
-    }
-
-  private:
-    Blocks blocks_;
-    size_t chunk_;
-    int32_t first_;
-    int32_t steps_;
-    int32_t step_ = 0;
-    size_t done_ = 0;   // elements of the current step's block already returned
-    size_t stage_ = 0;  // elements of the earlier steps' blocks
-};
+using Cursor = RingPieceCursor<UnevenBlocks>;
+using Piece = RingPiece;
 
 struct Ring {
     const Comm &comm;
@@ -96,7 +41,7 @@ struct Ring {
     char *out;
     char *work;   // partial results of the forwarded blocks
     char *slots;  // kRecvWindow receive slots of chunk elements
-    Blocks blocks;
+    UnevenBlocks blocks;
     int32_t dtype;
     int32_t op;
     size_t esize;
@@ -115,9 +60,9 @@ struct Ring {
 };
 
 hvd_status_t run(const Ring &r) {
-    PieceCursor own(r.blocks, r.chunk, r.me - 1, 1);
-    PieceCursor incoming(r.blocks, r.chunk, r.me - 2, r.n - 1);
-    PieceCursor posting = incoming;
+    Cursor own(r.blocks, r.chunk, r.me - 1, 1);
+    Cursor incoming(r.blocks, r.chunk, r.me - 2, r.n - 1);
+    Cursor posting = incoming;
     size_t max_sends = own.remaining() + incoming.remaining();
     transport::Completion *sends = r.comm.scratch->completions(max_sends + kRecvWindow);
     transport::Completion *recvs = sends + max_sends;
@@ -200,7 +145,7 @@ hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
                static_cast<char *>(out),
                base + offsets_bytes + slots_bytes,
                base + offsets_bytes,
-               Blocks{counts, offsets, n},
+               UnevenBlocks{counts, offsets, n},
                dtype,
                op,
                esize,
