@@ -40,16 +40,21 @@ class LoopbackHub {
     // A hub for ranks 0..size-1. Throws hvd::Error: HVD_ERR_INVALID_ARG when size is not in
     // [1, kMaxRanks], HVD_ERR_TRANSPORT when an eventfd cannot be created.
     explicit LoopbackHub(int32_t size);
+    // Releases the hub's reference to the shared state; transports made from it stay usable
+    // (the state, and its eventfds, go with the last of them).
     ~LoopbackHub();
     LoopbackHub(const LoopbackHub &) = delete;
     LoopbackHub &operator=(const LoopbackHub &) = delete;
 
+    // The number of ranks. Thread-safe.
     int32_t size() const;
 
     // The transport of `rank`, ready to use (connect() is optional: it only checks the
-    // addresses). The caller owns it; destroying it aborts it (others see the rank dead).
-    // Once per rank: throws hvd::Error(HVD_ERR_INVALID_ARG) for a rank out of range or made
-    // before.
+    // addresses). The caller owns it; destroying it runs abort_all, so the others then see
+    // the rank dead: destroy transports after every rank is done with them. Messages sent to
+    // a rank before its transport is made wait for it. Once per rank: throws
+    // hvd::Error(HVD_ERR_INVALID_ARG) for a rank out of range or made before. Nonblocking,
+    // thread-safe.
     std::unique_ptr<Transport> make(int32_t rank);
     // make(0), ..., make(size - 1); index = rank. Same errors as make().
     std::vector<std::unique_ptr<Transport>> make_all();
@@ -64,10 +69,13 @@ class LoopbackHub {
 //    for a list of the wrong length and HVD_ERR_TRANSPORT naming the rank whose address is
 //    not this hub's; same_host is ignored.
 //  - isend completes in the call: HVD_OK (length = len), HVD_ERR_PEER_FAILED for a peer out
-//    of range, marked failed or aborted, the abort status after abort_all.
+//    of range, marked failed or aborted, the abort status after abort_all. The copy waits in
+//    the receiver's queues until received (no flow control: memory grows with what is sent
+//    and not yet received).
 //  - irecv may complete in the call (a matching message had arrived) or in a later
 //    progress(); a receive naming its source (mask covers kTagSourceMask) fails with
 //    HVD_ERR_PEER_FAILED when that source is or becomes failed, one from any source waits.
+//    On success c->peer is the sending rank, c->sender_tag the message's tag.
 //  - try_recv_any sees only messages progress() has taken in (like UCX's probe).
 //  - progress() returns whether a message arrived or a failure notice was handled.
 //  - arm() returns false while messages or notices wait; after it returned true the
