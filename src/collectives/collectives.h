@@ -4,7 +4,9 @@
 // buffer stays referenced) and the transport is aborted. All members must call the same
 // collective with the same Comm::seq and compatible arguments (the engine's negotiation
 // guarantees it). Called by one thread at a time per Comm (the transport's and the scratch
-// buffer's). Algorithms live one per file; the first entry points choose between them by size.
+// buffer's). Algorithms live one per file, in a folder per back-end (p2p/, shm/); the
+// dispatching entry points run the first algorithm of the collective's table (algorithms.h)
+// that supports the call.
 #pragma once
 
 #include <cstddef>
@@ -16,12 +18,13 @@
 
 namespace hvd::collectives {
 
-// ---- Size-based dispatch (what the engine calls).
+// ---- Dispatch (what the engine calls). A call no algorithm supports (device memory without
+// a GPU back-end) fails with HVD_ERR_UNSUPPORTED.
 
 // In place: buf holds this rank's count elements of dtype and receives the reduction
-// (op: HVD_OP_SUM, MIN, MAX or PRODUCT; scaling is the caller's job). Up to
-// kRecursiveDoublingMaxBytes (env HVD_ALLREDUCE_RD_MAX_BYTES) recursive doubling
-// (latency-optimal, any group size), above it a pipelined ring (reduce-scatter then
+// (op: HVD_OP_SUM, MIN, MAX or PRODUCT; scaling is the caller's job). One host: shared
+// memory; else up to kRecursiveDoublingMaxBytes (env HVD_ALLREDUCE_RD_MAX_BYTES) recursive
+// doubling (latency-optimal, any group size), above it a pipelined ring (reduce-scatter then
 // allgather). Every rank ends with bitwise identical results.
 // Errors: HVD_ERR_UNSUPPORTED (dtype or op), HVD_ERR_INVALID_ARG (null buf with count > 0,
 // malformed Comm), and the transport's failures (HVD_ERR_TIMED_OUT, HVD_ERR_PEER_FAILED,
@@ -31,8 +34,8 @@ hvd_status_t allreduce(Comm &comm, void *buf, size_t count, int32_t dtype, int32
 // Ragged allgather of bytes: member r contributes bytes[r] bytes (any may be 0); out (sum of
 // bytes) receives them concatenated in member order. in may alias out + offset of this
 // member's block exactly (then no copy is made); otherwise in and out must not overlap.
-// One algorithm (ring): every member must receive every other block anyway, and the ring does
-// that with each byte crossing each link once.
+// One host: shared memory; else the ring: every member must receive every other block anyway,
+// and the ring does that with each byte crossing each link once.
 hvd_status_t allgatherv(Comm &comm, const void *in, void *out, const std::vector<size_t> &bytes);
 
 // buf (bytes long on every member) is replaced on every member by root_index's contents.
@@ -62,6 +65,11 @@ hvd_status_t broadcast_binomial_tree(Comm &comm, void *buf, size_t bytes, int32_
 hvd_status_t broadcast_chain(Comm &comm, void *buf, size_t bytes, int32_t root_index);
 hvd_status_t broadcast_chain(Comm &comm, void *buf, size_t bytes, int32_t root_index,
                              size_t chunk_bytes);
+
+// Around the ring: at step k a member sends block (me - k) to its right and receives block
+// (me - k - 1) from its left, straight into its place in out. Same contract as allgatherv.
+hvd_status_t allgatherv_ring(Comm &comm, const void *in, void *out,
+                             const std::vector<size_t> &bytes);
 
 // ---- Tunables (bytes): defaults, and their values in effect (the env setting, read once;
 // a value <= 0 or malformed keeps the default).
@@ -102,6 +110,9 @@ namespace hvd::collectives {
 // transport's failures.
 hvd_status_t alltoallv(Comm &comm, const void *in, const std::vector<size_t> &send_bytes, void *out,
                        const std::vector<size_t> &recv_bytes);
+// The pairwise exchange itself (alltoallv's one algorithm).
+hvd_status_t alltoallv_pairwise(Comm &comm, const void *in, const std::vector<size_t> &send_bytes,
+                                void *out, const std::vector<size_t> &recv_bytes);
 
 // Reduce-scatter: `in` holds count elements on every member; member r receives into `out`
 // the reduction (op: SUM, MIN, MAX, PRODUCT) of elements [offset_r, offset_r + counts[r]),
@@ -116,7 +127,10 @@ hvd_status_t alltoallv(Comm &comm, const void *in, const std::vector<size_t> &se
 // transport's failures.
 hvd_status_t reducescatter(Comm &comm, const void *in, void *out, const std::vector<size_t> &counts,
                            int32_t dtype, int32_t op);
-// The ring with an explicit chunk size (bytes, rounded down to whole elements, at least one).
+// The ring (reducescatter's one algorithm), with ring_chunk_bytes() or an explicit chunk size
+// (bytes, rounded down to whole elements, at least one).
+hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
+                                const std::vector<size_t> &counts, int32_t dtype, int32_t op);
 hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
                                 const std::vector<size_t> &counts, int32_t dtype, int32_t op,
                                 size_t chunk_bytes);

@@ -43,6 +43,10 @@ class ScratchBuffer {
     std::vector<transport::Completion> completions_;
 };
 
+// Where a collective's buffers live: host memory, or a GPU's (for a GPU back-end's entries in
+// the algorithm tables, algorithms.h).
+enum class Memory : uint8_t { kHost, kDevice };
+
 struct Comm {
     transport::Transport *transport = nullptr;
     std::vector<int32_t> members;  // global ranks; index = rank within this group
@@ -56,6 +60,8 @@ struct Comm {
     // group's members in order (the global process set); null otherwise. When set, the
     // dispatching entry points move data through it instead of the transport.
     shm::Group *shm = nullptr;
+    // Where this call's buffers live.
+    Memory memory = Memory::kHost;
 
     int32_t size() const { return static_cast<int32_t>(members.size()); }
     int32_t global_rank() const { return members[my_index]; }

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "collectives/collectives.h"
-#include "collectives/shm/shm_sync.h"
 #include "common/log.h"
 
 namespace hvd::collectives {
@@ -48,29 +47,10 @@ hvd_status_t run(const Comm &comm, const void *in, const Blocks &blk) {
 
 }  // namespace
 
-hvd_status_t check_allgatherv_args(const Comm &comm, const void *in, const void *out,
-                                   const std::vector<size_t> &bytes, const char *algorithm) {
-    hvd_status_t st = comm.validate(algorithm);
-    if (st != HVD_OK) return st;
-    const char *problem = nullptr;
-    if (bytes.size() != static_cast<size_t>(comm.size())) {
-        problem = "one size per member expected";
-    } else if (in == nullptr && bytes[comm.my_index] > 0) {
-        problem = "null input";
-    } else if (out == nullptr) {
-        for (size_t b : bytes)
-            if (b > 0) problem = "null output";
-    }
-    if (problem == nullptr) return HVD_OK;
-    HVD_LOG(kError, comm.global_rank(), "%s: %s (%zu sizes, group of %d)", algorithm, problem,
-            bytes.size(), comm.size());
-    return HVD_ERR_INVALID_ARG;
-}
-
-hvd_status_t allgatherv(Comm &comm, const void *in, void *out, const std::vector<size_t> &bytes) {
+hvd_status_t allgatherv_ring(Comm &comm, const void *in, void *out,
+                             const std::vector<size_t> &bytes) {
     hvd_status_t st = check_allgatherv_args(comm, in, out, bytes, kName);
     if (st != HVD_OK) return st;
-    if (comm.shm != nullptr) return allgatherv_shm(comm, in, out, bytes);
     return comm.guarded(kName, [&] {
         int32_t n = comm.size();
         // The block offsets live in scratch (the ring itself needs none): no allocation.

@@ -117,8 +117,8 @@ hvd_status_t run(const Exchange &x, int32_t n) {
 
 }  // namespace
 
-hvd_status_t alltoallv(Comm &comm, const void *in, const std::vector<size_t> &send_bytes, void *out,
-                       const std::vector<size_t> &recv_bytes) {
+hvd_status_t alltoallv_pairwise(Comm &comm, const void *in, const std::vector<size_t> &send_bytes,
+                                void *out, const std::vector<size_t> &recv_bytes) {
     hvd_status_t st = check_args(comm, in, send_bytes, out, recv_bytes);
     if (st != HVD_OK) return st;
     return comm.guarded(kName, [&] {

@@ -158,8 +158,8 @@ hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
     });
 }
 
-hvd_status_t reducescatter(Comm &comm, const void *in, void *out, const std::vector<size_t> &counts,
-                           int32_t dtype, int32_t op) {
+hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
+                                const std::vector<size_t> &counts, int32_t dtype, int32_t op) {
     return reducescatter_ring(comm, in, out, counts, dtype, op, ring_chunk_bytes());
 }
 

@@ -1,0 +1,74 @@
+// The entries of each collective's table (algorithms.h), in order of preference.
+#include "collectives/algorithms.h"
+#include "collectives/collectives.h"
+#include "collectives/shm/shm_sync.h"
+
+namespace hvd::collectives {
+
+namespace {
+
+bool on_host(const Comm &, size_t, Memory memory) {
+    return memory == Memory::kHost;
+}
+
+// Every member on one host, in one shared-memory group.
+bool on_shared_memory(const Comm &comm, size_t, Memory memory) {
+    return memory == Memory::kHost && comm.shm != nullptr;
+}
+
+// Recursive doubling moves the whole buffer log2(n) times but in only log2(n) rounds; the
+// ring moves 2(n-1)/n of it in 2(n-1) rounds. Rounds dominate small messages, bytes large ones.
+bool small_allreduce(const Comm &, size_t bytes, Memory memory) {
+    return memory == Memory::kHost && bytes <= recursive_doubling_max_bytes();
+}
+
+// The tree finishes in log2(n) message latencies but the root sends the whole buffer log2(n)
+// times; the chain sends it once per link and pays n-2 chunk latencies to fill. With two
+// members both are one link, and one whole message beats chunks.
+bool tree_broadcast(const Comm &comm, size_t bytes, Memory memory) {
+    return memory == Memory::kHost && (bytes <= broadcast_tree_max_bytes() || comm.size() == 2);
+}
+
+}  // namespace
+
+const std::vector<Algorithm<AllreduceRun>> &allreduce_algorithms() {
+    static const std::vector<Algorithm<AllreduceRun>> table{
+        {"shm allreduce", on_shared_memory, allreduce_shm},
+        {"recursive doubling allreduce", small_allreduce, allreduce_recursive_doubling},
+        {"ring allreduce", on_host, allreduce_ring},
+    };
+    return table;
+}
+
+const std::vector<Algorithm<BroadcastRun>> &broadcast_algorithms() {
+    static const std::vector<Algorithm<BroadcastRun>> table{
+        {"shm broadcast", on_shared_memory, broadcast_shm},
+        {"binomial tree broadcast", tree_broadcast, broadcast_binomial_tree},
+        {"chain broadcast", on_host, broadcast_chain},
+    };
+    return table;
+}
+
+const std::vector<Algorithm<AllgathervRun>> &allgatherv_algorithms() {
+    static const std::vector<Algorithm<AllgathervRun>> table{
+        {"shm allgatherv", on_shared_memory, allgatherv_shm},
+        {"ring allgatherv", on_host, allgatherv_ring},
+    };
+    return table;
+}
+
+const std::vector<Algorithm<AlltoallvRun>> &alltoallv_algorithms() {
+    static const std::vector<Algorithm<AlltoallvRun>> table{
+        {"pairwise alltoallv", on_host, alltoallv_pairwise},
+    };
+    return table;
+}
+
+const std::vector<Algorithm<ReducescatterRun>> &reducescatter_algorithms() {
+    static const std::vector<Algorithm<ReducescatterRun>> table{
+        {"ring reducescatter", on_host, reducescatter_ring},
+    };
+    return table;
+}
+
+}  // namespace hvd::collectives
