@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "engine/executor.h"
+#include "engine/set_shared_memory.h"
 #include "negotiation/fusion_planner.h"
 
 namespace hvd::engine {
@@ -182,7 +183,15 @@ void Runner::run_one(const Response &resp, const RequestPtr &req) {
             break;
         case OpType::kProcessSetCreate:
         case OpType::kProcessSetDestroy:
-            if (resp.status == HVD_OK) run_membership_change(resp, *req);
+            if (resp.status == HVD_OK) {
+                std::string message;
+                hvd_status_t s = run_membership_change(resp, *req, &message);
+                if (s != HVD_OK) {
+                    trace_end_op(*req);
+                    p_.intake->finish(req, settle_failure(resp, s, &message), message);
+                    return;
+                }
+            }
             moves_data = false;
             break;
         default:
@@ -221,7 +230,12 @@ collectives::Comm Runner::make_comm(const Response &resp, const Request &req) {
     comm.abort_status = p_.abort->flag();
     comm.scratch = &scratch_;
     // Every rank is a member (in rank order): the shared-memory group's rounds stay in step.
-    if (shm_ != nullptr && set->size() == p_.size) comm.shm = shm_;
+    if (shm_ != nullptr && set->size() == p_.size) {
+        comm.shm = shm_;
+    } else if (!set_groups_.empty()) {
+        auto g = set_groups_.find(resp.set_id);
+        if (g != set_groups_.end()) comm.shm = g->second.get();
+    }
     return comm;
 }
 
@@ -258,15 +272,34 @@ RequestPtr Runner::zeros_like(const Response &resp, const Request &join) {
     return req;
 }
 
-void Runner::run_membership_change(const Response &resp, Request &req) {
+hvd_status_t Runner::run_membership_change(const Response &resp, Request &req,
+                                           std::string *message) {
     if (resp.type == OpType::kProcessSetCreate) {
         uint16_t id = static_cast<uint16_t>(resp.first_dims.at(0));
         p_.sets->add(id, req.meta.splits, p_.rank);
         req.value = id;
-        return;
+        // A smaller set of a single-host job gets shared memory of its own. Every member runs
+        // this at the same point of the order; the others go on.
+        ProcessSetPtr set = p_.sets->find(id);
+        if (shm_ == nullptr || !set || set->my_index < 0 || set->size() < 2 ||
+            set->size() == p_.size)
+            return HVD_OK;
+        Response view = resp;  // the new set's first collectives, on the create op's tag
+        view.set_id = id;
+        collectives::Comm comm = make_comm(view, req);
+        std::unique_ptr<shm::Group> group;
+        hvd_status_t s = set_up_set_shared_memory(comm, &group);
+        if (s != HVD_OK) {
+            *message = strprintf("rank %d: setting up shared memory for process set %u failed: %s",
+                                 p_.rank, id, status_message(s));
+            return s;
+        }
+        if (group) set_groups_[id] = std::move(group);
+        return HVD_OK;
     }
     uint16_t id = static_cast<uint16_t>(req.meta.root);
     p_.sets->remove(id);
+    set_groups_.erase(id);
     // Ops this rank queued on the set can never run now.
     std::vector<Request *> doomed;
     for (const RequestPtr &r : p_.pending->all())
@@ -275,6 +308,7 @@ void Runner::run_membership_change(const Response &resp, Request &req) {
         p_.intake->finish(p_.pending->take(*r), HVD_ERR_INVALID_ARG,
                           strprintf("rank %d: process set %u was destroyed before '%s' ran",
                                     p_.rank, id, r->meta.name.c_str()));
+    return HVD_OK;
 }
 
 }  // namespace hvd::engine

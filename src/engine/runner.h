@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,9 +24,7 @@
 #include "transport/transport.h"
 #include "util/fifo.h"
 
-namespace hvd::shm {
-class Group;
-}
+#include "shm/shm_group.h"
 
 namespace hvd::engine {
 
@@ -49,7 +49,8 @@ class Runner {
     Runner &operator=(const Runner &) = delete;
 
     // The single-host job's shared-memory group (outlives the runner): collectives of
-    // process sets with every rank go through it. Call before the first run.
+    // process sets with every rank go through it, and process sets created later get groups
+    // of their own (set_shared_memory.h). Call before the first run.
     void use_shared_memory(shm::Group *group) { shm_ = group; }
 
     // Runs responses from the front of the queue until it is empty or the context aborted;
@@ -83,7 +84,9 @@ class Runner {
     RequestPtr request_for(Response &resp);
     // A zero tensor standing in for a joined rank's part of an allreduce.
     static RequestPtr zeros_like(const Response &resp, const Request &join);
-    void run_membership_change(const Response &resp, Request &req);
+    // Creates or destroys a process set; false (with *message) when a new set's shared memory
+    // could not be set up because the transport failed.
+    hvd_status_t run_membership_change(const Response &resp, Request &req, std::string *message);
     collectives::Comm make_comm(const Response &resp, const Request &req);
     // The status a failed collective completes with; aborts the context unless the failure
     // was this op's alone (mismatch, bad argument).
@@ -96,6 +99,8 @@ class Runner {
 
     const RunnerParts p_;
     shm::Group *shm_ = nullptr;
+    // Shared-memory groups of the process sets this rank is in, other than the global one.
+    std::map<uint16_t, std::unique_ptr<shm::Group>> set_groups_;
     bool transport_aborted_ = false;
     collectives::ScratchBuffer scratch_;
     collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step

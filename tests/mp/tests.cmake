@@ -75,6 +75,18 @@ foreach(setting HVD_SHM=0 HVD_SHM_ONE_SHOT_MAX_BYTES=0 HVD_SHM_SINGLE_COPY_MIN_B
     ENVIRONMENT "${HVD_MP_ENV}")
 endforeach()
 
+# Process sets smaller than the job get shared memory of their own on a single host (both
+# 2-member sets of 4 ranks: 4 lines), and their collectives still pass on the transport
+# (HVD_SHM=0).
+add_test(NAME mp.process_set_shm.np4
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "shared memory for its 2 members" 4 --
+          $<TARGET_FILE:hvdrun> -np 4 $<TARGET_FILE:mp_more_collectives>)
+set_tests_properties(mp.process_set_shm.np4 PROPERTIES LABELS mp TIMEOUT 300
+  ENVIRONMENT "${HVD_MP_ENV};HVD_LOG_LEVEL=debug")
+hvd_mp_test(mp_more_collectives NP 3 SUFFIX _no_shm TIMEOUT 300)
+set_tests_properties(mp.mp_more_collectives_no_shm.np3 PROPERTIES
+  ENVIRONMENT "${HVD_MP_ENV};HVD_SHM=0")
+
 # The mapped path must really be on where ranks may read each other's memory (the suites
 # above pass through the slots too): every rank says so. Skipped where single copy is off too.
 add_test(NAME mp.mp_mem_alloc_path_on.np2
