@@ -6,6 +6,7 @@
 #include "bootstrap/sha256.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "config/settings.h"
 
 namespace hvd::bootstrap {
 
@@ -47,11 +48,15 @@ class Env {
         return (v && *v) ? v : nullptr;
     }
 
-    // HVD_<key>, else HOROVOD_<key>; *name is set to the variable found (or HVD_<key>).
-    const char *setting(const char *key, std::string *name) const {
-        *name = std::string("HVD_") + key;
+    // HVD_<name>, else HOROVOD_<name> (config/settings.h); *name is set to the variable
+    // found (or HVD_<name>). Read here rather than through config/read.h: launch settings
+    // come from the injected lookup, and a malformed one is an error, not a warning.
+    const char *setting(config::Setting s, std::string *name) const {
+        const config::SettingInfo &row = config::info(s);
+        *name = std::string("HVD_") + row.name;
         if (const char *v = get(name->c_str())) return v;
-        std::string alias = std::string("HOROVOD_") + key;
+        if (!row.horovod_alias) return nullptr;
+        std::string alias = std::string("HOROVOD_") + row.name;
         if (const char *v = get(alias.c_str())) {
             *name = alias;
             return v;
@@ -122,10 +127,12 @@ bool read_endpoint(const Env &env, const std::string &addr_var, const std::strin
 void read_rendezvous(const Env &env, LaunchInfo *info) {
     std::string addr_var, port_var, addr;
     int64_t port = 0;
-    const char *hvd_addr = env.setting("RENDEZVOUS_ADDR", &addr_var);
-    const char *hvd_port = env.setting("RENDEZVOUS_PORT", &port_var);
+    const char *hvd_addr = env.setting(config::Setting::kRendezvousAddr, &addr_var);
+    const char *hvd_port = env.setting(config::Setting::kRendezvousPort, &port_var);
     if (hvd_addr || hvd_port) {
-        read_endpoint(env, addr_var, port_var, 65535, &addr, &port);
+        read_endpoint(env, addr_var, port_var,
+                      static_cast<int64_t>(config::info(config::Setting::kRendezvousPort).max),
+                      &addr, &port);
     } else if (read_endpoint(env, "MASTER_ADDR", "MASTER_PORT", 65534, &addr, &port)) {
         ++port;  // MASTER_PORT itself belongs to torch's TCPStore
     }
@@ -135,7 +142,7 @@ void read_rendezvous(const Env &env, LaunchInfo *info) {
 
 std::string read_job_id(const Env &env) {
     std::string name;
-    if (const char *v = env.setting("JOB_ID", &name)) return v;
+    if (const char *v = env.setting(config::Setting::kJobId, &name)) return v;
     for (const char *var : kJobIdVars) {
         const char *v = env.get(var);
         if (!v) continue;
@@ -150,7 +157,7 @@ std::string read_job_id(const Env &env) {
 
 void read_secret(const Env &env, LaunchInfo *info) {
     std::string name;
-    if (const char *v = env.setting("SECRET", &name)) {
+    if (const char *v = env.setting(config::Setting::kSecret, &name)) {
         info->secret = v;
         return;
     }

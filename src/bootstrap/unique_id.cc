@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "bootstrap/secret.h"
-#include "common/env.h"
 #include "common/error.h"
+#include "config/read.h"
 #include "topology/host_topology.h"
 
 namespace hvd::bootstrap {
@@ -37,7 +37,7 @@ std::vector<ServerEntry> g_servers;  // servers started by hvd_get_unique_id in 
 // The address other hosts should use: HVD_RENDEZVOUS_ADDR, else this host's name resolved to
 // IPv4, else loopback (a single-host job).
 std::string advertised_address() {
-    if (const char *a = env_setting("RENDEZVOUS_ADDR")) return a;
+    if (const char *a = config::get_string(config::Setting::kRendezvousAddr)) return a;
     std::string host = topology::this_host_name();
     struct addrinfo hints {};
     hints.ai_family = AF_INET;

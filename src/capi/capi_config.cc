@@ -3,15 +3,15 @@
 
 #include "capi/guard.h"
 #include "capi/handles.h"
-#include "engine/runtime_config.h"
+#include "config/runtime_config.h"
 
 using hvd::capi::fail;
 using hvd::capi::guarded;
 
 namespace {
 
-hvd::engine::RuntimeConfig &config_of(hvd_context_h ctx) {
-    return ctx == nullptr ? hvd::engine::process_config() : ctx->ctx->config();
+hvd::config::RuntimeConfig &config_of(hvd_context_h ctx) {
+    return ctx == nullptr ? hvd::config::process_config() : ctx->ctx->config();
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 #include "bootstrap/unique_id.h"
 #include "capi/guard.h"
 #include "capi/handles.h"
-#include "common/env.h"
+#include "config/read.h"
 
 using hvd::Error;
 using hvd::strprintf;
@@ -15,11 +15,11 @@ constexpr uint64_t kKnownInitFields =
     HVD_INIT_FIELD_RANK | HVD_INIT_FIELD_UNIQUE_ID | HVD_INIT_FIELD_TIMEOUT;
 
 int64_t default_bootstrap_timeout_ms() {
-    return hvd::env_setting_int("START_TIMEOUT", 120) * 1000;
+    return hvd::config::get_int(hvd::config::Setting::kStartTimeout) * 1000;
 }
 
 int64_t default_op_timeout_ms() {
-    int64_t s = hvd::env_setting_int("OP_TIMEOUT", 1800);
+    int64_t s = hvd::config::get_int(hvd::config::Setting::kOpTimeout);
     return s < 0 ? -1 : s * 1000;
 }
 

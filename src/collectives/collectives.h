@@ -23,8 +23,8 @@ namespace hvd::collectives {
 
 // In place: buf holds this rank's count elements of dtype and receives the reduction
 // (op: HVD_OP_SUM, MIN, MAX or PRODUCT; scaling is the caller's job). One host: shared
-// memory; else up to kRecursiveDoublingMaxBytes (env HVD_ALLREDUCE_RD_MAX_BYTES) recursive
-// doubling (latency-optimal, any group size), above it a pipelined ring (reduce-scatter then
+// memory; else up to recursive_doubling_max_bytes() recursive doubling (latency-optimal,
+// any group size), above it a pipelined ring (reduce-scatter then
 // allgather). Every rank ends with bitwise identical results.
 // Errors: HVD_ERR_UNSUPPORTED (dtype or op), HVD_ERR_INVALID_ARG (null buf with count > 0,
 // malformed Comm), and the transport's failures (HVD_ERR_TIMED_OUT, HVD_ERR_PEER_FAILED,
@@ -39,7 +39,7 @@ hvd_status_t allreduce(Comm &comm, void *buf, size_t count, int32_t dtype, int32
 hvd_status_t allgatherv(Comm &comm, const void *in, void *out, const std::vector<size_t> &bytes);
 
 // buf (bytes long on every member) is replaced on every member by root_index's contents.
-// Up to kBroadcastTreeMaxBytes (env HVD_BROADCAST_TREE_MAX_BYTES) a binomial tree (log2 n
+// Up to broadcast_tree_max_bytes() a binomial tree (log2 n
 // latency), above it a pipelined chain (each byte crosses each link once).
 hvd_status_t broadcast(Comm &comm, void *buf, size_t bytes, int32_t root_index);
 
@@ -52,7 +52,7 @@ hvd_status_t allreduce_recursive_doubling(Comm &comm, void *buf, size_t count, i
 
 // Reduce-scatter then allgather around the ring, in chunks of chunk_bytes (rounded to whole
 // elements) so a chunk's transfer overlaps the previous chunk's reduction. The first form
-// uses kRingChunkBytes (env HVD_ALLREDUCE_RING_CHUNK_BYTES). Scratch: a few chunks.
+// uses ring_chunk_bytes(). Scratch: a few chunks.
 hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
 hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op,
                             size_t chunk_bytes);
@@ -61,7 +61,7 @@ hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, 
 hvd_status_t broadcast_binomial_tree(Comm &comm, void *buf, size_t bytes, int32_t root_index);
 
 // Root -> root+1 -> ... -> root-1, in chunks of chunk_bytes that each member forwards as soon
-// as it has them. The first form uses kBroadcastChunkBytes (env HVD_BROADCAST_CHUNK_BYTES).
+// as it has them. The first form uses broadcast_chunk_bytes().
 hvd_status_t broadcast_chain(Comm &comm, void *buf, size_t bytes, int32_t root_index);
 hvd_status_t broadcast_chain(Comm &comm, void *buf, size_t bytes, int32_t root_index,
                              size_t chunk_bytes);
@@ -71,15 +71,11 @@ hvd_status_t broadcast_chain(Comm &comm, void *buf, size_t bytes, int32_t root_i
 hvd_status_t allgatherv_ring(Comm &comm, const void *in, void *out,
                              const std::vector<size_t> &bytes);
 
-// ---- Tunables (bytes): defaults, and their values in effect (the env setting, read once;
-// a value <= 0 or malformed keeps the default).
+// ---- Tunables (bytes): their values in effect, read once from the settings table
+// (config/settings.h, which holds the defaults; a value <= 0 or malformed keeps the default).
 // Recursive doubling sends log2(n) times the buffer in log2(n) rounds, the ring 2(n-1)/n of
 // it in 2(n-1) rounds: for the group sizes of one or a few hosts the rounds dominate well past
 // 64 KiB (on a 2-core VM over UCX loopback, doubling still won at 1 MiB with 3-4 ranks).
-constexpr size_t kRecursiveDoublingMaxBytes = 256 * 1024;
-constexpr size_t kRingChunkBytes = 256 * 1024;
-constexpr size_t kBroadcastTreeMaxBytes = 64 * 1024;
-constexpr size_t kBroadcastChunkBytes = 256 * 1024;
 size_t recursive_doubling_max_bytes();  // HVD_ALLREDUCE_RD_MAX_BYTES
 size_t ring_chunk_bytes();              // HVD_ALLREDUCE_RING_CHUNK_BYTES
 size_t broadcast_tree_max_bytes();      // HVD_BROADCAST_TREE_MAX_BYTES

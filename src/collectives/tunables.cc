@@ -1,14 +1,14 @@
 // The size thresholds and chunk sizes of the collectives, overridable by environment.
 #include "collectives/collectives.h"
-#include "common/env.h"
+#include "config/read.h"
 
 namespace hvd::collectives {
 
 namespace {
 
-size_t env_bytes(const char *key, size_t dflt) {
-    int64_t v = env_setting_int(key, static_cast<int64_t>(dflt));
-    return v > 0 ? static_cast<size_t>(v) : dflt;
+// The table's range (>= 1, else the default) keeps v positive.
+size_t env_bytes(config::Setting s) {
+    return static_cast<size_t>(config::get_int(s));
 }
 
 }  // namespace
@@ -16,22 +16,22 @@ size_t env_bytes(const char *key, size_t dflt) {
 // Read once: the engine calls these on every collective, and a setting changed mid-run
 // would make ranks that read it at different times pick different algorithms.
 size_t recursive_doubling_max_bytes() {
-    static const size_t v = env_bytes("ALLREDUCE_RD_MAX_BYTES", kRecursiveDoublingMaxBytes);
+    static const size_t v = env_bytes(config::Setting::kAllreduceRdMaxBytes);
     return v;
 }
 
 size_t ring_chunk_bytes() {
-    static const size_t v = env_bytes("ALLREDUCE_RING_CHUNK_BYTES", kRingChunkBytes);
+    static const size_t v = env_bytes(config::Setting::kAllreduceRingChunkBytes);
     return v;
 }
 
 size_t broadcast_tree_max_bytes() {
-    static const size_t v = env_bytes("BROADCAST_TREE_MAX_BYTES", kBroadcastTreeMaxBytes);
+    static const size_t v = env_bytes(config::Setting::kBroadcastTreeMaxBytes);
     return v;
 }
 
 size_t broadcast_chunk_bytes() {
-    static const size_t v = env_bytes("BROADCAST_CHUNK_BYTES", kBroadcastChunkBytes);
+    static const size_t v = env_bytes(config::Setting::kBroadcastChunkBytes);
     return v;
 }
 

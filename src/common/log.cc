@@ -5,14 +5,14 @@
 
 #include <cstdio>
 
-#include "common/env.h"
+#include "config/read.h"
 
 namespace hvd {
 
 namespace {
 
 LogLevel parse_level() {
-    const char *v = env_setting("LOG_LEVEL");
+    const char *v = config::get_string(config::Setting::kLogLevel);
     if (!v) return LogLevel::kWarning;
     static const char *const kNames[] = {"trace", "debug", "info", "warning", "error", "fatal"};
     for (int i = 0; i < 6; ++i)

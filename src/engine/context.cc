@@ -14,9 +14,9 @@
 #include "bootstrap/rendezvous_file.h"
 #include "bootstrap/secret.h"
 #include "bootstrap/unique_id.h"
-#include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "config/read.h"
 #include "negotiation/wire_protocol.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -44,8 +44,9 @@ Context::Context(const InitConfig &config) : config_(config) {
     attach_shared_memory(deadline);
     choose_spin_window();
     // Horovod's HVD_TIMELINE records the coordinator's view, on rank 0.
-    if (const char *path = env_setting("TIMELINE"); path != nullptr && rank_ == 0)
-        timeline_.start(path, env_setting_bool("TIMELINE_MARK_CYCLES", false), rank_);
+    if (const char *path = config::get_string(config::Setting::kTimeline);
+        path != nullptr && rank_ == 0)
+        timeline_.start(path, config::get_bool(config::Setting::kTimelineMarkCycles), rank_);
     engine_ = std::make_shared<Engine>(rank_, size_, transport_.get(), &abort_, &sets_, &timeline_,
                                        &runtime_);
     monitor_ = std::make_unique<FailureMonitor>(rank_, std::move(kv_), &abort_, engine_.get());
@@ -134,7 +135,7 @@ void Context::attach_shared_memory(const Deadline &deadline) {
     if (size_ < 2 || placement_.local_size != size_) return;  // the same on every rank
     // Every rank takes part in the exchanges below, even one that wants no shared memory
     // (HVD_SHM=0): a rank that skipped them would leave the others waiting for it.
-    const bool wanted = env_setting_bool("SHM", true);
+    const bool wanted = config::get_bool(config::Setting::kShm);
     std::unique_ptr<shm::Group> group;
     std::string problem = wanted ? "" : "HVD_SHM=0";
     if (rank_ == 0) {
@@ -203,9 +204,10 @@ void Context::choose_spin_window() {
     long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
     // More ranks than CPUs: waiters poll longer but yield after every poll (transport.h).
     const bool oversubscribed = placement_.local_size > cpus;
-    int64_t us = env_setting_int("SPIN_US", oversubscribed ? 200 : 50);
-    transport::set_spin_window(std::chrono::microseconds(us < 0 ? 0 : us));
-    transport::set_yield_spin(env_setting_bool("SPIN_YIELD", oversubscribed));
+    // The table's range keeps the window >= 0.
+    transport::set_spin_window(std::chrono::microseconds(
+        config::get_int(config::Setting::kSpinUs, oversubscribed ? 200 : 50)));
+    transport::set_yield_spin(config::get_bool(config::Setting::kSpinYield, oversubscribed));
 }
 
 void Context::abort(hvd_status_t status, const std::string &detail) {

@@ -8,12 +8,12 @@
 #include <string>
 
 #include "bootstrap/kv_store.h"
+#include "config/runtime_config.h"
 #include "diagnostics/timeline.h"
 #include "engine/abort_state.h"
 #include "engine/engine.h"
 #include "engine/failure_monitor.h"
 #include "engine/process_set_table.h"
-#include "engine/runtime_config.h"
 #include "shm/shm_group.h"
 #include "topology/host_topology.h"
 #include "transport/transport.h"
@@ -54,7 +54,7 @@ class Context {
     std::weak_ptr<Engine> engine_ref() const { return engine_; }
     ProcessSetTable &process_sets() { return sets_; }
     diagnostics::Timeline &timeline() { return timeline_; }
-    RuntimeConfig &config() { return runtime_; }
+    config::RuntimeConfig &config() { return runtime_; }
 
   private:
     void rendezvous(const Deadline &deadline);
@@ -72,8 +72,8 @@ class Context {
     topology::HostPlacement placement_;
     AbortState abort_;
     ProcessSetTable sets_;
-    diagnostics::Timeline timeline_;               // declared before engine_: outlives it
-    RuntimeConfig runtime_{process_config()};      // likewise
+    diagnostics::Timeline timeline_;  // declared before engine_: outlives it
+    config::RuntimeConfig runtime_{config::process_config()};  // likewise
     std::string rendezvous_file_job_;              // non-empty on rank 0 of a file rendezvous
     std::shared_ptr<bootstrap::KvServer> server_;  // when this process hosts the rendezvous
     std::unique_ptr<bootstrap::KvClient> kv_;      // during init; then owned by monitor_

@@ -91,7 +91,7 @@ bool CoordinatorNegotiator::deliver_emitted() {
         undelivered_.pop_front();
     }
     if (responses.empty()) return false;
-    const RuntimeConfig &config = *parts_.config;
+    const config::RuntimeConfig &config = *parts_.config;
     negotiation::plan_fusion(responses, static_cast<size_t>(config.fusion_threshold_bytes.load()));
     if (bits != nullptr) {
         size_t capacity = static_cast<size_t>(config.cache_capacity.load());

@@ -9,10 +9,10 @@
 #include <chrono>
 #include <utility>
 
-#include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/scoped_count.h"
+#include "config/read.h"
 #include "engine/cache_negotiator.h"
 #include "negotiation/control_tags.h"
 
@@ -114,7 +114,7 @@ void Engine::loop() {
     // message) do not preempt the caller either.
     unpinned_ = transport::may_run_on_several_cpus();
     waiters_drive_.store(transport::spin_window().count() > 0);
-    if (waiters_drive_.load() && env_setting_bool("ENGINE_BATCH", true)) {
+    if (waiters_drive_.load() && config::get_bool(config::Setting::kEngineBatch)) {
         struct sched_param param {};
         param.sched_priority = 0;
         (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);

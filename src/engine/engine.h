@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "config/runtime_config.h"
 #include "diagnostics/timeline.h"
 #include "engine/abort_state.h"
 #include "engine/control_channel.h"
@@ -26,7 +27,6 @@
 #include "engine/process_set_table.h"
 #include "engine/request.h"
 #include "engine/runner.h"
-#include "engine/runtime_config.h"
 #include "engine/tuner.h"
 #include "engine/watchdog.h"
 #include "transport/transport.h"
@@ -37,6 +37,8 @@ class Group;
 }
 
 namespace hvd::engine {
+
+using config::RuntimeConfig;  // config/runtime_config.h
 
 class Engine {
   public:

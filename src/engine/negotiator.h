@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "config/runtime_config.h"
 #include "engine/control_channel.h"
 #include "engine/intake.h"
 #include "engine/pending_ops.h"
 #include "engine/request.h"
-#include "engine/runtime_config.h"
 #include "negotiation/coordinator.h"
 #include "util/fifo.h"
 
@@ -27,7 +27,7 @@ struct NegotiatorParts {
     ControlChannel *control = nullptr;
     Intake *intake = nullptr;       // finds the request in flight under a name
     PendingOps *pending = nullptr;  // requests reported and not yet run
-    RuntimeConfig *config = nullptr;
+    config::RuntimeConfig *config = nullptr;
 };
 
 class Negotiator {

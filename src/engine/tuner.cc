@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
-#include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "config/read.h"
 #include "negotiation/control_tags.h"
 #include "util/wire.h"
 
@@ -16,11 +16,11 @@ void Tuner::step(ControlChannel &control) {
         return;
     }
     if (!autotuner_) {
-        const char *log = env_setting("AUTOTUNE_LOG");
+        const char *log = config::get_string(config::Setting::kAutotuneLog);
         autotuner_ = std::make_unique<Autotuner>(
             log != nullptr ? log : "",
-            static_cast<int32_t>(env_setting_int("AUTOTUNE_WARMUP_SAMPLES", 1)),
-            static_cast<int32_t>(env_setting_int("AUTOTUNE_STEPS_PER_SAMPLE", 10)));
+            static_cast<int32_t>(config::get_int(config::Setting::kAutotuneWarmupSamples)),
+            static_cast<int32_t>(config::get_int(config::Setting::kAutotuneStepsPerSample)));
         HVD_LOG(kInfo, rank_, "autotune: searching %zu points of fusion threshold x cycle time",
                 autotuner_->grid_size());
     } else if (!autotuner_->tick(std::chrono::steady_clock::now())) {
@@ -53,7 +53,7 @@ void Tuner::receive(const std::string &payload) {
 void Tuner::apply(const TunedParams &p, uint64_t epoch) {
     config_->fusion_threshold_bytes = p.fusion_threshold_bytes;
     config_->cycle_time_us = p.cycle_time_us;
-    const char *log = env_setting("AUTOTUNE_LOG");
+    const char *log = config::get_string(config::Setting::kAutotuneLog);
     if (log == nullptr) return;
     std::string path = strprintf("%s.%d", log, rank_);
     std::FILE *f = std::fopen(path.c_str(), epoch == 1 ? "w" : "a");

@@ -10,16 +10,16 @@
 #include <memory>
 #include <string>
 
+#include "config/runtime_config.h"
 #include "engine/autotuner.h"
 #include "engine/control_channel.h"
-#include "engine/runtime_config.h"
 
 namespace hvd::engine {
 
 class Tuner {
   public:
     // Borrowed, outlive the tuner.
-    Tuner(int32_t rank, int32_t size, RuntimeConfig *config)
+    Tuner(int32_t rank, int32_t size, config::RuntimeConfig *config)
         : rank_(rank), size_(size), config_(config) {}
 
     // Coordinator only, once per pass: starts the search when HVD_AUTOTUNE turned on, stops
@@ -39,7 +39,7 @@ class Tuner {
 
     const int32_t rank_;
     const int32_t size_;
-    RuntimeConfig *config_;
+    config::RuntimeConfig *config_;
     std::unique_ptr<Autotuner> autotuner_;  // coordinator, while HVD_AUTOTUNE is 1
     uint64_t epoch_ = 0;
 };

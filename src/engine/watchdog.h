@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "config/runtime_config.h"
 #include "engine/abort_state.h"
 #include "engine/pending_ops.h"
-#include "engine/runtime_config.h"
 #include "negotiation/coordinator.h"
 
 namespace hvd::engine {
@@ -23,7 +23,7 @@ namespace hvd::engine {
 class Watchdog {
   public:
     // Borrowed, outlive the watchdog.
-    Watchdog(int32_t rank, AbortState *abort, RuntimeConfig *config)
+    Watchdog(int32_t rank, AbortState *abort, config::RuntimeConfig *config)
         : rank_(rank), abort_(abort), config_(config) {}
 
     // Aborts the context with HVD_ERR_TIMED_OUT when a pending op passed its deadline, naming
@@ -45,7 +45,7 @@ class Watchdog {
     using Key = std::pair<uint16_t, std::string>;  // (process set, name)
     const int32_t rank_;
     AbortState *abort_;
-    RuntimeConfig *config_;
+    config::RuntimeConfig *config_;
     std::chrono::steady_clock::time_point next_stall_check_{};
     std::chrono::steady_clock::time_point next_timeout_check_{};
     std::map<Key, std::chrono::steady_clock::time_point> stall_warned_;

@@ -15,8 +15,8 @@
 #include <cstring>
 #include <random>
 
-#include "common/env.h"
 #include "common/error.h"
+#include "config/read.h"
 #include "transport/transport.h"
 
 namespace hvd::shm {
@@ -107,21 +107,33 @@ size_t layout_bytes(int32_t size, size_t slot_bytes) {
     return slots_offset(size) + static_cast<size_t>(size) * 2 * slot_bytes;
 }
 
+// The table's default of s; its range (>= 0, else the default) keeps reads non-negative.
+size_t default_bytes(config::Setting s) {
+    return static_cast<size_t>(config::info(s).default_number);
+}
+
+size_t env_bytes(config::Setting s) {
+    return static_cast<size_t>(config::get_int(s));
+}
+
 }  // namespace
+
+Settings::Settings()
+    : slot_bytes(default_bytes(config::Setting::kShmSlotBytes)),
+      one_shot_max_bytes(default_bytes(config::Setting::kShmOneShotMaxBytes)),
+      single_copy_min_bytes(default_bytes(config::Setting::kShmSingleCopyMinBytes)),
+      single_copy_max_bytes(default_bytes(config::Setting::kShmSingleCopyMaxBytes)),
+      mapped_min_bytes(default_bytes(config::Setting::kShmMappedMinBytes)) {}
 
 Settings Settings::from_env() {
     Settings s;
-    auto bytes = [](const char *key, size_t dflt) {
-        int64_t v = env_setting_int(key, static_cast<int64_t>(dflt));
-        return v < 0 ? dflt : static_cast<size_t>(v);
-    };
-    size_t slot = bytes("SHM_SLOT_BYTES", s.slot_bytes);
+    size_t slot = env_bytes(config::Setting::kShmSlotBytes);
     slot = slot == 0 ? s.slot_bytes : round_up(slot, kPage);
     s.slot_bytes = slot > kMaxSlotBytes ? kMaxSlotBytes : slot;
-    s.one_shot_max_bytes = bytes("SHM_ONE_SHOT_MAX_BYTES", s.one_shot_max_bytes);
-    s.single_copy_min_bytes = bytes("SHM_SINGLE_COPY_MIN_BYTES", s.single_copy_min_bytes);
-    s.single_copy_max_bytes = bytes("SHM_SINGLE_COPY_MAX_BYTES", s.single_copy_max_bytes);
-    s.mapped_min_bytes = bytes("SHM_MAPPED_MIN_BYTES", s.mapped_min_bytes);
+    s.one_shot_max_bytes = env_bytes(config::Setting::kShmOneShotMaxBytes);
+    s.single_copy_min_bytes = env_bytes(config::Setting::kShmSingleCopyMinBytes);
+    s.single_copy_max_bytes = env_bytes(config::Setting::kShmSingleCopyMaxBytes);
+    s.mapped_min_bytes = env_bytes(config::Setting::kShmMappedMinBytes);
     return s;
 }
 

@@ -51,25 +51,29 @@ enum class Mark : int {
 
 // The group's tunables. The creator's values go into the segment's header and every member
 // uses those, so all members choose the same algorithm for the same op whatever their own
-// environment says.
+// environment says. Defaults: the settings table's (config/settings.h).
 struct Settings {
     // Bytes of one slot half (HVD_SHM_SLOT_BYTES, rounded up to whole pages).
-    size_t slot_bytes = 256 * 1024;
+    size_t slot_bytes;
     // Allreduces up to this size are reduced whole by every member in one round
     // (HVD_SHM_ONE_SHOT_MAX_BYTES).
-    size_t one_shot_max_bytes = 16 * 1024;
+    size_t one_shot_max_bytes;
     // Broadcasts in this range (allgather blocks from the minimum on) go by single copy, once
     // enabled (HVD_SHM_SINGLE_COPY_MIN_BYTES, 0 = never; HVD_SHM_SINGLE_COPY_MAX_BYTES).
     // 2 ranks, --bind: 128 KiB broadcast 17.4 -> 8.8 us, 512 KiB allgather 38 -> 20 us; but
     // 64 MiB broadcast 10.5 -> 5.6 GB/s, as a single copy leaves all the work to the reader
     // while staging splits it.
-    size_t single_copy_min_bytes = 16 * 1024;
-    size_t single_copy_max_bytes = 1024 * 1024;
+    size_t single_copy_min_bytes;
+    size_t single_copy_max_bytes;
     // Allreduces from this size (and above one_shot_max_bytes) whose buffers every member
     // allocated with hvd_mem_alloc are reduced in place in those buffers, once enabled
     // (HVD_SHM_MAPPED_MIN_BYTES, 0 = never). 2 ranks, 24 KiB: 6.6 -> 2.5 us.
-    size_t mapped_min_bytes = 16 * 1024;
+    size_t mapped_min_bytes;
 
+    // The table's defaults.
+    Settings();
+    // The environment's values (HVD_SHM_SLOT_BYTES, ...); a malformed or negative one keeps
+    // the default, as does a slot of 0, and a slot is at most 64 MiB.
     static Settings from_env();
 };
 

@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include "common/env.h"
+#include "config/read.h"
 
 namespace hvd::topology {
 
@@ -29,7 +29,7 @@ HostPlacement place_rank(const std::vector<std::string> &hosts, int32_t rank) {
 }
 
 std::string this_host_name() {
-    if (const char *h = env_setting("HOSTNAME")) return h;
+    if (const char *h = config::get_string(config::Setting::kHostname)) return h;
     char buf[256] = {0};
     if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
     return buf;

@@ -8,9 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/env.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "config/read.h"
 
 namespace hvd::transport {
 
@@ -286,7 +286,7 @@ class UcxTransport final : public Transport {
     // HVD_UCX_ERR_MODE=peer forces PEER for every endpoint.
     static ucp_err_handling_mode_t error_mode(bool same_host) {
         static const bool force_peer = [] {
-            const char *v = env_setting("UCX_ERR_MODE");
+            const char *v = config::get_string(config::Setting::kUcxErrMode);
             return v != nullptr && std::strcmp(v, "peer") == 0;
         }();
         return same_host && !force_peer ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
