@@ -42,7 +42,7 @@ Context::Context(const InitConfig &config) : config_(config) {
     placement_ = topology::place_rank(hosts, rank_);
     connect_transport(hosts, deadline);
     attach_shared_memory(deadline);
-    choose_spin_window();
+    choose_spin_policy();
     // Horovod's HVD_TIMELINE records the coordinator's view, on rank 0.
     if (const char *path = config::get_string(config::Setting::kTimeline);
         path != nullptr && rank_ == 0)
@@ -200,14 +200,16 @@ void Context::attach_shared_memory(const Deadline &deadline) {
     shm_ = std::move(group);
 }
 
-void Context::choose_spin_window() {
+void Context::choose_spin_policy() {
     long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
     // More ranks than CPUs: waiters poll longer but yield after every poll (transport.h).
     const bool oversubscribed = placement_.local_size > cpus;
     // The table's range keeps the window >= 0.
-    transport::set_spin_window(std::chrono::microseconds(
-        config::get_int(config::Setting::kSpinUs, oversubscribed ? 200 : 50)));
-    transport::set_yield_spin(config::get_bool(config::Setting::kSpinYield, oversubscribed));
+    spin_policy_.window = std::chrono::microseconds(
+        config::get_int(config::Setting::kSpinUs, oversubscribed ? 200 : 50));
+    spin_policy_.yield = config::get_bool(config::Setting::kSpinYield, oversubscribed);
+    transport_->set_spin_policy(spin_policy_);
+    if (shm_) shm_->set_spin_policy(spin_policy_);
 }
 
 void Context::abort(hvd_status_t status, const std::string &detail) {

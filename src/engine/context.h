@@ -55,11 +55,14 @@ class Context {
     ProcessSetTable &process_sets() { return sets_; }
     diagnostics::Timeline &timeline() { return timeline_; }
     config::RuntimeConfig &config() { return runtime_; }
+    // How this context's waiters poll (HVD_SPIN_US, HVD_SPIN_YIELD), chosen at init.
+    const transport::SpinPolicy &spin_policy() const { return spin_policy_; }
 
   private:
     void rendezvous(const Deadline &deadline);
     // Polling before sleeping pays off only while every local rank has a CPU of its own.
-    void choose_spin_window();
+    // Hands the policy to the transport and the shared-memory group.
+    void choose_spin_policy();
     void connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline);
     // A single-host job maps one shared-memory segment for its collectives; any rank that
     // cannot (HVD_SHM=0, /dev/shm absent or full) makes all of them stay on the transport.
@@ -70,6 +73,7 @@ class Context {
     int32_t rank_ = 0;
     int32_t size_ = 0;
     topology::HostPlacement placement_;
+    transport::SpinPolicy spin_policy_;
     AbortState abort_;
     ProcessSetTable sets_;
     diagnostics::Timeline timeline_;  // declared before engine_: outlives it

@@ -113,7 +113,7 @@ void Engine::loop() {
     // be woken to finish its op. As SCHED_BATCH the engine thread's wake-ups (an enqueue, a
     // message) do not preempt the caller either.
     unpinned_ = transport::may_run_on_several_cpus();
-    waiters_drive_.store(transport::spin_window().count() > 0);
+    waiters_drive_.store(transport_->spin_policy().window.count() > 0);
     if (waiters_drive_.load() && config::get_bool(config::Setting::kEngineBatch)) {
         struct sched_param param {};
         param.sched_priority = 0;
@@ -176,7 +176,7 @@ bool Engine::driven_pass(std::unique_lock<std::mutex> &drive) {
 void Engine::drive_while_waiting(const Request &req, const Deadline &until) {
     if (!waiters_drive_.load()) return;  // (acquire: unpinned_)
     ScopedCount driving(drivers_);       // stop() waits for it to leave
-    const auto window = transport::spin_window();
+    const auto window = transport_->spin_policy().window;
     auto spin_until = std::chrono::steady_clock::now() + window;
     // Held for the whole drive: handing it back after every pass woke the engine thread
     // (blocked on it) each time, ~100 context switches per 256-tensor step.
@@ -192,7 +192,7 @@ void Engine::drive_while_waiting(const Request &req, const Deadline &until) {
         if (!drive.owns_lock()) return;
         if (worked) {
             spin_until = std::chrono::steady_clock::now() + window;
-        } else if (transport::yield_spin() ||
+        } else if (transport_->spin_policy().yield ||
                    (unpinned_ && window - (spin_until - now) >= transport::kYieldAfterSpin)) {
             ::sched_yield();  // the peer's driver may be waiting for this CPU
         }

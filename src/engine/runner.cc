@@ -294,7 +294,10 @@ hvd_status_t Runner::run_membership_change(const Response &resp, Request &req,
                                  p_.rank, id, status_message(s));
             return s;
         }
-        if (group) set_groups_[id] = std::move(group);
+        if (group) {
+            group->set_spin_policy(p_.transport->spin_policy());  // as the job's group waits
+            set_groups_[id] = std::move(group);
+        }
         return HVD_OK;
     }
     uint16_t id = static_cast<uint16_t>(req.meta.root);

@@ -312,11 +312,11 @@ hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadli
                          const std::atomic<int32_t> *abort_status) {
     if (reached(member, c, round)) return HVD_OK;
     const auto start = std::chrono::steady_clock::now();
-    const auto spin_until = start + transport::spin_window();
+    const auto spin_until = start + spin_policy_.window;
     const auto yield_from = start + transport::kYieldAfterSpin;
     // Yielding, each poll may wait for another process's time slice: look at the clock and
     // the abort flag after every one.
-    const bool yield_every_poll = transport::yield_spin() && spin_until > start;
+    const bool yield_every_poll = spin_policy_.yield && spin_until > start;
     const int polls_per_check = yield_every_poll ? 1 : kPollsPerCheck;
     for (;;) {
         for (int i = 0; i < polls_per_check; ++i) {

@@ -15,8 +15,8 @@
 // that it has written its share into every member's buffers. A round that some member cannot
 // use ends with kDone and the collective starts again through the slots.
 //
-// Waiting: spin for transport::spin_window() (yielding the CPU after every poll where
-// transport::yield_spin()), then sleep on a futex in the segment (the poster
+// Waiting: spin for the group's spin policy's window (yielding the CPU after every poll where
+// it says so), then sleep on a futex in the segment (the poster
 // wakes members that said they sleep). Every wait ends at the deadline or when the abort flag
 // is raised (the failure monitor raises it when a peer process dies).
 //
@@ -33,6 +33,7 @@
 #include "common/deadline.h"
 #include "hvd/hvd.h"
 #include "shm/peer_regions.h"
+#include "transport/transport.h"
 
 namespace hvd::shm {
 
@@ -155,6 +156,10 @@ class Group {
     hvd_status_t copy_remote(int32_t member, uint64_t remote, void *local, size_t len,
                              bool to_remote, std::string *error) const;
 
+    // How this member's waits poll before sleeping on the futex (this process's context's
+    // policy; default: a 50 us window, no yielding). Set before the group is used.
+    void set_spin_policy(const transport::SpinPolicy &policy) { spin_policy_ = policy; }
+
     // ---- Mapped buffers: members whose buffers are hvd_mem_alloc regions (shm/shared_memory.h)
     // read and write each other's buffers in place, each mapping the others' regions.
 
@@ -198,6 +203,7 @@ class Group {
     bool mapped_on_ = false;
     PeerRegions peer_regions_;
     bool yield_while_spinning_ = true;  // this process may run on more than one CPU
+    transport::SpinPolicy spin_policy_;
 };
 
 }  // namespace hvd::shm

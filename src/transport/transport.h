@@ -30,6 +30,20 @@ inline int32_t tag_source(uint64_t tag) {
     return static_cast<int32_t>((tag >> 20) & 0xfffff);
 }
 
+// How a thread waiting on a context's communication polls before it sleeps. Each context
+// chooses its own at init (HVD_SPIN_US, HVD_SPIN_YIELD; see engine/context.cc) and hands it
+// to its transport and shared-memory group, so contexts of one process keep theirs.
+struct SpinPolicy {
+    // How long waiters poll after the last event before sleeping on the event fd (or the
+    // shared-memory futex); 0: sleep at once, and callers do not drive the engine themselves.
+    std::chrono::microseconds window{50};
+    // Whether a polling waiter yields its CPU after every poll: where ranks share CPUs, one
+    // that polls without yielding keeps its CPU from the rank it waits for, and one that
+    // sleeps needs a wake-up through the hypervisor, while a yielding one hands its CPU to
+    // whichever rank can run (Open MPI's yield_when_idle does the same).
+    bool yield = false;
+};
+
 // Filled in by the transport when an operation ends. The caller owns it and must keep it
 // (and the buffer) alive until done is true.
 struct Completion {
@@ -83,20 +97,17 @@ class Transport {
     // Ends every operation in flight (completed with `status`) and stops talking to peers.
     // Bounded; after it returns, no buffer given to isend/irecv is referenced any more.
     virtual void abort_all(hvd_status_t status) = 0;
+
+    // How waiters on this transport poll (wait_all, the engine's driving waiters). Set before
+    // the transport is shared between threads (at init, before the engine starts); any thread
+    // may read it afterwards. Default: a 50 us window, no yielding.
+    const SpinPolicy &spin_policy() const { return spin_policy_; }
+    void set_spin_policy(const SpinPolicy &policy) { spin_policy_ = policy; }
+
+  private:
+    SpinPolicy spin_policy_;
 };
 
-// How long waiters poll before sleeping on the event fd. Process-wide: set at init from
-// HVD_SPIN_US (default 50 us, or 200 us when this host runs more ranks than it has CPUs).
-std::chrono::microseconds spin_window();
-void set_spin_window(std::chrono::microseconds window);
-// Whether a polling waiter yields its CPU after every poll. Process-wide: set at init from
-// HVD_SPIN_YIELD, by default on when this host runs more ranks than it has CPUs. Ranks then
-// share CPUs: one that polls without yielding keeps its CPU from the rank it waits for, and
-// one that sleeps needs a wake-up through the hypervisor, while a yielding one hands its CPU
-// to whichever rank can run (4 ranks on 2 vCPUs, 8 B allreduce: 90 us sleeping, 17 us
-// yielding; Open MPI's yield_when_idle does the same).
-bool yield_spin();
-void set_yield_spin(bool on);
 // A spinning wait that has found nothing this long starts yielding the CPU between polls,
 // when this thread may run on more than one CPU: with unpinned ranks the peer it waits for
 // may be waiting to run on this very CPU (2 ranks unbound, 8 B allreduce ~35 -> 4.3 us in most
@@ -110,7 +121,7 @@ bool may_run_on_several_cpus();
 // Waits until every completion in cs is done. Returns HVD_OK, or the first failed status;
 // on expiry of the deadline HVD_ERR_TIMED_OUT; when *abort_status becomes nonzero that status.
 // On any failure the transport's operations are aborted (abort_all) before returning, so the
-// buffers are free. Spins briefly, then sleeps on the transport's event fd.
+// buffers are free. Spins as t.spin_policy() says, then sleeps on the transport's event fd.
 hvd_status_t wait_all(Transport &t, Completion *const *cs, size_t n, const Deadline &deadline,
                       const std::atomic<int32_t> *abort_status);
 

@@ -9,11 +9,6 @@ namespace hvd::transport {
 
 namespace {
 
-// How long to keep polling the transport after the last event before sleeping on its event
-// fd. Short: on a small VM a sleeping waiter costs a hypervisor round trip to wake, but a
-// spinning one steals the core its peer may need.
-std::atomic<int64_t> g_spin_us{50};
-std::atomic<bool> g_yield_spin{false};
 // Upper bound of one sleep, so an abort raised by another thread is seen promptly.
 constexpr int64_t kMaxSleepMs = 20;
 
@@ -36,22 +31,6 @@ hvd_status_t fail(Transport &t, hvd_status_t status) {
 
 }  // namespace
 
-std::chrono::microseconds spin_window() {
-    return std::chrono::microseconds(g_spin_us.load(std::memory_order_relaxed));
-}
-
-void set_spin_window(std::chrono::microseconds window) {
-    g_spin_us.store(window.count(), std::memory_order_relaxed);
-}
-
-bool yield_spin() {
-    return g_yield_spin.load(std::memory_order_relaxed);
-}
-
-void set_yield_spin(bool on) {
-    g_yield_spin.store(on, std::memory_order_relaxed);
-}
-
 bool may_run_on_several_cpus() {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -61,6 +40,10 @@ bool may_run_on_several_cpus() {
 
 hvd_status_t wait_all(Transport &t, Completion *const *cs, size_t n, const Deadline &deadline,
                       const std::atomic<int32_t> *abort_status) {
+    // Keep polling a short while after the last event before sleeping on the event fd: on a
+    // small VM a sleeping waiter costs a hypervisor round trip to wake, but a spinning one
+    // steals the core its peer may need.
+    const SpinPolicy spin = t.spin_policy();
     auto last_event = std::chrono::steady_clock::now();
     for (;;) {
         hvd_status_t err = HVD_OK;
@@ -76,8 +59,8 @@ hvd_status_t wait_all(Transport &t, Completion *const *cs, size_t n, const Deadl
             continue;
         }
         if (deadline.expired()) return fail(t, HVD_ERR_TIMED_OUT);
-        if (std::chrono::steady_clock::now() - last_event < spin_window()) {
-            if (yield_spin()) ::sched_yield();
+        if (std::chrono::steady_clock::now() - last_event < spin.window) {
+            if (spin.yield) ::sched_yield();
             continue;
         }
         if (!t.arm()) continue;  // events pending: progress again

@@ -393,6 +393,48 @@ void test_idle_engine_uses_no_cpu(void **) {
     if (used > 0.15) fail_msg("idle engines used %.3f s of CPU in 3 s", used);
 }
 
+// The spin settings are each context's own: a context created later with other HVD_SPIN_US /
+// HVD_SPIN_YIELD values leaves an earlier one's (and its transport's) as they were.
+void test_spin_policy_is_per_context(void **) {
+    auto one_rank_context = [](const char *spin_us, const char *spin_yield) {
+        setenv("HVD_SPIN_US", spin_us, 1);
+        setenv("HVD_SPIN_YIELD", spin_yield, 1);
+        hvd_unique_id_t id;
+        assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
+        hvd_context_h ctx = nullptr;
+        assert_int_equal(join_job(id, 0, 1, &ctx), HVD_OK);
+        return ctx;
+    };
+    hvd_context_h sleeper = one_rank_context("0", "1");
+    hvd_context_h spinner = one_rank_context("300", "0");
+    unsetenv("HVD_SPIN_US");
+    unsetenv("HVD_SPIN_YIELD");
+    const hvd::transport::SpinPolicy &a = sleeper->ctx->spin_policy();
+    const hvd::transport::SpinPolicy &b = spinner->ctx->spin_policy();
+    assert_int_equal(a.window.count(), 0);
+    assert_true(a.yield);
+    assert_int_equal(b.window.count(), 300);
+    assert_false(b.yield);
+    // Both still complete ops: one with waiters that sleep at once, one with waiters that drive.
+    for (hvd_context_h ctx : {sleeper, spinner}) {
+        int32_t v = 5;
+        int64_t shape = 1;
+        hvd_tensor_t t;
+        std::memset(&t, 0, sizeof t);
+        t.data = &v;
+        t.dtype = HVD_DTYPE_INT32;
+        t.ndim = 1;
+        t.shape = &shape;
+        hvd_request_h req = nullptr;
+        assert_int_equal(hvd_allreduce_enqueue(ctx, &t, &t, nullptr, &req), HVD_OK);
+        assert_int_equal(hvd_request_wait(req, 10000), HVD_OK);
+        assert_int_equal(hvd_request_release(req), HVD_OK);
+        assert_int_equal(v, 5);
+    }
+    assert_int_equal(hvd_finalize(spinner), HVD_OK);
+    assert_int_equal(hvd_finalize(sleeper), HVD_OK);
+}
+
 void test_bad_unique_id_rejected(void **) {
     hvd_init_params_t ip;
     std::memset(&ip, 0, sizeof ip);
@@ -421,6 +463,7 @@ int main(void) {
         cmocka_unit_test(test_cycle_time_batches_ops_for_fusion),
         cmocka_unit_test(test_config_values_and_errors),
         cmocka_unit_test(test_idle_engine_uses_no_cpu),
+        cmocka_unit_test(test_spin_policy_is_per_context),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

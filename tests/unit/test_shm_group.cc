@@ -168,9 +168,9 @@ void test_abort_flag_ends_the_wait(void **) {
 // With no spinning at all (an oversubscribed host) every wait sleeps on the futex and is woken
 // by the poster; a member arriving late each time still gets exact results.
 void test_sleeping_members_are_woken(void **) {
-    const auto saved = hvd::transport::spin_window();
-    hvd::transport::set_spin_window(std::chrono::microseconds(0));
     World w(3);
+    for (auto &g : w.shm)
+        g->set_spin_policy(hvd::transport::SpinPolicy{std::chrono::microseconds(0), false});
     const size_t kCount = 5000;  // several chunks of the test slot size
     std::vector<std::vector<int32_t>> bufs(3, std::vector<int32_t>(kCount));
     std::vector<hvd_status_t> status = run_ranks(w, 20, [&](int32_t r, size_t call, Comm &comm) {
@@ -185,7 +185,6 @@ void test_sleeping_members_are_woken(void **) {
             if (bufs[r][i] != static_cast<int32_t>(i + call) * 6) s = HVD_ERR_INTERNAL;
         return s;
     });
-    hvd::transport::set_spin_window(saved);
     assert_all_ok(status);
 }
 
