@@ -23,148 +23,156 @@ constexpr Section kTuning = Section::kTuning;
 constexpr Section kLaunch = Section::kLaunch;
 constexpr OutOfRange kClamp = OutOfRange::kClamp;
 constexpr OutOfRange kToDefault = OutOfRange::kDefault;
+// The config_key and config_key_name columns.
+#define KEY(key) key, #key
+#define NO_KEY -1, nullptr
 
 // Columns: id, name, HOROVOD_ alias, type, section, default (number), default (text), min,
-// max, out of range, unit, enum values, hvd_config key, description.
+// max, out of range, unit, enum values, hvd_config key and its name, description.
 const SettingInfo kTable[] = {
     {Setting::kStartTimeout, "START_TIMEOUT", true, kInt, kTuning, 120, nullptr, -kUnbounded,
-     kUnbounded, kClamp, "s", nullptr, -1,
+     kUnbounded, kClamp, "s", nullptr, NO_KEY,
      "How long `hvd_init` and `hvd_finalize` may take (`hvd_init_params_t.timeout_ms` "
      "overrides it)."},
     {Setting::kOpTimeout, "OP_TIMEOUT", true, kInt, kTuning, 1800, nullptr, -1, kUnbounded, kClamp,
-     "s", nullptr, -1,
+     "s", nullptr, NO_KEY,
      "How long one op may take before it fails with `HVD_ERR_TIMED_OUT` and the context "
      "aborts; negative: no limit."},
     {Setting::kLogLevel, "LOG_LEVEL", true, kEnum, kTuning, 0, "warning", 0, 0, kClamp, "",
-     "trace|debug|info|warning|error|fatal", -1,
+     "trace|debug|info|warning|error|fatal", NO_KEY,
      "The least severe messages written to stderr (`warn` is `warning`; anything else is "
      "ignored)."},
     {Setting::kHostname, "HOSTNAME", true, kString, kTuning, 0, nullptr, 0, 0, kClamp, "", nullptr,
-     -1,
+     NO_KEY,
      "This host's name for the placement of ranks (ranks with the same name share a host); "
      "unset: gethostname()."},
     {Setting::kUcxErrMode, "UCX_ERR_MODE", true, kEnum, kTuning, 0, nullptr, 0, 0, kClamp, "",
-     "peer", -1,
+     "peer", NO_KEY,
      "`peer`: UCX error handling on every endpoint. Unset: same-host peers use shared memory "
      "without it and rely on the rendezvous connection for failure detection."},
 
     {Setting::kFusionThreshold, "FUSION_THRESHOLD", true, kInt, kTuning, 134217728, nullptr, 0,
-     kMaxFusionBytes, kClamp, "bytes", nullptr, HVD_CONFIG_FUSION_THRESHOLD,
+     kMaxFusionBytes, kClamp, "bytes", nullptr, KEY(HVD_CONFIG_FUSION_THRESHOLD),
      "Allreduces, allgathers or reducescatters of at most this many bytes together run as one "
      "collective; 0: no fusion. Rank 0's value decides for the job."},
     {Setting::kCycleTime, "CYCLE_TIME", true, kDouble, kTuning, 0, nullptr, 0, kDaySeconds * 1000.0,
-     kClamp, "ms", nullptr, HVD_CONFIG_CYCLE_TIME,
+     kClamp, "ms", nullptr, KEY(HVD_CONFIG_CYCLE_TIME),
      "How long the engine may hold newly enqueued ops to report them together (0: never "
      "waits)."},
     {Setting::kCacheCapacity, "CACHE_CAPACITY", true, kInt, kTuning, 1024, nullptr, 0,
-     kMaxCacheCapacity, kClamp, "entries", nullptr, HVD_CONFIG_CACHE_CAPACITY,
+     kMaxCacheCapacity, kClamp, "entries", nullptr, KEY(HVD_CONFIG_CACHE_CAPACITY),
      "Response cache entries: an op of the global process set that ran before with the same "
      "name and parameters is agreed by one exchange of bit vectors among the ranks instead of a "
      "round trip through rank 0; 0: off. Rank 0's value decides."},
     {Setting::kAutotune, "AUTOTUNE", true, kBool, kTuning, 0, nullptr, 0, 1, kClamp, "", nullptr,
-     HVD_CONFIG_AUTOTUNE,
+     KEY(HVD_CONFIG_AUTOTUNE),
      "1: rank 0 tunes fusion threshold and cycle time online (every point of a fixed grid, "
      "then the best) and every rank follows."},
     {Setting::kAutotuneLog, "AUTOTUNE_LOG", true, kString, kTuning, 0, nullptr, 0, 0, kClamp, "",
-     nullptr, -1,
+     nullptr, NO_KEY,
      "A CSV file of rank 0's autotune samples; each rank writes what it adopted to "
      "`<file>.<rank>`."},
     {Setting::kAutotuneWarmupSamples, "AUTOTUNE_WARMUP_SAMPLES", true, kInt, kTuning, 1, nullptr, 0,
-     kInt32Max, kClamp, "", nullptr, -1,
+     kInt32Max, kClamp, "", nullptr, NO_KEY,
      "Autotune samples discarded at each point before those that count."},
     {Setting::kAutotuneStepsPerSample, "AUTOTUNE_STEPS_PER_SAMPLE", true, kInt, kTuning, 10,
-     nullptr, 1, kInt32Max, kClamp, "", nullptr, -1, "Ops in one autotune sample."},
+     nullptr, 1, kInt32Max, kClamp, "", nullptr, NO_KEY, "Ops in one autotune sample."},
     {Setting::kTimeline, "TIMELINE", true, kString, kTuning, 0, nullptr, 0, 0, kClamp, "", nullptr,
-     -1,
+     NO_KEY,
      "A Chrome-trace file written by rank 0 (`hvd_timeline_start/stop` do it at run time on "
      "any rank)."},
     {Setting::kTimelineMarkCycles, "TIMELINE_MARK_CYCLES", true, kBool, kTuning, 0, nullptr, 0, 1,
-     kClamp, "", nullptr, -1, "1: the timeline marks every engine cycle."},
+     kClamp, "", nullptr, NO_KEY, "1: the timeline marks every engine cycle."},
     {Setting::kStallCheckTimeSeconds, "STALL_CHECK_TIME_SECONDS", true, kInt, kTuning, 60, nullptr,
-     0, kDaySeconds, kClamp, "s", nullptr, HVD_CONFIG_STALL_CHECK_TIME,
+     0, kDaySeconds, kClamp, "s", nullptr, KEY(HVD_CONFIG_STALL_CHECK_TIME),
      "Ops some ranks enqueued and others did not are logged with the missing ranks after this "
      "long; 0: never."},
     {Setting::kStallCheckDisable, "STALL_CHECK_DISABLE", true, kBool, kTuning, 0, nullptr, 0, 1,
-     kClamp, "", nullptr, -1, "1: no stall check (as `STALL_CHECK_TIME_SECONDS=0`)."},
+     kClamp, "", nullptr, NO_KEY, "1: no stall check (as `STALL_CHECK_TIME_SECONDS=0`)."},
     {Setting::kStallShutdownTimeSeconds, "STALL_SHUTDOWN_TIME_SECONDS", true, kInt, kTuning, 0,
-     nullptr, 0, kDaySeconds, kClamp, "s", nullptr, HVD_CONFIG_STALL_SHUTDOWN_TIME,
+     nullptr, 0, kDaySeconds, kClamp, "s", nullptr, KEY(HVD_CONFIG_STALL_SHUTDOWN_TIME),
      "Such ops then fail with `HVD_ERR_TIMED_OUT` and the job aborts after this long; 0: "
      "never."},
     {Setting::kSpinUs, "SPIN_US", true, kInt, kTuning, 50, nullptr, 0, kUnbounded, kClamp, "us",
-     nullptr, -1,
+     nullptr, NO_KEY,
      "How long a waiting thread polls before sleeping (default 200 when a host runs more ranks "
      "than it has CPUs; 0: sleep at once). A thread waiting on a request runs the engine's work "
      "itself for up to this long after the last progress, instead of sleeping until the engine "
      "thread has finished the op and woken it. Per context."},
     {Setting::kSpinYield, "SPIN_YIELD", true, kBool, kTuning, 0, nullptr, 0, 1, kClamp, "", nullptr,
-     -1,
+     NO_KEY,
      "1: a polling thread yields its CPU after every poll, so that the rank it waits for, "
      "sharing that CPU, runs at once (default 1 when a host runs more ranks than it has CPUs). "
      "Per context."},
     {Setting::kEngineBatch, "ENGINE_BATCH", true, kBool, kTuning, 1, nullptr, 0, 1, kClamp, "",
-     nullptr, -1,
+     nullptr, NO_KEY,
      "1: the engine thread runs as `SCHED_BATCH` (when `SPIN_US` > 0), so that its wake-ups "
      "do not preempt the caller; it never spins while idle."},
 
     {Setting::kAllreduceRdMaxBytes, "ALLREDUCE_RD_MAX_BYTES", true, kInt, kTuning, 262144, nullptr,
-     1, kUnbounded, kToDefault, "bytes", nullptr, -1,
+     1, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "Allreduces up to this size use recursive doubling, larger ones the ring (transport "
      "path)."},
     {Setting::kAllreduceRingChunkBytes, "ALLREDUCE_RING_CHUNK_BYTES", true, kInt, kTuning, 262144,
-     nullptr, 1, kUnbounded, kToDefault, "bytes", nullptr, -1,
+     nullptr, 1, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "The ring allreduce's pipeline chunk (transport path)."},
     {Setting::kBroadcastTreeMaxBytes, "BROADCAST_TREE_MAX_BYTES", true, kInt, kTuning, 65536,
-     nullptr, 1, kUnbounded, kToDefault, "bytes", nullptr, -1,
+     nullptr, 1, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "Broadcasts up to this size use a binomial tree, larger ones a pipelined chain "
      "(transport path)."},
     {Setting::kBroadcastChunkBytes, "BROADCAST_CHUNK_BYTES", true, kInt, kTuning, 262144, nullptr,
-     1, kUnbounded, kToDefault, "bytes", nullptr, -1,
+     1, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "The pipelined broadcast's chunk (transport path)."},
-    {Setting::kShm, "SHM", true, kBool, kTuning, 1, nullptr, 0, 1, kClamp, "", nullptr, -1,
+    {Setting::kShm, "SHM", true, kBool, kTuning, 1, nullptr, 0, 1, kClamp, "", nullptr, NO_KEY,
      "1: a single-host job runs allreduce, allgather and broadcast of process sets that hold "
      "every rank through one shared-memory segment in `/dev/shm`, removed from the namespace as "
      "soon as every rank has mapped it; 0, or any rank failing to map it, keeps them on UCX."},
     {Setting::kShmSlotBytes, "SHM_SLOT_BYTES", true, kInt, kTuning, 262144, nullptr, 0, kUnbounded,
-     kToDefault, "bytes", nullptr, -1,
+     kToDefault, "bytes", nullptr, NO_KEY,
      "Bytes each rank stages per round, rounded up to whole pages, at most 64 MiB (0: the "
      "default); the segment takes twice that per rank."},
     {Setting::kShmOneShotMaxBytes, "SHM_ONE_SHOT_MAX_BYTES", true, kInt, kTuning, 16384, nullptr, 0,
-     kUnbounded, kToDefault, "bytes", nullptr, -1,
+     kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "Allreduces up to this size are reduced whole by every rank in one round."},
     {Setting::kShmSingleCopyMinBytes, "SHM_SINGLE_COPY_MIN_BYTES", true, kInt, kTuning, 16384,
-     nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, -1,
+     nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "Broadcasts from this size are copied straight from the owner's memory with Linux "
      "cross-memory attach when every rank may; allgather blocks and two-rank broadcasts, each "
      "rank copying half, too; 0: never."},
     {Setting::kShmSingleCopyMaxBytes, "SHM_SINGLE_COPY_MAX_BYTES", true, kInt, kTuning, 1048576,
-     nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, -1,
+     nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "Broadcasts up to this size go by single copy (see `SHM_SINGLE_COPY_MIN_BYTES`)."},
     {Setting::kShmMappedMinBytes, "SHM_MAPPED_MIN_BYTES", true, kInt, kTuning, 16384, nullptr, 0,
-     kUnbounded, kToDefault, "bytes", nullptr, -1,
+     kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "Allreduces from this size (and above the one-shot size) whose tensors every rank "
      "allocated with `hvd_mem_alloc` are reduced in place in each other's buffers; 0: never."},
 
     {Setting::kRank, "RANK", true, kInt, kLaunch, 0, nullptr, 0, kInt32Max - 1, kClamp, "", nullptr,
-     -1, "This process's rank, in [0, `SIZE`)."},
-    {Setting::kSize, "SIZE", true, kInt, kLaunch, 1, nullptr, 1, kInt32Max, kClamp, "", nullptr, -1,
-     "The number of ranks of the job."},
+     NO_KEY, "This process's rank, in [0, `SIZE`)."},
+    {Setting::kSize, "SIZE", true, kInt, kLaunch, 1, nullptr, 1, kInt32Max, kClamp, "", nullptr,
+     NO_KEY, "The number of ranks of the job."},
     {Setting::kLocalRank, "LOCAL_RANK", true, kInt, kLaunch, 0, nullptr, 0, kInt32Max - 1, kClamp,
-     "", nullptr, -1, "This process's rank among those of its host."},
+     "", nullptr, NO_KEY, "This process's rank among those of its host."},
     {Setting::kLocalSize, "LOCAL_SIZE", true, kInt, kLaunch, 1, nullptr, 1, kInt32Max, kClamp, "",
-     nullptr, -1, "The number of ranks on this host."},
+     nullptr, NO_KEY, "The number of ranks on this host."},
     {Setting::kRendezvousAddr, "RENDEZVOUS_ADDR", true, kString, kLaunch, 0, nullptr, 0, 0, kClamp,
-     "", nullptr, -1,
+     "", nullptr, NO_KEY,
      "Rank 0's host, where the rendezvous server listens (with `RENDEZVOUS_PORT`); also the "
      "address `hvd_get_unique_id` advertises (unset: this host's name resolved)."},
     {Setting::kRendezvousPort, "RENDEZVOUS_PORT", true, kInt, kLaunch, 1, nullptr, 1, 65535, kClamp,
-     "", nullptr, -1, "The rendezvous server's port."},
-    {Setting::kJobId, "JOB_ID", true, kString, kLaunch, 0, nullptr, 0, 0, kClamp, "", nullptr, -1,
+     "", nullptr, NO_KEY, "The rendezvous server's port."},
+    {Setting::kJobId, "JOB_ID", true, kString, kLaunch, 0, nullptr, 0, 0, kClamp, "", nullptr,
+     NO_KEY,
      "Without a rendezvous address: the ranks of a single-host job meet through a private "
      "file named after it (unset: the launcher's job id)."},
-    {Setting::kSecret, "SECRET", true, kString, kLaunch, 0, nullptr, 0, 0, kClamp, "", nullptr, -1,
+    {Setting::kSecret, "SECRET", true, kString, kLaunch, 0, nullptr, 0, 0, kClamp, "", nullptr,
+     NO_KEY,
      "The key that authenticates rendezvous messages (unset: derived from the job id and "
      "address)."},
 };
+
+#undef KEY
+#undef NO_KEY
 
 static_assert(sizeof kTable / sizeof kTable[0] == static_cast<size_t>(Setting::kCount),
               "one row per Setting");

@@ -86,14 +86,15 @@ struct SettingInfo {
     bool horovod_alias;  // HOROVOD_<name> is accepted too (HVD_<name> wins when both are set)
     Type type;
     Section section;
-    double default_number;       // kInt, kDouble, kBool (0/1): the default
-    const char *default_string;  // kString, kEnum: the default; nullptr = unset
-    double min, max;             // kInt, kDouble: the accepted range (kUnbounded: none)
-    OutOfRange out_of_range;     // kInt, kDouble: what a value outside [min, max] becomes
-    const char *unit;            // "bytes", "s", "ms", "us", "entries" or ""
-    const char *values;          // kEnum: the values, separated by '|'; else nullptr
-    int32_t config_key;          // the hvd_config_key_t that reaches it at run time, or -1
-    const char *description;     // Markdown, one paragraph
+    double default_number;        // kInt, kDouble, kBool (0/1): the default
+    const char *default_string;   // kString, kEnum: the default; nullptr = unset
+    double min, max;              // kInt, kDouble: the accepted range (kUnbounded: none)
+    OutOfRange out_of_range;      // kInt, kDouble: what a value outside [min, max] becomes
+    const char *unit;             // "bytes", "s", "ms", "us", "entries" or ""
+    const char *values;           // kEnum: the values, separated by '|'; else nullptr
+    int32_t config_key;           // the hvd_config_key_t that reaches it at run time, or -1
+    const char *config_key_name;  // its name ("HVD_CONFIG_FUSION_THRESHOLD"), or nullptr
+    const char *description;      // Markdown, one paragraph
 };
 
 // The row of s (s < Setting::kCount). Pure; thread-safe.
@@ -106,7 +107,8 @@ const SettingInfo *all_settings(size_t *count);
 // thread-safe.
 const SettingInfo *find_config_key(int32_t key);
 
-// "HVD_<name>" of s.
+// The variable of s: "HVD_<name>" (its Horovod alias, when accepted, is "HOROVOD_<name>").
+// Pure; thread-safe.
 std::string variable_name(Setting s);
 
 }  // namespace hvd::config

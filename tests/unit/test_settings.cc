@@ -89,6 +89,7 @@ void test_table_is_well_formed(void **) {
         size_t len = std::strlen(r.description);
         assert_true(len > 10);
         assert_true(r.description[len - 1] == '.');
+        assert_null(std::strchr(r.description, '|'));  // a Markdown table cell
         assert_non_null(r.unit);
         switch (r.type) {
             case Type::kInt:
@@ -122,15 +123,20 @@ void test_config_keys_have_one_row_each(void **) {
     size_t n = 0;
     const SettingInfo *rows = hvd::config::all_settings(&n);
     size_t with_key = 0;
-    for (size_t i = 0; i < n; ++i)
+    for (size_t i = 0; i < n; ++i) {
         if (rows[i].config_key >= 0) ++with_key;
+        assert_true((rows[i].config_key >= 0) == (rows[i].config_key_name != nullptr));
+    }
     assert_int_equal(with_key, sizeof keys / sizeof keys[0]);
     for (int32_t key : keys) {
         const SettingInfo *row = hvd::config::find_config_key(key);
         assert_non_null(row);
         assert_int_equal(row->config_key, key);
+        assert_true(std::strncmp(row->config_key_name, "HVD_CONFIG_", 11) == 0);
         assert_true(row->type != Type::kString && row->type != Type::kEnum);
     }
+    assert_string_equal(hvd::config::find_config_key(HVD_CONFIG_STALL_CHECK_TIME)->config_key_name,
+                        "HVD_CONFIG_STALL_CHECK_TIME");
     assert_null(hvd::config::find_config_key(99));
     assert_null(hvd::config::find_config_key(-1));
 }
