@@ -21,6 +21,11 @@ pkg_require_file "$out/libhvd.list" "$lib/libhvd.so.1"
 pkg_require_file "$out/libhvd.list" "$lib/libhvd.so.$version"
 pkg_require_file "$out/libhvd.list" "/usr/bin/hvdrun"
 if [ "$with_bench" = 1 ]; then pkg_require_file "$out/libhvd.list" "/usr/bin/hvd_bench"; fi
+# the Apache-2.0 text the License tag declares (in libhvd/, or libhvd-VERSION/ where
+# %_docdir_fmt keeps the version, as Debian's rpm does)
+licenses=$(rpm --eval '%{_defaultlicensedir}')
+grep -qxE "$licenses/libhvd(-$version)?/LICENSE" "$out/libhvd.list" ||
+  pkg_fail "libhvd lacks $licenses/libhvd/LICENSE"
 for f in /usr/include/hvd/hvd.h /usr/include/hvd/hvd_version.h "$lib/libhvd.so" \
   "$lib/pkgconfig/hvd.pc" "$lib/cmake/hvd/hvdConfig.cmake" "$lib/cmake/hvd/hvdConfigVersion.cmake" \
   "$lib/cmake/hvd/hvdTargets.cmake"; do
