@@ -1,5 +1,5 @@
 /* --bind: pin this process to one CPU before hvd_init, as Open MPI does by default for up to
- * two ranks (--bind-to core) and ../shared/bench/launch_local.sh does with LAUNCH_BIND=1. The
+ * two ranks (--bind-to core) and bench/peers/launch_local.sh does with LAUNCH_BIND=1. The
  * pin must come before hvd_init so the engine thread it starts inherits it. */
 #ifndef HVD_BENCH_BIND_H_
 #define HVD_BENCH_BIND_H_

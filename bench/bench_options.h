@@ -1,6 +1,6 @@
 /* Command line of hvd_bench. The sweep and timing flags are those of the peer benchmarks in
- * ../shared/bench (mpi_allreduce_perf and friends), so run_all.sh's SWEEP flags (-t, -e, -x)
- * work unchanged for libhvd. */
+ * bench/peers (mpi_allreduce_perf and friends), so run_all.sh's SWEEP flags (-t, -e, -x) work
+ * unchanged for libhvd. */
 #ifndef HVD_BENCH_OPTIONS_H_
 #define HVD_BENCH_OPTIONS_H_
 

@@ -1,4 +1,4 @@
-/* One size of the sweep, measured the way the peer benchmarks in ../shared/bench do it:
+/* One size of the sweep, measured the way the peer benchmarks in bench/peers do it:
  * checked warm-up, calibration to ~target_s of timed work, a timed loop with outputs reset to
  * a sentinel, and a check after it. Unlike the peers (mean over the loop) each step is timed
  * on its own and the median is reported, so a hypervisor hiccup does not move the result. */

@@ -2,8 +2,8 @@
 """compare_peers.py [-o OUT.md] RESULTS_DIR [RESULTS_DIR...] - libhvd against its peers.
 
 Reads the run_all.sh result directories that scripts/bench.sh produces (manifest.tsv and one
-output file per case and repetition, in the shared bench_common.h format), takes the median
-over repetitions of every (case, size) and prints, per collective and rank count, libhvd's
+output file per case and repetition, in the format of bench/peers/bench_common.h), takes the
+median over repetitions of every (case, size) and prints, per collective and rank count, libhvd's
 busbw beside the best standard Open MPI configuration (run_all.sh's THP and out-of-place
 diagnostic variants are left out of "best"), Gloo, torch.distributed and the one-process
 memcpy rate, the ratios, and the issue's targets with PASS / MISS. Labels ending in ".more"

@@ -1,6 +1,7 @@
 /* hvd_bench: nccl-tests style bandwidth / latency sweep of libhvd's collectives, printing the
- * format of the peer benchmarks in ../shared/bench so scripts/bench.sh can run both side by
- * side. Uses only the public C ABI. Launch with hvdrun -np N (or mpirun, srun, torchrun).
+ * format of the peer benchmarks in bench/peers (bench_common.h) so scripts/bench.sh can run
+ * both side by side. Uses only the public C ABI. Launch with hvdrun -np N (or mpirun, srun,
+ * torchrun).
  *
  * Per size: size_bytes count dtype op time_us algbw_GBps busbw_GBps, where time_us is the
  * median over timed steps of one step (first enqueue .. last completed wait), max over

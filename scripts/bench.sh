@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs hvd_bench and the peer baselines of ../shared/bench (Open MPI, Gloo, torch.distributed,
+# Runs hvd_bench and the peer baselines of bench/peers (Open MPI, Gloo, torch.distributed,
 # memcpy, UCX) side by side on this host, interleaved, and prints per size the median busbw of
 # each and the ratio libhvd / peer, with the targets of issue 6.
 #
@@ -33,9 +33,6 @@ while [ $# -gt 0 ]; do
 done
 [ "$QUICK" = 1 ] && REPS=1
 
-PEER_SRC="$HVD_ROOT/../shared/bench"
-[ -f "$PEER_SRC/run_all.sh" ] || { echo "bench.sh: no peer harness at $PEER_SRC" >&2; exit 2; }
-
 # ---------------------------------------------------------------- dependencies and build
 HVD_APT_PACKAGES+=(libgloo-dev)   # a benchmark peer only: not in the test script's list
 hvd_install_missing
@@ -43,24 +40,21 @@ if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   hvd_log "no torch for /usr/bin/python3: the torch.distributed peer is skipped"
   ONLY=$(echo " $ONLY " | sed 's/ torch / /')
 fi
-hvd_build
+hvd_build -DHVD_BUILD_PEER_BENCH=ON
 HVDRUN="$BUILD_DIR/tools/hvdrun/hvdrun"
 HVD_BENCH="$BUILD_DIR/bench/hvd_bench"
+PEER_BIN="$BUILD_DIR/bench/peers"   # the peer programs and run_all.sh, built from bench/peers
+[ -x "$PEER_BIN/run_all.sh" ] || { echo "bench.sh: no peer harness in $PEER_BIN" >&2; exit 2; }
 
 # ---------------------------------------------------------------- peers, in a scratch copy
+# (run_all.sh sources peers.local.sh from its own directory)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hvd-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-cp -r "$PEER_SRC/." "$WORK/"
+find "$PEER_BIN" -maxdepth 1 -type f -exec cp -p {} "$WORK/" \;
 chmod -R u+w "$WORK"
 OUT=${OUT:-$BUILD_DIR/bench-results/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-
-# Open MPI for the collectives the shared peers do not measure (alltoall, reducescatter).
-if echo " $ONLY " | grep -q " mpi "; then
-  mpicc -O3 -march=native -Wall -Wextra -I"$WORK" -o "$WORK/mpi_more_perf" \
-    "$HVD_ROOT/bench/peers/mpi_more_perf.c" -lm
-fi
 
 # libhvd's cases, added after the peers' own by run_all.sh's hook. Every case of a round runs
 # before the next round starts, so drift of the host hits libhvd and the peers alike.

@@ -1,13 +1,13 @@
 /*
- * mpi_more_perf.c - the Open MPI peer for the collectives ../shared/bench does not measure:
- * alltoall (MPI_Alltoall) and reducescatter (MPI_Reduce_scatter_block, sum). Built and run by
- * scripts/bench.sh next to the shared peers, with their bench_common.h, flags and output:
+ * mpi_more_perf.c - the Open MPI peer for the collectives mpi_allreduce_perf does not measure:
+ * alltoall (MPI_Alltoall) and reducescatter (MPI_Reduce_scatter_block, sum). Run by
+ * scripts/bench.sh beside the other peers, with their bench_common.h, flags and output:
  *
  *   mpirun -np 2 ./mpi_more_perf -c alltoall|reducescatter [-b MIN] [-e MAX] [-f FACTOR]
  *                                [-x EXTRA|none] [-t SECONDS] [-m MAXITERS] [-C 0|1]
  *
  * size_bytes is the per-rank send buffer, as in nccl-tests and hvd_bench; busbw = algbw *
- * (n-1)/n. time_us is the mean over the timed loop (as the shared peers), max over ranks.
+ * (n-1)/n. time_us is the mean over the timed loop (as the other peers), max over ranks.
  * Out of place (libhvd's outputs of these collectives are library-owned, never in place).
  * Every output is checked element by element after the warm-up and after the timed loop.
  */

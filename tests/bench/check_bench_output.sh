@@ -1,6 +1,6 @@
 #!/bin/sh
-# Runs an hvd_bench command line and checks its output against the shared benchmark format
-# (../shared/bench/README.md):
+# Runs an hvd_bench command line and checks its output against the peer benchmarks' format
+# (bench/peers/README.md):
 #   check_bench_output.sh NSIZES -- CMD [ARGS...]
 #       exit status 0; the first line a comment carrying coll= nranks= inplace=; exactly
 #       NSIZES data lines "size_bytes count dtype op time_us algbw_GBps busbw_GBps" with

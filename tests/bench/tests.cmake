@@ -67,3 +67,27 @@ set_tests_properties(bench.grouped_usage_error PROPERTIES LABELS bench TIMEOUT 3
 # Completion by polling (hvd_request_test) and CPU binding before hvd_init.
 hvd_bench_test(poll_np2 NP 2 SIZES 4 ARGS --poll -b 8 -e 512 -x none)
 hvd_bench_test(bind_np2 NP 2 SIZES 4 ARGS --bind -b 8 -e 512 -x none)
+
+# The peer benchmarks (bench/peers) that this build made print the same format and pass their
+# own element-wise check: what scripts/bench.sh puts side by side with hvd_bench.
+set(HVD_PEER_SWEEP -t 0.02 -b 8 -e 512 -x none)
+find_program(HVD_MPIRUN mpirun)
+if(TARGET mpi_allreduce_perf AND HVD_MPIRUN)
+  set(HVD_PEER_MPIRUN ${HVD_MPIRUN} --allow-run-as-root --oversubscribe -np 2)
+  add_test(NAME bench.peer_mpi_allreduce_np2
+    COMMAND sh ${HVD_BENCH_TEST_DIR}/check_bench_output.sh 4 -- ${HVD_PEER_MPIRUN}
+            $<TARGET_FILE:mpi_allreduce_perf> ${HVD_PEER_SWEEP})
+  add_test(NAME bench.peer_mpi_reducescatter_np2
+    COMMAND sh ${HVD_BENCH_TEST_DIR}/check_bench_output.sh 4 -- ${HVD_PEER_MPIRUN}
+            $<TARGET_FILE:mpi_more_perf> -c reducescatter ${HVD_PEER_SWEEP})
+  set_tests_properties(bench.peer_mpi_allreduce_np2 bench.peer_mpi_reducescatter_np2
+    PROPERTIES LABELS bench TIMEOUT 120)
+endif()
+if(TARGET gloo_allreduce_perf)
+  add_test(NAME bench.peer_gloo_allreduce_np2
+    COMMAND sh ${HVD_BENCH_TEST_DIR}/check_bench_output.sh 4 --
+            $<TARGET_FILE_DIR:gloo_allreduce_perf>/launch_local.sh 2
+            $<TARGET_FILE:gloo_allreduce_perf> ${HVD_PEER_SWEEP})
+  set_tests_properties(bench.peer_gloo_allreduce_np2 PROPERTIES LABELS bench TIMEOUT 120
+    ENVIRONMENT "LAUNCH_TIMEOUT=100")
+endif()
