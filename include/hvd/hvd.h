@@ -81,11 +81,17 @@ HVD_API size_t hvd_last_error(char *buf, size_t len) HVD_NOEXCEPT;
 HVD_API uint32_t hvd_version(void) HVD_NOEXCEPT;
 /* "MAJOR.MINOR.PATCH" of the loaded library; static storage. */
 HVD_API const char *hvd_version_string(void) HVD_NOEXCEPT;
-/* HVD_FEATURE_* bits of what this build of the library can do. */
+/* HVD_FEATURE_* bits of what this build of the library can do; a bit is set only for what the
+ * build really does. Pure; thread-safe. */
 HVD_API uint64_t hvd_features(void) HVD_NOEXCEPT;
+/* Set: collectives between processes run over UCX (shared memory between the ranks of one
+ * host is always built in and has no bit). */
 #define HVD_FEATURE_UCX HVD_BIT(0)
+/* Reserved until libhvd has a GPU layer: never set. Until then CUDA tensors,
+ * HVD_TENSOR_FIELD_READY_EVENT and HVD_OP_FIELD_STREAM are refused with HVD_ERR_UNSUPPORTED. */
 #define HVD_FEATURE_CUDA HVD_BIT(1)
 #define HVD_FEATURE_NCCL HVD_BIT(2)
+/* Reserved until rank placement reads the host topology through hwloc: never set. */
 #define HVD_FEATURE_HWLOC HVD_BIT(3)
 
 /* ---------------------------------------------------------------- handles and enums */
@@ -123,6 +129,7 @@ typedef enum {
 
 /* ---------------------------------------------------------------- tensors and parameters */
 
+/* Reserved for the GPU layer (see HVD_FEATURE_CUDA): refused with HVD_ERR_UNSUPPORTED. */
 enum { HVD_TENSOR_FIELD_READY_EVENT = HVD_BIT(0) };
 
 /* A tensor the caller owns. Only the optional fields have bits in field_mask. */
@@ -146,7 +153,8 @@ enum {
     HVD_OP_FIELD_ROOT = HVD_BIT(4),
     HVD_OP_FIELD_SPLITS = HVD_BIT(5),
     HVD_OP_FIELD_TIMEOUT = HVD_BIT(6),
-    HVD_OP_FIELD_STREAM = HVD_BIT(7)
+    HVD_OP_FIELD_STREAM = HVD_BIT(7) /* reserved for the GPU layer (see HVD_FEATURE_CUDA):
+                                        refused with HVD_ERR_UNSUPPORTED */
 };
 
 /* Parameters of one collective; NULL means all defaults. */
@@ -166,7 +174,7 @@ typedef struct hvd_op_params {
     int64_t timeout_ms;            /* < 0 none; default: the context's op timeout. On expiry
                                       the request fails with HVD_ERR_TIMED_OUT and the context
                                       aborts (peers may be stuck inside the collective). */
-    void *stream;                  /* cudaStream_t */
+    void *stream;                  /* cudaStream_t; reserved (HVD_OP_FIELD_STREAM) */
     int32_t num_splits;            /* HVD_OP_FIELD_SPLITS: entries in splits (= set size) */
 } hvd_op_params_t;
 #define HVD_MAX_NAME 1024

@@ -19,10 +19,12 @@ using hvd::engine::TensorRef;
 
 namespace {
 
-constexpr uint64_t kKnownTensorFields = HVD_TENSOR_FIELD_READY_EVENT;
-constexpr uint64_t kKnownOpFields =
-    HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET | HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_SCALE |
-    HVD_OP_FIELD_ROOT | HVD_OP_FIELD_SPLITS | HVD_OP_FIELD_TIMEOUT | HVD_OP_FIELD_STREAM;
+// The fields this build honours. HVD_TENSOR_FIELD_READY_EVENT and HVD_OP_FIELD_STREAM belong
+// to the GPU layer: refused by name until it exists, like any other bit this build ignores.
+constexpr uint64_t kKnownTensorFields = 0;
+constexpr uint64_t kKnownOpFields = HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET |
+                                    HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_SCALE |
+                                    HVD_OP_FIELD_ROOT | HVD_OP_FIELD_SPLITS | HVD_OP_FIELD_TIMEOUT;
 
 [[noreturn]] void invalid(const char *fn, const std::string &what) {
     throw Error(HVD_ERR_INVALID_ARG, strprintf("%s: %s", fn, what.c_str()));
@@ -30,6 +32,11 @@ constexpr uint64_t kKnownOpFields =
 
 TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) {
     if (t == nullptr) invalid(fn, strprintf("%s tensor is NULL", which));
+    if (t->field_mask & HVD_TENSOR_FIELD_READY_EVENT)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: HVD_TENSOR_FIELD_READY_EVENT in the %s tensor: CUDA events "
+                              "need the GPU layer, which this libhvd does not have",
+                              fn, which));
     if (t->field_mask & ~kKnownTensorFields)
         throw Error(
             HVD_ERR_UNSUPPORTED,
@@ -84,6 +91,11 @@ OpParams read_params(const char *fn, hvd_context_h ctx, const hvd_op_params_t *p
     o.timeout_ms = c.op_timeout_ms();
     o.set = c.process_sets().global().get();
     if (p == nullptr) return o;
+    if (p->field_mask & HVD_OP_FIELD_STREAM)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: HVD_OP_FIELD_STREAM: CUDA streams need the GPU layer, which "
+                              "this libhvd does not have",
+                              fn));
     if (p->field_mask & ~kKnownOpFields)
         throw Error(HVD_ERR_UNSUPPORTED,
                     strprintf("%s: unknown field_mask bits 0x%llx in hvd_op_params_t", fn,

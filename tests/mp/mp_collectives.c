@@ -315,6 +315,12 @@ static void test_invalid_arguments(void **state) {
     bad = t;
     bad.device_type = HVD_DEVICE_CUDA;
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &bad, &bad, NULL, &req), HVD_ERR_UNSUPPORTED);
+    bad = t; /* the GPU layer's fields: refused, never ignored */
+    bad.field_mask = HVD_TENSOR_FIELD_READY_EVENT;
+    assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &bad, &bad, NULL, &req), HVD_ERR_UNSUPPORTED);
+    p = mp_params(NULL);
+    p.field_mask = HVD_OP_FIELD_STREAM;
+    assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &req), HVD_ERR_UNSUPPORTED);
     hvd_tensor_t other = mp_tensor(a, HVD_DTYPE_INT32, 1, shape);
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &other, NULL, &req), HVD_ERR_INVALID_ARG);
     p = mp_params(NULL);

@@ -447,6 +447,53 @@ void test_bad_unique_id_rejected(void **) {
     assert_int_equal(hvd_init(&ip, &ctx), HVD_ERR_UNSUPPORTED);
 }
 
+// The GPU layer's fields (a CUDA stream, a ready event) are refused by name, not ignored, on
+// every collective, and nothing is queued.
+void test_gpu_fields_refused(void **) {
+    inprocess_job::run_on_ranks(1, [](const hvd_unique_id_t &id, int32_t rank, int32_t size) {
+        hvd_context_h ctx;
+        if (join_job(id, rank, size, &ctx) != HVD_OK) return std::string("init failed");
+        std::string err;
+        float a[4] = {0};
+        int64_t shape[1] = {4};
+        hvd_tensor_t t = tensor(a, HVD_DTYPE_FLOAT32, 1, shape);
+        hvd_op_params_t p;
+        std::memset(&p, 0, sizeof p);
+        p.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_STREAM;
+        p.name = "gpu.stream";
+        p.stream = &p;
+        auto refused = [&](hvd_status_t st, const char *what, const char *text) {
+            char detail[256] = "";
+            hvd_last_error(detail, sizeof detail);
+            if (st != HVD_ERR_UNSUPPORTED)
+                err += std::string(what) + ": " + hvd_status_name(st) + "; ";
+            else if (std::strstr(detail, text) == nullptr || !std::strstr(detail, "GPU layer"))
+                err += std::string(what) + ": detail '" + detail + "'; ";
+        };
+        hvd_request_h req = nullptr;
+        refused(hvd_allreduce_enqueue(ctx, &t, &t, &p, &req), "allreduce stream",
+                "HVD_OP_FIELD_STREAM");
+        refused(hvd_broadcast_enqueue(ctx, &t, &t, &p, &req), "broadcast stream",
+                "HVD_OP_FIELD_STREAM");
+        refused(hvd_allgather_enqueue(ctx, &t, &p, &req), "allgather stream",
+                "HVD_OP_FIELD_STREAM");
+        hvd_tensor_t ev = t;
+        ev.field_mask = HVD_TENSOR_FIELD_READY_EVENT;
+        ev.ready_event = &ev;
+        refused(hvd_allreduce_enqueue(ctx, &ev, &ev, nullptr, &req), "allreduce ready event",
+                "HVD_TENSOR_FIELD_READY_EVENT");
+        if (req != nullptr) err += "a request was written; ";
+        // The context still works: nothing was queued.
+        if (hvd_allreduce_enqueue(ctx, &t, &t, nullptr, &req) != HVD_OK ||
+            hvd_request_wait(req, 30000) != HVD_OK)
+            err += "allreduce after the refusals failed; ";
+        else
+            hvd_request_release(req);
+        hvd_finalize(ctx);
+        return err;
+    });
+}
+
 }  // namespace
 
 int main(void) {
@@ -464,6 +511,7 @@ int main(void) {
         cmocka_unit_test(test_config_values_and_errors),
         cmocka_unit_test(test_idle_engine_uses_no_cpu),
         cmocka_unit_test(test_spin_policy_is_per_context),
+        cmocka_unit_test(test_gpu_fields_refused),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
