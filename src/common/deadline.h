@@ -20,8 +20,8 @@ class Deadline {
         return d;
     }
     // after_ms for an op's bound, read from the kernel's tick clock (CLOCK_MONOTONIC_COARSE:
-    // 4 ns a read here against 15 for the precise clock, one read per enqueued tensor) when the
-    // timeout is a second or more: the same clock, behind by at most one tick (1-4 ms), so the
+    // a fraction of the precise clock's cost per read, one read per enqueued tensor) when the
+    // timeout is a second or more: the same clock, behind by at most one kernel tick, so the
     // deadline comes at most that much early. Shorter timeouts read the precise clock.
     static Deadline after_ms_coarse(int64_t timeout_ms) {
         if (timeout_ms < 1000) return after_ms(timeout_ms);

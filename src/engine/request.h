@@ -34,8 +34,8 @@ struct TensorRef {
 };
 
 // Library-owned output memory. Not zero-filled: the collective writes every byte, and
-// zero-filling a large output first would cost a whole extra pass over it (measured: page
-// faults and memset were ~45% of a 64 MiB allgather). Outputs of 1 MiB and more come from
+// zero-filling a large output first would cost a whole extra pass over it (page faults and
+// memset were a large share of a 64 MiB allgather's profile). Outputs of 1 MiB and more come from
 // the buffer pool (buffer_pool.h): reused, on transparent huge pages, so they are neither
 // faulted in nor zeroed by the kernel again on every op.
 class OwnedBuffer {

@@ -99,8 +99,8 @@ void self_combine(T *acc, size_t n) {
 
 // Arrays of kStreamMinBytes and more are walked as interleaved streams (common/streams.h).
 // reduce_into_twice stores both outputs in one pass from here on, and below reduces and then
-// copies: its two memcpy calls per block cost more than they save on short arrays (2 ranks,
-// 128 KiB allreduce, 64 KiB shares: 12.2 -> 13.4 us; 256 x 4 KiB step 265 -> 305 us).
+// copies: its two memcpy calls per block cost more than they save on short arrays (measured
+// slower on a 128 KiB allreduce of 2 ranks and on the 256 x 4 KiB step).
 constexpr size_t kTwiceMinBytes = 128 * 1024;
 
 using KernelFn = void (*)(void *dst, const void *a, const void *b, size_t count);
@@ -131,8 +131,8 @@ void reduce_typed(void *dst, const void *a, const void *b, size_t count) {
 
 // dst[i] = copy[i] = a[i] op b[i], a block at a time through a buffer on the stack, so that
 // dst or copy may be a or b (each block is read whole before it is written). The buffer goes
-// out with memcpy: its wide stores beat a vectorised loop here (2 ranks, 4-256 MiB allreduce:
-// 2-3 % faster).
+// out with memcpy: its wide stores beat a vectorised loop here (slightly faster on 4-256 MiB
+// allreduces of 2 ranks).
 template <class Op, class T>
 void combine_twice(T *dst, T *copy, const T *a, const T *b, size_t n) {
     constexpr size_t block = kStreamBlockBytes / sizeof(T);

@@ -61,14 +61,14 @@ struct Settings {
     size_t one_shot_max_bytes;
     // Broadcasts in this range (allgather blocks from the minimum on) go by single copy, once
     // enabled (HVD_SHM_SINGLE_COPY_MIN_BYTES, 0 = never; HVD_SHM_SINGLE_COPY_MAX_BYTES).
-    // 2 ranks, --bind: 128 KiB broadcast 17.4 -> 8.8 us, 512 KiB allgather 38 -> 20 us; but
-    // 64 MiB broadcast 10.5 -> 5.6 GB/s, as a single copy leaves all the work to the reader
-    // while staging splits it.
+    // With 2 ranks it made 128 KiB broadcasts and 512 KiB allgathers faster, but 64 MiB
+    // broadcasts slower, as a single copy leaves all the work to the reader while staging
+    // splits it.
     size_t single_copy_min_bytes;
     size_t single_copy_max_bytes;
     // Allreduces from this size (and above one_shot_max_bytes) whose buffers every member
     // allocated with hvd_mem_alloc are reduced in place in those buffers, once enabled
-    // (HVD_SHM_MAPPED_MIN_BYTES, 0 = never). 2 ranks, 24 KiB: 6.6 -> 2.5 us.
+    // (HVD_SHM_MAPPED_MIN_BYTES, 0 = never); measured faster than the slots from there on.
     size_t mapped_min_bytes;
 
     // The table's defaults.

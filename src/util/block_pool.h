@@ -2,7 +2,7 @@
 // thread makes and another frees at a high rate: requests are made by the caller's thread
 // and usually freed by the engine's, hundreds per training step. glibc's per-thread caches
 // hold only a few blocks of a size and send the rest of such cross-thread frees through the
-// arena (its lock, consolidation), which showed as ~10 % of a 256-tensor step. Each thread
+// arena (its lock, consolidation), which showed in profiles of a 256-tensor step. Each thread
 // keeps a few blocks of its own (ThreadStock) and moves them to and from the shared list in
 // batches, so that a thread that makes and frees its own requests takes no lock.
 #pragma once

@@ -280,7 +280,7 @@ class UcxTransport final : public Transport {
   private:
     // UCX 1.13 has no shared-memory or CMA transport that supports error-handling mode PEER:
     // asking for it between ranks of one host silently moves all traffic to loopback TCP
-    // (measured: 0.9 GB/s instead of 5 GB/s for 4 MiB messages). Same-host peers therefore
+    // (measured several times slower for 4 MiB messages). Same-host peers therefore
     // use mode NONE, and their death is detected by the rendezvous connection instead (see
     // engine/failure_monitor.h), which sees a dead process within milliseconds.
     // HVD_UCX_ERR_MODE=peer forces PEER for every endpoint.

@@ -12,7 +12,7 @@ namespace hvd::transport {
 // Creates the UCP context and worker. Throws hvd::Error(HVD_ERR_TRANSPORT) with UCX's message.
 // single_host: every peer is on this host; then, unless UCX_RNDV_THRESH is set, messages
 // below kSingleHostRndvThresh go eagerly through shared memory instead of UCX's rendezvous
-// (2 ranks, --bind: 32 KiB allreduce 16.7 -> 9.6 us, 64 KiB 25.2 -> 14.5 us). Not higher:
+// (measured faster for 32 and 64 KiB allreduces of 2 ranks). Not higher:
 // with 256K, UCX 1.13 hit an assertion purging pending eager sends when a peer died
 // mid-transfer (mp.peer_killed_midway.np3, 4 of 61 runs; 0 of 65 with 128K).
 std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size, bool single_host = false);
