@@ -152,7 +152,7 @@ void CacheNegotiator::cast_vote() {
 
 void CacheNegotiator::run_round(const RoundOutcome &outcome, util::Fifo<Response> &agreed) {
     // Straight into the queue, copied from the cache once (a Response is ~200 bytes and three
-    // strings: 256 x 4 KiB step 169-170 -> 160-161 us with this and run_fused's one move).
+    // strings; a copy per step and tensor showed in the 256-tensor step).
     const size_t first = agreed.size();
     bool vote_again = false;
     BitVector group_tried;  // bits of groups already tried in this round (run or not)

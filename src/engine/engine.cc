@@ -282,10 +282,9 @@ std::chrono::steady_clock::time_point Engine::held_until() const {
 
 void Engine::sleep_until_work(std::unique_lock<std::mutex> &drive) {
     // No idle spin: a caller waiting on a request drives the passes itself (loop()). An
-    // engine that spun kept its CPU from the caller when both shared one (256 x 4 KiB step
-    // 1290 -> 1160 us without it), and unpinned it still had to wake the sleeping caller on
-    // another CPU, ~30 us on this VM (2 ranks unbound, 8 B: 4 or ~35 us, against 1.9 us with
-    // the caller driving).
+    // engine that spun kept its CPU from the caller when both shared one, and unpinned it
+    // still had to wake the sleeping caller on another CPU, which cost more than the whole
+    // small op with the caller driving (docs/performance.md).
     if (!runner_.transport_aborted() && transport_->progress()) return;
     if (intake_.has_work() || stop_flag_.load()) return;
     if (!runner_.transport_aborted() && !transport_->arm()) return;
