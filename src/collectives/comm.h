@@ -56,9 +56,9 @@ struct Comm {
     Deadline deadline;
     const std::atomic<int32_t> *abort_status = nullptr;  // nonzero: fail with that status
     ScratchBuffer *scratch = nullptr;
-    // The shared-memory group of a single-host job, for a Comm whose members are exactly the
-    // group's members in order (the global process set); null otherwise. When set, the
-    // dispatching entry points move data through it instead of the transport.
+    // A shared-memory group whose members are exactly this Comm's members in order (the job's
+    // group for the global process set of a single-host job, or a smaller set's own group);
+    // null otherwise. When set, the dispatch prefers the algorithms that move data through it.
     shm::Group *shm = nullptr;
     // Where this call's buffers live.
     Memory memory = Memory::kHost;

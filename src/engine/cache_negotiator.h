@@ -31,6 +31,7 @@ class CacheNegotiator : public CoordinatorNegotiator {
     void report(const std::vector<RequestPtr> &ready) override;
     bool receive() override;
     bool advance(util::Fifo<Response> &agreed) override;
+    bool take_agreed(util::Fifo<Response> &agreed) override { return advance_cache(agreed); }
     void drop_waiting() override { cached_waiting_.clear(); }
     uint64_t cache_hits() const override { return cache_hits_.load(); }
 

@@ -62,6 +62,12 @@ bool CoordinatorNegotiator::receive() {
 
 bool CoordinatorNegotiator::advance(util::Fifo<Response> &agreed) {
     bool any = deliver_emitted();
+    any |= take_agreed(agreed);
+    return any;
+}
+
+bool CoordinatorNegotiator::take_agreed(util::Fifo<Response> &agreed) {
+    bool any = false;
     while (ResponseBatch *batch = next_batch()) {
         schedule(*batch, agreed);
         pop_batch();
@@ -70,21 +76,27 @@ bool CoordinatorNegotiator::advance(util::Fifo<Response> &agreed) {
     return any;
 }
 
+// Straight to the responses waiting to be sent: what the coordinator's reports put in the
+// outbox stays there.
 void CoordinatorNegotiator::deliver(std::vector<Response> emitted) {
     for (Response &r : emitted)
-        outbox_.push_back(std::move(r));
-    deliver_emitted();
+        undelivered_.push_back(std::move(r));
+    send_undelivered();
 }
 
 bool CoordinatorNegotiator::deliver_emitted() {
     if (!has_undelivered()) return false;
+    for (Response &r : outbox_)
+        undelivered_.push_back(std::move(r));
+    outbox_.clear();
+    return send_undelivered();
+}
+
+bool CoordinatorNegotiator::send_undelivered() {
     const uint64_t rounds = rounds_started();
     negotiation::CacheBitAllocator *bits = cache_bits();
     // A response waits for the cache round its reports named (the coordinator's order is
     // kept: what was emitted after it waits too).
-    for (Response &r : outbox_)
-        undelivered_.push_back(std::move(r));
-    outbox_.clear();
     std::vector<Response> responses;
     while (!undelivered_.empty() && undelivered_.front().after_round <= rounds) {
         responses.push_back(std::move(undelivered_.front()));

@@ -6,10 +6,12 @@
 // CacheNegotiator, which adds the response cache's rounds and orders them with the batches.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/negotiator.h"
@@ -25,6 +27,7 @@ class CoordinatorNegotiator : public Negotiator {
     void report(const std::vector<RequestPtr> &ready) override;
     bool receive() override;
     bool advance(util::Fifo<Response> &agreed) override;
+    bool take_agreed(util::Fifo<Response> &agreed) override;
     void drop_waiting() override {}
     negotiation::Coordinator *coordinator() override { return coordinator_.get(); }
     void deliver(std::vector<Response> emitted) override;
@@ -41,6 +44,8 @@ class CoordinatorNegotiator : public Negotiator {
     // rounds_started(): it runs after that round. Cacheable responses get a bit from
     // cache_bits() where there is one. Returns whether anything was sent.
     bool deliver_emitted();
+    // The sending part of deliver_emitted(), for the responses already waiting.
+    bool send_undelivered();
     // The response cache's rounds started so far (none without a cache).
     virtual uint64_t rounds_started() const { return 0; }
     // Rank 0's allocator of cache bits, or null without a cache.

@@ -232,6 +232,7 @@ bool Engine::take_new_requests() {
 
 bool Engine::receive_control() {
     bool any = negotiator_->receive();
+    if (negotiator_->coordinator() != nullptr) return any;  // rank 0 sends the tuned values
     std::string payload;
     int32_t sender = -1;
     while (control_.receive(negotiation::kCoordinator, negotiation::kTuneMessage, &payload, &sender,
@@ -255,7 +256,7 @@ void Engine::inspect_stalls() {
 
 void Engine::flush_before_abort() {
     control_.drain_for(std::chrono::milliseconds(500));
-    negotiator_->advance(responses_);  // this rank's own batch of the responses just sent
+    negotiator_->take_agreed(responses_);  // this rank's own batch of the responses just sent
     runner_.run(responses_);
 }
 

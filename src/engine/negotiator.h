@@ -44,6 +44,9 @@ class Negotiator {
     // settled, each carrying this rank's pending request for it (null where it has none).
     // Sends what other ranks need to settle theirs. Returns whether anything happened.
     virtual bool advance(util::Fifo<Response> &agreed) = 0;
+    // The part of advance() that sends no responses: what has arrived and is settled goes
+    // into `agreed` (the response cache may still vote). For a last flush before an abort.
+    virtual bool take_agreed(util::Fifo<Response> &agreed) = 0;
     // Forgets every request waiting on negotiation: the context aborted, and the engine
     // fails them with the pending ops.
     virtual void drop_waiting() = 0;

@@ -84,8 +84,8 @@ class Runner {
     RequestPtr request_for(Response &resp);
     // A zero tensor standing in for a joined rank's part of an allreduce.
     static RequestPtr zeros_like(const Response &resp, const Request &join);
-    // Creates or destroys a process set; false (with *message) when a new set's shared memory
-    // could not be set up because the transport failed.
+    // Creates or destroys a process set. Not HVD_OK (with *message) when a new set's shared
+    // memory could not be set up because the transport failed.
     hvd_status_t run_membership_change(const Response &resp, Request &req, std::string *message);
     collectives::Comm make_comm(const Response &resp, const Request &req);
     // The status a failed collective completes with; aborts the context unless the failure

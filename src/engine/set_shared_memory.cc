@@ -1,6 +1,5 @@
 #include "engine/set_shared_memory.h"
 
-#include <cinttypes>
 #include <cstring>
 #include <string>
 
@@ -14,9 +13,9 @@ namespace {
 
 // What the first member sends: whether it made a segment, its nonce and its name.
 struct Offer {
-    int32_t made = 0;
-    uint64_t nonce = 0;
-    char name[116] = {};
+    int32_t made;
+    uint64_t nonce;
+    char name[116];
 };
 
 // Every member's yes (1) or no (0) for each flag; the result is 1 only where all said yes.
@@ -30,6 +29,7 @@ hvd_status_t set_up_set_shared_memory(collectives::Comm &comm, std::unique_ptr<s
     const int32_t rank = comm.global_rank();
     std::string problem;
     Offer offer;
+    std::memset(&offer, 0, sizeof offer);  // padding too: the bytes go to other processes
     if (comm.my_index == 0) {
         try {
             *group = shm::Group::create(comm.size(), 0, shm::Settings::from_env());
@@ -40,7 +40,7 @@ hvd_status_t set_up_set_shared_memory(collectives::Comm &comm, std::unique_ptr<s
             } else {
                 problem = "segment name too long";
             }
-        } catch (const Error &e) {
+        } catch (const std::exception &e) {
             problem = e.what();
         }
     }
@@ -54,7 +54,7 @@ hvd_status_t set_up_set_shared_memory(collectives::Comm &comm, std::unique_ptr<s
                 *group = shm::Group::open(
                     std::string(offer.name, strnlen(offer.name, sizeof offer.name)), offer.nonce,
                     comm.size(), comm.my_index);
-            } catch (const Error &e) {
+            } catch (const std::exception &e) {
                 problem = e.what();
             }
         }

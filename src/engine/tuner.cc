@@ -1,5 +1,6 @@
 #include "engine/tuner.h"
 
+#include <chrono>
 #include <cstdio>
 
 #include "common/error.h"

@@ -1,5 +1,6 @@
 #include "engine/watchdog.h"
 
+#include <iterator>
 #include <thread>
 
 #include "common/deadline.h"
