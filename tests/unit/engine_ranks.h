@@ -41,6 +41,7 @@ namespace engine_ranks {
 
 using hvd::engine::OpMeta;
 using hvd::engine::OpType;
+using hvd::engine::Request;
 using hvd::engine::RequestPtr;
 using hvd::engine::Response;
 using hvd::util::Shape;

@@ -1,0 +1,445 @@
+// Runner over the loopback transport, on 1..4 ranks as threads: negotiation and runs driven
+// as Engine::run_pass drives them, results checked against references computed here:
+// allreduces (sum, average with a postscale, min, max) of several dtypes, from the
+// coordinator and from the response cache; a fused run; allgather and broadcast; a barrier
+// that waits for the last rank; a joined rank's zeros and the join's last rank; ops of a
+// process set created at run time; a response with no request on this rank. Assertions run
+// on the main thread once the rank threads are done.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "assert_contains.h"
+#include "common/dtype.h"
+#include "engine_ranks.h"
+#include "rank_threads.h"
+
+namespace {
+
+using engine_ranks::assert_no_errors;
+using engine_ranks::Kind;
+using engine_ranks::make_op;
+using engine_ranks::OpType;
+using engine_ranks::Rank;
+using engine_ranks::RequestPtr;
+using engine_ranks::Response;
+using engine_ranks::run_phase;
+using engine_ranks::Shape;
+using engine_ranks::World;
+using rank_threads::load;
+using rank_threads::store;
+
+constexpr int32_t kMaxRanks = 4;
+constexpr size_t kCount = 13;
+
+// Rank r's element i: small integers, exact in every dtype used here, whatever the order.
+double value_of(int32_t r, size_t i) {
+    return static_cast<double>((i * 3 + static_cast<size_t>(r) * 5) % 7) - 3.0;
+}
+
+// An input and an output tensor of `count` elements, the input filled with value_of(rank).
+struct Buffers {
+    Buffers(int32_t rank, int32_t dtype, size_t count)
+        : in(count * hvd::dtype_size(dtype)), out(count * hvd::dtype_size(dtype)) {
+        for (size_t i = 0; i < count; ++i)
+            store(in.data(), i, dtype, value_of(rank, i));
+    }
+    std::vector<uint8_t> in, out;
+};
+
+struct Reduction {
+    std::string name;
+    int32_t dtype;
+    int32_t op;
+    double postscale;
+};
+
+const std::vector<Reduction> &reductions() {
+    static const std::vector<Reduction> all = {
+        {"sum.f32", HVD_DTYPE_FLOAT32, HVD_OP_SUM, 1.0},
+        {"sum.f64", HVD_DTYPE_FLOAT64, HVD_OP_SUM, 1.0},
+        {"sum.f16", HVD_DTYPE_FLOAT16, HVD_OP_SUM, 1.0},
+        {"sum.i32", HVD_DTYPE_INT32, HVD_OP_SUM, 1.0},
+        {"sum.i64", HVD_DTYPE_INT64, HVD_OP_SUM, 1.0},
+        {"sum.i8", HVD_DTYPE_INT8, HVD_OP_SUM, 1.0},
+        {"avg.f32", HVD_DTYPE_FLOAT32, HVD_OP_AVERAGE, 2.0},
+        {"avg.f64", HVD_DTYPE_FLOAT64, HVD_OP_AVERAGE, 0.5},
+        {"min.f32", HVD_DTYPE_FLOAT32, HVD_OP_MIN, 1.0},
+        {"min.i32", HVD_DTYPE_INT32, HVD_OP_MIN, 1.0},
+        {"max.f16", HVD_DTYPE_FLOAT16, HVD_OP_MAX, 1.0},
+        {"max.i64", HVD_DTYPE_INT64, HVD_OP_MAX, 1.0},
+    };
+    return all;
+}
+
+// The reduction of value_of over ranks in `members` at element i.
+double reference(const Reduction &c, const std::vector<int32_t> &members, size_t i) {
+    double acc = value_of(members[0], i);
+    for (size_t k = 1; k < members.size(); ++k) {
+        double v = value_of(members[k], i);
+        acc = c.op == HVD_OP_MIN   ? std::min(acc, v)
+              : c.op == HVD_OP_MAX ? std::max(acc, v)
+                                   : acc + v;
+    }
+    if (c.op == HVD_OP_AVERAGE) acc /= static_cast<double>(members.size());
+    return acc * c.postscale;
+}
+
+std::vector<int32_t> all_ranks(int32_t n) {
+    std::vector<int32_t> m;
+    for (int32_t r = 0; r < n; ++r)
+        m.push_back(r);
+    return m;
+}
+
+// An allreduce request of c over b, in set `set`.
+RequestPtr reduce_request(const Reduction &c, Buffers &b, size_t count, uint16_t set = 0) {
+    RequestPtr req = make_op(OpType::kAllreduce, c.name, c.dtype,
+                             Shape{static_cast<int64_t>(count)}, b.in.data(), b.out.data(), set);
+    req->meta.reduce_op = c.op;
+    req->meta.postscale = c.postscale;
+    return req;
+}
+
+// Fails unless rank r's output of c matches the reference over `members`.
+void check_reduction(const Reduction &c, int32_t r, const Buffers &b, size_t count,
+                     const std::vector<int32_t> &members) {
+    for (size_t i = 0; i < count; ++i) {
+        double want = reference(c, members, i);
+        double got = load(b.out.data(), i, c.dtype);
+        if (std::fabs(got - want) > 1e-6 * (1.0 + std::fabs(want)))
+            fail_msg("rank %d: %s element %zu is %g, expected %g", r, c.name.c_str(), i, got, want);
+    }
+}
+
+// Fails unless rank r's request `name` finished with HVD_OK.
+void assert_ok(Rank &r, const std::string &name) {
+    RequestPtr req = r.made.at(name);
+    if (req->status() != HVD_OK)
+        fail_msg("rank %d: '%s' status %d: %s", r.rank, name.c_str(), req->status(),
+                 req->message().c_str());
+}
+
+// Every reduction as a lone op (fusion threshold 0), enqueued in each rank's own order, for
+// three steps: with the cache negotiator the later ones run from the response cache.
+void test_allreduces_of_several_dtypes(void **) {
+    for (Kind kind : {Kind::kCoordinator, Kind::kCache}) {
+        for (int32_t n = 1; n <= kMaxRanks; ++n) {
+            World w(n, kind, /*with_runner=*/true);
+            w[0].config.fusion_threshold_bytes = 0;
+            for (int step = 0; step < 3; ++step) {
+                std::vector<std::map<std::string, Buffers>> bufs(n);
+                for (int32_t r = 0; r < n; ++r)
+                    for (const Reduction &c : reductions())
+                        bufs[r].emplace(c.name, Buffers(r, c.dtype, kCount));
+                bool ok = run_phase(
+                    w,
+                    [&](Rank &me) {
+                        std::vector<RequestPtr> ops;
+                        for (const Reduction &c : reductions())
+                            ops.push_back(reduce_request(c, bufs[me.rank].at(c.name), kCount));
+                        std::mt19937 rng(static_cast<uint32_t>(me.rank * 17 + step));
+                        std::shuffle(ops.begin(), ops.end(), rng);
+                        me.enqueue(ops);
+                    },
+                    [](const Rank &me) { return me.settled(); });
+                assert_no_errors(w);
+                assert_true(ok);
+                for (int32_t r = 0; r < n; ++r) {
+                    for (const Reduction &c : reductions()) {
+                        assert_ok(w[r], c.name);
+                        check_reduction(c, r, bufs[r].at(c.name), kCount, all_ranks(n));
+                    }
+                    assert_int_equal(w[r].runner->fused_collectives(), 0);
+                }
+            }
+            if (kind == Kind::kCache)
+                for (int32_t r = 0; r < n; ++r)
+                    assert_int_equal(w[r].negotiator->cache_hits(), 2 * reductions().size());
+        }
+    }
+}
+
+// Five float32 sums of different lengths, reported together: one fused collective.
+void test_fused_allreduces(void **) {
+    const size_t lengths[] = {3, 7, 11, 1, 20};
+    for (int32_t n = 1; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCoordinator, true);
+        std::vector<std::vector<Buffers>> bufs(n);
+        std::vector<Reduction> cases;
+        for (size_t k = 0; k < 5; ++k)
+            cases.push_back({"fused." + std::to_string(k), HVD_DTYPE_FLOAT32, HVD_OP_SUM, 1.0});
+        for (int32_t r = 0; r < n; ++r)
+            for (size_t len : lengths)
+                bufs[r].emplace_back(r, HVD_DTYPE_FLOAT32, len);
+        bool ok = run_phase(
+            w,
+            [&](Rank &me) {
+                std::vector<RequestPtr> ops;
+                for (size_t k = 0; k < 5; ++k)
+                    ops.push_back(reduce_request(cases[k], bufs[me.rank][k], lengths[k]));
+                std::rotate(ops.begin(), ops.begin() + me.rank, ops.end());
+                me.enqueue(ops);
+            },
+            [](const Rank &me) { return me.settled(); });
+        assert_no_errors(w);
+        assert_true(ok);
+        for (int32_t r = 0; r < n; ++r) {
+            for (size_t k = 0; k < 5; ++k) {
+                assert_ok(w[r], cases[k].name);
+                check_reduction(cases[k], r, bufs[r][k], lengths[k], all_ranks(n));
+            }
+            assert_int_equal(w[r].runner->fused_collectives(), 1);
+            assert_int_equal(w[r].runner->fused_tensors(), 5);
+        }
+    }
+}
+
+// Allgather of [r + 1, 3] rows from each rank into a library-owned output; broadcast from the
+// last rank.
+void test_allgather_and_broadcast(void **) {
+    for (int32_t n = 1; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCoordinator, true);
+        std::vector<std::vector<float>> gather_in(n);
+        std::vector<std::vector<double>> bcast_in(n), bcast_out(n, std::vector<double>(9, -7.0));
+        for (int32_t r = 0; r < n; ++r) {
+            for (int32_t j = 0; j < (r + 1) * 3; ++j)
+                gather_in[r].push_back(static_cast<float>(r * 100 + j));
+            for (int32_t i = 0; i < 9; ++i)
+                bcast_in[r].push_back(r == n - 1 ? 1000.0 + i : -1.0);
+        }
+        bool ok = run_phase(
+            w,
+            [&](Rank &me) {
+                RequestPtr g = make_op(OpType::kAllgather, "gather", HVD_DTYPE_FLOAT32,
+                                       {me.rank + 1, 3}, gather_in[me.rank].data());
+                RequestPtr b = make_op(OpType::kBroadcast, "bcast", HVD_DTYPE_FLOAT64, {9},
+                                       bcast_in[me.rank].data(), bcast_out[me.rank].data());
+                b->meta.root = n - 1;
+                if (me.rank % 2 == 0)
+                    me.enqueue({g, b});
+                else
+                    me.enqueue({b, g});
+            },
+            [](const Rank &me) { return me.settled(); });
+        assert_no_errors(w);
+        assert_true(ok);
+        const int64_t rows = n * (n + 1) / 2;
+        for (int32_t r = 0; r < n; ++r) {
+            assert_ok(w[r], "gather");
+            assert_ok(w[r], "bcast");
+            const engine_ranks::Request &g = *w[r].made.at("gather");
+            assert_true(g.owned_shape == (Shape{rows, 3}));
+            assert_int_equal(g.owned_data.size(), rows * 3 * sizeof(float));
+            const float *got = reinterpret_cast<const float *>(g.owned_data.data());
+            size_t at = 0;
+            for (int32_t m = 0; m < n; ++m)
+                for (float v : gather_in[m])
+                    if (got[at++] != v) fail_msg("rank %d: gathered element %zu", r, at - 1);
+            for (int32_t i = 0; i < 9; ++i)
+                assert_true(bcast_out[r][i] == 1000.0 + i);
+        }
+    }
+}
+
+// A barrier ends on no rank before the last rank enqueued it.
+void test_barrier_waits_for_the_last_rank(void **) {
+    for (int32_t n = 1; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCoordinator, true);
+        auto barrier = [](Rank &me) { me.enqueue({make_op(OpType::kBarrier, "b", 0, {})}); };
+        bool ok = run_phase(
+            w,
+            [&](Rank &me) {
+                if (me.rank != n - 1) barrier(me);
+            },
+            [](const Rank &) { return true; }, 100);
+        assert_true(ok);
+        assert_no_errors(w);
+        for (int32_t r = 0; r + 1 < n; ++r)
+            assert_int_equal(w[r].made.at("b")->status(), HVD_INPROGRESS);
+        ok = run_phase(
+            w,
+            [&](Rank &me) {
+                if (me.rank == n - 1) barrier(me);
+            },
+            [](const Rank &me) { return me.settled(); });
+        assert_no_errors(w);
+        assert_true(ok);
+        for (int32_t r = 0; r < n; ++r)
+            assert_ok(w[r], "b");
+    }
+}
+
+// The last rank joins first: the others' allreduce gets zeros from it. Then the others join,
+// rank n - 2 last: every rank's join returns n - 2.
+void test_joined_rank_contributes_zeros(void **) {
+    const Reduction sum = {"x", HVD_DTYPE_FLOAT32, HVD_OP_SUM, 1.0};
+    const Reduction avg = {"y", HVD_DTYPE_FLOAT64, HVD_OP_AVERAGE, 1.0};
+    for (int32_t n = 2; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCoordinator, true);
+        const int32_t joined = n - 1, last = n - 2;
+        std::vector<Buffers> xs, ys;
+        for (int32_t r = 0; r < n; ++r) {
+            xs.emplace_back(r, sum.dtype, kCount);
+            ys.emplace_back(r, avg.dtype, kCount);
+        }
+        auto join = [](Rank &me) { me.enqueue({make_op(OpType::kJoin, "join", 0, {})}); };
+        bool ok = run_phase(
+            w,
+            [&](Rank &me) {
+                if (me.rank == joined)
+                    join(me);
+                else
+                    me.enqueue({reduce_request(sum, xs[me.rank], kCount),
+                                reduce_request(avg, ys[me.rank], kCount)});
+            },
+            [&](const Rank &me) { return me.rank == joined || me.settled(); });
+        assert_no_errors(w);
+        assert_true(ok);
+        std::vector<int32_t> others = all_ranks(n - 1);
+        for (int32_t r : others) {
+            assert_ok(w[r], "x");
+            assert_ok(w[r], "y");
+            check_reduction(sum, r, xs[r], kCount, others);
+            // Average over the whole set, the joined rank's zeros included.
+            for (size_t i = 0; i < kCount; ++i) {
+                double want = reference(sum, others, i) / n;
+                if (std::fabs(load(ys[r].out.data(), i, avg.dtype) - want) > 1e-9)
+                    fail_msg("rank %d: y element %zu", r, i);
+            }
+        }
+        assert_int_equal(w[joined].made.at("join")->status(), HVD_INPROGRESS);
+        // Each join's report reaches rank 0 before the next phase starts: rank `last`'s last.
+        ok = run_phase(
+            w,
+            [&](Rank &me) {
+                if (me.rank != joined && me.rank != last) join(me);
+            },
+            [](const Rank &) { return true; });
+        assert_true(ok);
+        ok = run_phase(
+            w,
+            [&](Rank &me) {
+                if (me.rank == last) join(me);
+            },
+            [](const Rank &me) { return me.settled(); });
+        assert_no_errors(w);
+        assert_true(ok);
+        for (int32_t r = 0; r < n; ++r) {
+            assert_ok(w[r], "join");
+            assert_int_equal(w[r].made.at("join")->value, last);
+        }
+    }
+}
+
+// A process set of ranks 1..n-1 created through the runner, then an allreduce on it.
+void test_process_set_created_at_run_time(void **) {
+    const Reduction sum = {"in.set", HVD_DTYPE_INT32, HVD_OP_SUM, 1.0};
+    for (int32_t n = 2; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCoordinator, true);
+        std::vector<int32_t> members;
+        for (int32_t r = 1; r < n; ++r)
+            members.push_back(r);
+        bool ok = run_phase(
+            w,
+            [&](Rank &me) {
+                RequestPtr create = make_op(OpType::kProcessSetCreate, "create", 0, {});
+                create->meta.splits = members;
+                me.enqueue({create});
+            },
+            [](const Rank &me) { return me.settled(); });
+        assert_no_errors(w);
+        assert_true(ok);
+        const int64_t id = w[0].made.at("create")->value;
+        for (int32_t r = 0; r < n; ++r) {
+            assert_ok(w[r], "create");
+            assert_int_equal(w[r].made.at("create")->value, id);
+            auto set = w[r].sets.find(static_cast<uint16_t>(id));
+            assert_non_null(set.get());
+            assert_true(set->members == members);
+            assert_int_equal(set->my_index, r - 1);
+        }
+        std::vector<Buffers> bufs;
+        for (int32_t r = 0; r < n; ++r)
+            bufs.emplace_back(r, sum.dtype, kCount);
+        ok = run_phase(
+            w,
+            [&](Rank &me) {
+                if (me.rank != 0)
+                    me.enqueue(
+                        {reduce_request(sum, bufs[me.rank], kCount, static_cast<uint16_t>(id))});
+            },
+            [](const Rank &me) { return me.settled(); });
+        assert_no_errors(w);
+        assert_true(ok);
+        for (int32_t r : members) {
+            assert_ok(w[r], "in.set");
+            check_reduction(sum, r, bufs[r], kCount, members);
+        }
+    }
+}
+
+// A response this rank has no request for fails with HVD_ERR_INTERNAL naming the op; a fused
+// run that arrived without its end fails its request the same way.
+void test_response_without_request_is_an_error(void **) {
+    World w(1, Kind::kCoordinator, true);
+    Rank &me = w[0];
+    hvd::util::Fifo<Response> queue;
+    Response ghost;
+    ghost.name = "ghost.op";
+    ghost.type = OpType::kAllreduce;
+    queue.push_back(ghost);
+    try {
+        me.runner->run(queue);
+        fail_msg("a response without a request ran");
+    } catch (const hvd::Error &e) {
+        assert_int_equal(e.status(), HVD_ERR_INTERNAL);
+        assert_contains(e.what(), "'ghost.op'");
+    }
+
+    Buffers b(0, HVD_DTYPE_FLOAT32, kCount);
+    RequestPtr req = reduce_request({"head", HVD_DTYPE_FLOAT32, HVD_OP_SUM, 1.0}, b, kCount);
+    me.enqueue({req});
+    std::vector<RequestPtr> fresh;
+    me.intake.take(&fresh);
+    me.pending.add(req);
+    Response head;
+    head.name = "head";
+    head.type = OpType::kAllreduce;
+    head.dtype = HVD_DTYPE_FLOAT32;
+    head.shape = Shape{static_cast<int64_t>(kCount)};
+    head.fuse_next = true;
+    head.request = req;
+    queue.clear();
+    queue.push_back(head);
+    try {
+        me.runner->run(queue);
+        fail_msg("an incomplete fused run ran");
+    } catch (const hvd::Error &e) {
+        assert_int_equal(e.status(), HVD_ERR_INTERNAL);
+        assert_contains(e.what(), "'head'");
+    }
+    assert_int_equal(req->status(), HVD_ERR_INTERNAL);
+    assert_contains(req->message(), "incomplete");
+    assert_true(me.pending.empty());
+    assert_true(queue.empty());
+}
+
+}  // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_allreduces_of_several_dtypes),
+        cmocka_unit_test(test_fused_allreduces),
+        cmocka_unit_test(test_allgather_and_broadcast),
+        cmocka_unit_test(test_barrier_waits_for_the_last_rank),
+        cmocka_unit_test(test_joined_rank_contributes_zeros),
+        cmocka_unit_test(test_process_set_created_at_run_time),
+        cmocka_unit_test(test_response_without_request_is_an_error),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
