@@ -212,6 +212,47 @@ void test_late_rank_still_agrees(void **) {
     }
 }
 
+// The last rank holds back one op past the cached wait limit while it keeps passing: the
+// others' cached w.5 goes stale, their invalid votes send it to the coordinator, and it is
+// negotiated once the last rank enqueues it; the other ops stay hits.
+void test_op_held_back_goes_stale_and_to_the_coordinator(void **) {
+    for (int32_t n = 1; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCache);
+        run_step(w, 0);
+        const size_t before = w[0].seen.size();
+        bool ok = run_phase(
+            w,
+            [n](Rank &me) {
+                std::vector<RequestPtr> ops = step_ops(me.rank, 1);
+                if (me.rank != n - 1) {
+                    me.enqueue(ops);
+                    return;
+                }
+                auto held = std::find_if(ops.begin(), ops.end(),
+                                         [](const RequestPtr &r) { return r->meta.name == "w.5"; });
+                RequestPtr w5 = *held;
+                ops.erase(held);
+                me.enqueue(ops);
+                auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1300);
+                while (std::chrono::steady_clock::now() < until) {
+                    me.pass();
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                }
+                me.enqueue({w5});
+            },
+            seen_at_least(before + kOps));
+        assert_true(ok);
+        assert_agreed(w, before, kOps);
+        if (n == 1)
+            assert_counts(w, kOps, kOps);
+        else
+            assert_counts(w, kOps + 1, kOps - 1);
+        for (int32_t r = 0; r < n; ++r)
+            assert_string_equal(w[r].seen.back().resp.name.c_str(), "w.5");
+        run_step(w, 2);
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -222,6 +263,7 @@ int main() {
         cmocka_unit_test(test_small_cache_evicts_and_agrees),
         cmocka_unit_test(test_grouped_op_runs_from_the_cache_together),
         cmocka_unit_test(test_late_rank_still_agrees),
+        cmocka_unit_test(test_op_held_back_goes_stale_and_to_the_coordinator),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
