@@ -246,6 +246,60 @@ void test_allgather_and_broadcast(void **) {
     }
 }
 
+// Steps of an allreduce, an allgather whose rows change on the last rank from step 2 on, a
+// broadcast and a barrier, under the cache negotiator: cached and negotiated responses mixed,
+// every step's results right.
+void test_cached_steps_of_mixed_ops(void **) {
+    const Reduction sum = {"x", HVD_DTYPE_FLOAT32, HVD_OP_SUM, 1.0};
+    for (int32_t n = 1; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCache, true);
+        for (int step = 0; step < 4; ++step) {
+            auto rows_of = [&](int32_t r) { return r + 1 + (step >= 2 && r == n - 1 ? 2 : 0); };
+            std::vector<Buffers> xs;
+            std::vector<std::vector<int32_t>> gather_in(n);
+            std::vector<std::vector<int32_t>> bcast(n, std::vector<int32_t>(5));
+            for (int32_t r = 0; r < n; ++r) {
+                xs.emplace_back(r, sum.dtype, kCount);
+                for (int32_t j = 0; j < rows_of(r) * 2; ++j)
+                    gather_in[r].push_back(r * 1000 + step * 100 + j);
+                for (int32_t i = 0; i < 5; ++i)
+                    bcast[r][i] = r == 0 ? step * 10 + i : -1;
+            }
+            bool ok = run_phase(
+                w,
+                [&](Rank &me) {
+                    const int32_t r = me.rank;
+                    std::vector<RequestPtr> ops = {reduce_request(sum, xs[r], kCount),
+                                                   make_op(OpType::kAllgather, "g", HVD_DTYPE_INT32,
+                                                           {rows_of(r), 2}, gather_in[r].data()),
+                                                   make_op(OpType::kBroadcast, "b", HVD_DTYPE_INT32,
+                                                           {5}, bcast[r].data(), bcast[r].data()),
+                                                   make_op(OpType::kBarrier, "bar", 0, {})};
+                    std::rotate(ops.begin(), ops.begin() + (r + step) % 4, ops.end());
+                    me.enqueue(ops);
+                },
+                [](const Rank &me) { return me.settled(); });
+            assert_no_errors(w);
+            assert_true(ok);
+            for (int32_t r = 0; r < n; ++r) {
+                for (const char *name : {"x", "g", "b", "bar"})
+                    assert_ok(w[r], name);
+                check_reduction(sum, r, xs[r], kCount, all_ranks(n));
+                const engine_ranks::Request &g = *w[r].made.at("g");
+                std::vector<int32_t> want;
+                for (int32_t m = 0; m < n; ++m)
+                    want.insert(want.end(), gather_in[m].begin(), gather_in[m].end());
+                assert_int_equal(g.owned_data.size(), want.size() * sizeof(int32_t));
+                assert_memory_equal(g.owned_data.data(), want.data(), g.owned_data.size());
+                for (int32_t i = 0; i < 5; ++i)
+                    assert_int_equal(bcast[r][i], step * 10 + i);
+            }
+        }
+        for (int32_t r = 0; r < n; ++r)
+            assert_true(w[r].negotiator->cache_hits() > 0);
+    }
+}
+
 // A barrier ends on no rank before the last rank enqueued it.
 void test_barrier_waits_for_the_last_rank(void **) {
     for (int32_t n = 1; n <= kMaxRanks; ++n) {
@@ -279,106 +333,160 @@ void test_barrier_waits_for_the_last_rank(void **) {
 void test_joined_rank_contributes_zeros(void **) {
     const Reduction sum = {"x", HVD_DTYPE_FLOAT32, HVD_OP_SUM, 1.0};
     const Reduction avg = {"y", HVD_DTYPE_FLOAT64, HVD_OP_AVERAGE, 1.0};
-    for (int32_t n = 2; n <= kMaxRanks; ++n) {
-        World w(n, Kind::kCoordinator, true);
-        const int32_t joined = n - 1, last = n - 2;
-        std::vector<Buffers> xs, ys;
-        for (int32_t r = 0; r < n; ++r) {
-            xs.emplace_back(r, sum.dtype, kCount);
-            ys.emplace_back(r, avg.dtype, kCount);
-        }
-        auto join = [](Rank &me) { me.enqueue({make_op(OpType::kJoin, "join", 0, {})}); };
-        bool ok = run_phase(
-            w,
-            [&](Rank &me) {
-                if (me.rank == joined)
-                    join(me);
-                else
-                    me.enqueue({reduce_request(sum, xs[me.rank], kCount),
-                                reduce_request(avg, ys[me.rank], kCount)});
-            },
-            [&](const Rank &me) { return me.rank == joined || me.settled(); });
-        assert_no_errors(w);
-        assert_true(ok);
-        std::vector<int32_t> others = all_ranks(n - 1);
-        for (int32_t r : others) {
-            assert_ok(w[r], "x");
-            assert_ok(w[r], "y");
-            check_reduction(sum, r, xs[r], kCount, others);
-            // Average over the whole set, the joined rank's zeros included.
-            for (size_t i = 0; i < kCount; ++i) {
-                double want = reference(sum, others, i) / n;
-                if (std::fabs(load(ys[r].out.data(), i, avg.dtype) - want) > 1e-9)
-                    fail_msg("rank %d: y element %zu", r, i);
+    for (Kind kind : {Kind::kCoordinator, Kind::kCache}) {
+        for (int32_t n = 2; n <= kMaxRanks; ++n) {
+            World w(n, kind, true);
+            const int32_t joined = n - 1, last = n - 2;
+            std::vector<Buffers> xs, ys;
+            for (int32_t r = 0; r < n; ++r) {
+                xs.emplace_back(r, sum.dtype, kCount);
+                ys.emplace_back(r, avg.dtype, kCount);
             }
-        }
-        assert_int_equal(w[joined].made.at("join")->status(), HVD_INPROGRESS);
-        // Each join's report reaches rank 0 before the next phase starts: rank `last`'s last.
-        ok = run_phase(
-            w,
-            [&](Rank &me) {
-                if (me.rank != joined && me.rank != last) join(me);
-            },
-            [](const Rank &) { return true; });
-        assert_true(ok);
-        ok = run_phase(
-            w,
-            [&](Rank &me) {
-                if (me.rank == last) join(me);
-            },
-            [](const Rank &me) { return me.settled(); });
-        assert_no_errors(w);
-        assert_true(ok);
-        for (int32_t r = 0; r < n; ++r) {
-            assert_ok(w[r], "join");
-            assert_int_equal(w[r].made.at("join")->value, last);
+            auto join = [](Rank &me) { me.enqueue({make_op(OpType::kJoin, "join", 0, {})}); };
+            bool ok = run_phase(
+                w,
+                [&](Rank &me) {
+                    if (me.rank == joined)
+                        join(me);
+                    else
+                        me.enqueue({reduce_request(sum, xs[me.rank], kCount),
+                                    reduce_request(avg, ys[me.rank], kCount)});
+                },
+                [&](const Rank &me) { return me.rank == joined || me.settled(); });
+            assert_no_errors(w);
+            assert_true(ok);
+            std::vector<int32_t> others = all_ranks(n - 1);
+            for (int32_t r : others) {
+                assert_ok(w[r], "x");
+                assert_ok(w[r], "y");
+                check_reduction(sum, r, xs[r], kCount, others);
+                // Average over the whole set, the joined rank's zeros included.
+                for (size_t i = 0; i < kCount; ++i) {
+                    double want = reference(sum, others, i) / n;
+                    if (std::fabs(load(ys[r].out.data(), i, avg.dtype) - want) > 1e-9)
+                        fail_msg("rank %d: y element %zu", r, i);
+                }
+            }
+            assert_int_equal(w[joined].made.at("join")->status(), HVD_INPROGRESS);
+            // Each join's report reaches rank 0 before the next phase starts: rank `last`'s last.
+            ok = run_phase(
+                w,
+                [&](Rank &me) {
+                    if (me.rank != joined && me.rank != last) join(me);
+                },
+                [](const Rank &) { return true; });
+            assert_true(ok);
+            ok = run_phase(
+                w,
+                [&](Rank &me) {
+                    if (me.rank == last) join(me);
+                },
+                [](const Rank &me) { return me.settled(); });
+            assert_no_errors(w);
+            assert_true(ok);
+            for (int32_t r = 0; r < n; ++r) {
+                assert_ok(w[r], "join");
+                assert_int_equal(w[r].made.at("join")->value, last);
+            }
+            // Every rank takes part again once the join is over.
+            for (int step = 0; step < 2; ++step) {
+                std::vector<Buffers> again;
+                for (int32_t r = 0; r < n; ++r)
+                    again.emplace_back(r, sum.dtype, kCount);
+                ok = run_phase(
+                    w, [&](Rank &me) { me.enqueue({reduce_request(sum, again[me.rank], kCount)}); },
+                    [](const Rank &me) { return me.settled(); });
+                assert_no_errors(w);
+                assert_true(ok);
+                for (int32_t r = 0; r < n; ++r)
+                    check_reduction(sum, r, again[r], kCount, all_ranks(n));
+            }
         }
     }
 }
 
 // A process set of ranks 1..n-1 created through the runner, then an allreduce on it.
 void test_process_set_created_at_run_time(void **) {
-    const Reduction sum = {"in.set", HVD_DTYPE_INT32, HVD_OP_SUM, 1.0};
-    for (int32_t n = 2; n <= kMaxRanks; ++n) {
-        World w(n, Kind::kCoordinator, true);
-        std::vector<int32_t> members;
-        for (int32_t r = 1; r < n; ++r)
-            members.push_back(r);
-        bool ok = run_phase(
-            w,
-            [&](Rank &me) {
-                RequestPtr create = make_op(OpType::kProcessSetCreate, "create", 0, {});
-                create->meta.splits = members;
-                me.enqueue({create});
-            },
-            [](const Rank &me) { return me.settled(); });
-        assert_no_errors(w);
-        assert_true(ok);
-        const int64_t id = w[0].made.at("create")->value;
-        for (int32_t r = 0; r < n; ++r) {
-            assert_ok(w[r], "create");
-            assert_int_equal(w[r].made.at("create")->value, id);
-            auto set = w[r].sets.find(static_cast<uint16_t>(id));
-            assert_non_null(set.get());
-            assert_true(set->members == members);
-            assert_int_equal(set->my_index, r - 1);
-        }
-        std::vector<Buffers> bufs;
-        for (int32_t r = 0; r < n; ++r)
-            bufs.emplace_back(r, sum.dtype, kCount);
-        ok = run_phase(
-            w,
-            [&](Rank &me) {
-                if (me.rank != 0)
-                    me.enqueue(
-                        {reduce_request(sum, bufs[me.rank], kCount, static_cast<uint16_t>(id))});
-            },
-            [](const Rank &me) { return me.settled(); });
-        assert_no_errors(w);
-        assert_true(ok);
-        for (int32_t r : members) {
-            assert_ok(w[r], "in.set");
-            check_reduction(sum, r, bufs[r], kCount, members);
+    const Reduction in_set = {"in.set", HVD_DTYPE_INT32, HVD_OP_SUM, 1.0};
+    const Reduction global = {"global", HVD_DTYPE_FLOAT32, HVD_OP_MAX, 1.0};
+    for (Kind kind : {Kind::kCoordinator, Kind::kCache}) {
+        for (int32_t n = 2; n <= kMaxRanks; ++n) {
+            World w(n, kind, true);
+            std::vector<int32_t> members;
+            for (int32_t r = 1; r < n; ++r)
+                members.push_back(r);
+            bool ok = run_phase(
+                w,
+                [&](Rank &me) {
+                    RequestPtr create = make_op(OpType::kProcessSetCreate, "create", 0, {});
+                    create->meta.splits = members;
+                    me.enqueue({create});
+                },
+                [](const Rank &me) { return me.settled(); });
+            assert_no_errors(w);
+            assert_true(ok);
+            const int64_t id = w[0].made.at("create")->value;
+            const uint16_t set_id = static_cast<uint16_t>(id);
+            for (int32_t r = 0; r < n; ++r) {
+                assert_ok(w[r], "create");
+                assert_int_equal(w[r].made.at("create")->value, id);
+                auto set = w[r].sets.find(set_id);
+                assert_non_null(set.get());
+                assert_true(set->members == members);
+                assert_int_equal(set->my_index, r - 1);
+            }
+            // Steps of an op on the set and one of the global set (cached from the second
+            // step on), in each rank's own order.
+            for (int step = 0; step < 3; ++step) {
+                std::vector<Buffers> sets, globals;
+                for (int32_t r = 0; r < n; ++r) {
+                    sets.emplace_back(r, in_set.dtype, kCount);
+                    globals.emplace_back(r, global.dtype, kCount);
+                }
+                ok = run_phase(
+                    w,
+                    [&](Rank &me) {
+                        std::vector<RequestPtr> ops = {
+                            reduce_request(global, globals[me.rank], kCount)};
+                        if (me.rank != 0)
+                            ops.push_back(reduce_request(in_set, sets[me.rank], kCount, set_id));
+                        if ((me.rank + step) % 2 == 1) std::reverse(ops.begin(), ops.end());
+                        me.enqueue(ops);
+                    },
+                    [](const Rank &me) { return me.settled(); });
+                assert_no_errors(w);
+                assert_true(ok);
+                for (int32_t r = 0; r < n; ++r) {
+                    assert_ok(w[r], "global");
+                    check_reduction(global, r, globals[r], kCount, all_ranks(n));
+                    if (r == 0) continue;
+                    assert_ok(w[r], "in.set");
+                    check_reduction(in_set, r, sets[r], kCount, members);
+                }
+            }
+            // The set destroyed while the last rank has an op queued on it: that op fails,
+            // naming the set; the set is gone everywhere.
+            ok = run_phase(
+                w,
+                [&](Rank &me) {
+                    if (me.rank == n - 1)
+                        me.enqueue({make_op(OpType::kAllreduce, "doomed", HVD_DTYPE_FLOAT32, {4},
+                                            nullptr, nullptr, set_id)});
+                    RequestPtr destroy = make_op(OpType::kProcessSetDestroy, "destroy", 0, {});
+                    destroy->meta.root = set_id;
+                    me.enqueue({destroy});
+                },
+                [](const Rank &me) { return me.settled(); });
+            assert_no_errors(w);
+            assert_true(ok);
+            for (int32_t r = 0; r < n; ++r) {
+                assert_ok(w[r], "destroy");
+                assert_null(w[r].sets.find(set_id).get());
+            }
+            RequestPtr doomed = w[n - 1].made.at("doomed");
+            assert_int_equal(doomed->status(), HVD_ERR_INVALID_ARG);
+            assert_contains(doomed->message(), "process set " + std::to_string(set_id));
+            assert_contains(doomed->message(), "'doomed'");
         }
     }
 }
@@ -436,6 +544,7 @@ int main() {
         cmocka_unit_test(test_allreduces_of_several_dtypes),
         cmocka_unit_test(test_fused_allreduces),
         cmocka_unit_test(test_allgather_and_broadcast),
+        cmocka_unit_test(test_cached_steps_of_mixed_ops),
         cmocka_unit_test(test_barrier_waits_for_the_last_rank),
         cmocka_unit_test(test_joined_rank_contributes_zeros),
         cmocka_unit_test(test_process_set_created_at_run_time),
