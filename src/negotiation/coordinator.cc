@@ -232,7 +232,25 @@ void Coordinator::apply_membership(Response &resp, const OpMeta &meta) {
         sets_[id] = meta.splits;
         resp.first_dims = {id};
     } else {
-        sets_.erase(static_cast<uint16_t>(meta.root));
+        const uint16_t id = static_cast<uint16_t>(meta.root);
+        sets_.erase(id);
+        if (id == 0) return;
+        // Ops some members reported on the set can never complete now (each member's engine
+        // fails its own as it runs this response): forget them, or they would wait here for
+        // good, and the stall inspector report them (a stall shutdown end the job for them).
+        // This runs for a response of set 0: erasing another set's entries leaves the caller's
+        // iteration over set 0's pending ops valid.
+        auto erase_set = [id](auto &by_key) {
+            auto first = by_key.lower_bound({id, std::string()});
+            auto last = first;
+            while (last != by_key.end() && last->first.first == id)
+                ++last;
+            by_key.erase(first, last);
+        };
+        erase_set(pending_);
+        erase_set(held_);
+        joined_.erase(id);
+        last_joined_.erase(id);
     }
 }
 

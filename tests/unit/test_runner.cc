@@ -487,6 +487,11 @@ void test_process_set_created_at_run_time(void **) {
             assert_int_equal(doomed->status(), HVD_ERR_INVALID_ARG);
             assert_contains(doomed->message(), "process set " + std::to_string(set_id));
             assert_contains(doomed->message(), "'doomed'");
+            // Nothing of the set is left waiting at the coordinator (its stall inspector would
+            // report the op, and a stall shutdown end the job for it).
+            for (const auto &left : w[0].negotiator->coordinator()->waiting())
+                fail_msg("%d ranks: '%s' of set %u still waits at the coordinator", n,
+                         left.name.c_str(), left.set_id);
         }
     }
 }
