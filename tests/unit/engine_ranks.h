@@ -51,6 +51,14 @@ constexpr int64_t kOpMs = 15000;     // requests' op deadline: a collective neve
 
 enum class Kind { kCoordinator, kCache };
 
+// Ranks first, first + 1, ..., end - 1.
+inline std::vector<int32_t> ranks_in(int32_t first, int32_t end) {
+    std::vector<int32_t> out;
+    for (int32_t r = first; r < end; ++r)
+        out.push_back(r);
+    return out;
+}
+
 // An agreed response as a rank saw it, and whether it carried the request this rank made
 // for that name.
 struct Seen {
@@ -73,10 +81,7 @@ struct Rank {
             negotiator = std::make_unique<hvd::engine::CacheNegotiator>(parts);
         else
             negotiator = std::make_unique<hvd::engine::CoordinatorNegotiator>(parts);
-        std::vector<int32_t> all;
-        for (int32_t m = 0; m < n; ++m)
-            all.push_back(m);
-        sets.add(0, all, r);
+        sets.add(0, ranks_in(0, n), r);
         if (with_runner)
             runner = std::make_unique<hvd::engine::Runner>(hvd::engine::RunnerParts{
                 r, n, t, &abort, &sets, &timeline, &pending, &intake, &tuner, &watchdog});

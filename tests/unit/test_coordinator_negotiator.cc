@@ -220,9 +220,7 @@ void test_fusion_follows_the_threshold(void **) {
 void test_process_set_created_at_run_time(void **) {
     for (int32_t n = 2; n <= kMaxRanks; ++n) {
         World w(n, Kind::kCoordinator);
-        std::vector<int32_t> members;
-        for (int32_t r = 1; r < n; ++r)
-            members.push_back(r);
+        const std::vector<int32_t> members = engine_ranks::ranks_in(1, n);
         bool ok = run_phase(
             w,
             [&](Rank &me) {

@@ -25,6 +25,7 @@ using engine_ranks::Kind;
 using engine_ranks::make_op;
 using engine_ranks::OpType;
 using engine_ranks::Rank;
+using engine_ranks::ranks_in;
 using engine_ranks::RequestPtr;
 using engine_ranks::Response;
 using engine_ranks::run_phase;
@@ -89,13 +90,6 @@ double reference(const Reduction &c, const std::vector<int32_t> &members, size_t
     return acc * c.postscale;
 }
 
-std::vector<int32_t> all_ranks(int32_t n) {
-    std::vector<int32_t> m;
-    for (int32_t r = 0; r < n; ++r)
-        m.push_back(r);
-    return m;
-}
-
 // An allreduce request of c over b, in set `set`.
 RequestPtr reduce_request(const Reduction &c, Buffers &b, size_t count, uint16_t set = 0) {
     RequestPtr req = make_op(OpType::kAllreduce, c.name, c.dtype,
@@ -152,7 +146,7 @@ void test_allreduces_of_several_dtypes(void **) {
                 for (int32_t r = 0; r < n; ++r) {
                     for (const Reduction &c : reductions()) {
                         assert_ok(w[r], c.name);
-                        check_reduction(c, r, bufs[r].at(c.name), kCount, all_ranks(n));
+                        check_reduction(c, r, bufs[r].at(c.name), kCount, ranks_in(0, n));
                     }
                     assert_int_equal(w[r].runner->fused_collectives(), 0);
                 }
@@ -191,7 +185,7 @@ void test_fused_allreduces(void **) {
         for (int32_t r = 0; r < n; ++r) {
             for (size_t k = 0; k < 5; ++k) {
                 assert_ok(w[r], cases[k].name);
-                check_reduction(cases[k], r, bufs[r][k], lengths[k], all_ranks(n));
+                check_reduction(cases[k], r, bufs[r][k], lengths[k], ranks_in(0, n));
             }
             assert_int_equal(w[r].runner->fused_collectives(), 1);
             assert_int_equal(w[r].runner->fused_tensors(), 5);
@@ -284,7 +278,7 @@ void test_cached_steps_of_mixed_ops(void **) {
             for (int32_t r = 0; r < n; ++r) {
                 for (const char *name : {"x", "g", "b", "bar"})
                     assert_ok(w[r], name);
-                check_reduction(sum, r, xs[r], kCount, all_ranks(n));
+                check_reduction(sum, r, xs[r], kCount, ranks_in(0, n));
                 const engine_ranks::Request &g = *w[r].made.at("g");
                 std::vector<int32_t> want;
                 for (int32_t m = 0; m < n; ++m)
@@ -297,6 +291,47 @@ void test_cached_steps_of_mixed_ops(void **) {
         }
         for (int32_t r = 0; r < n; ++r)
             assert_true(w[r].negotiator->cache_hits() > 0);
+    }
+}
+
+// Ranks disagreeing on one allreduce's shape: that op fails with HVD_ERR_MISMATCH on every
+// rank, the context goes on, and the ops around it run.
+void test_mismatch_fails_the_op_not_the_context(void **) {
+    const Reduction before = {"before", HVD_DTYPE_INT64, HVD_OP_SUM, 1.0};
+    const Reduction after = {"after", HVD_DTYPE_FLOAT32, HVD_OP_MIN, 1.0};
+    for (int32_t n = 2; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCache, true);
+        for (int step = 0; step < 2; ++step) {
+            std::vector<Buffers> bs, as, bad;
+            for (int32_t r = 0; r < n; ++r) {
+                bs.emplace_back(r, before.dtype, kCount);
+                as.emplace_back(r, after.dtype, kCount);
+                bad.emplace_back(r, HVD_DTYPE_FLOAT32, kCount + 1);
+            }
+            bool ok = run_phase(
+                w,
+                [&](Rank &me) {
+                    const size_t len = kCount + (me.rank == n - 1 ? 1 : 0);
+                    RequestPtr odd = make_op(OpType::kAllreduce, "bad", HVD_DTYPE_FLOAT32,
+                                             {static_cast<int64_t>(len)}, bad[me.rank].in.data(),
+                                             bad[me.rank].out.data());
+                    me.enqueue({reduce_request(before, bs[me.rank], kCount), odd,
+                                reduce_request(after, as[me.rank], kCount)});
+                },
+                [](const Rank &me) { return me.settled(); });
+            assert_no_errors(w);
+            assert_true(ok);
+            for (int32_t r = 0; r < n; ++r) {
+                assert_false(w[r].abort.aborted());
+                assert_int_equal(w[r].made.at("bad")->status(), HVD_ERR_MISMATCH);
+                assert_contains(w[r].made.at("bad")->message(), "'bad'");
+                assert_contains(w[r].made.at("bad")->message(), "shape");
+                assert_ok(w[r], "before");
+                assert_ok(w[r], "after");
+                check_reduction(before, r, bs[r], kCount, ranks_in(0, n));
+                check_reduction(after, r, as[r], kCount, ranks_in(0, n));
+            }
+        }
     }
 }
 
@@ -350,16 +385,21 @@ void test_joined_rank_contributes_zeros(void **) {
                         join(me);
                     else
                         me.enqueue({reduce_request(sum, xs[me.rank], kCount),
+                                    make_op(OpType::kBroadcast, "bc"),
                                     reduce_request(avg, ys[me.rank], kCount)});
                 },
                 [&](const Rank &me) { return me.rank == joined || me.settled(); });
             assert_no_errors(w);
             assert_true(ok);
-            std::vector<int32_t> others = all_ranks(n - 1);
+            std::vector<int32_t> others = ranks_in(0, n - 1);
             for (int32_t r : others) {
                 assert_ok(w[r], "x");
                 assert_ok(w[r], "y");
                 check_reduction(sum, r, xs[r], kCount, others);
+                // Only allreduces run while a rank is joined.
+                assert_int_equal(w[r].made.at("bc")->status(), HVD_ERR_INVALID_ARG);
+                assert_contains(w[r].made.at("bc")->message(),
+                                "rank " + std::to_string(joined) + " has joined");
                 // Average over the whole set, the joined rank's zeros included.
                 for (size_t i = 0; i < kCount; ++i) {
                     double want = reference(sum, others, i) / n;
@@ -399,7 +439,7 @@ void test_joined_rank_contributes_zeros(void **) {
                 assert_no_errors(w);
                 assert_true(ok);
                 for (int32_t r = 0; r < n; ++r)
-                    check_reduction(sum, r, again[r], kCount, all_ranks(n));
+                    check_reduction(sum, r, again[r], kCount, ranks_in(0, n));
             }
         }
     }
@@ -412,9 +452,7 @@ void test_process_set_created_at_run_time(void **) {
     for (Kind kind : {Kind::kCoordinator, Kind::kCache}) {
         for (int32_t n = 2; n <= kMaxRanks; ++n) {
             World w(n, kind, true);
-            std::vector<int32_t> members;
-            for (int32_t r = 1; r < n; ++r)
-                members.push_back(r);
+            const std::vector<int32_t> members = ranks_in(1, n);
             bool ok = run_phase(
                 w,
                 [&](Rank &me) {
@@ -458,7 +496,7 @@ void test_process_set_created_at_run_time(void **) {
                 assert_true(ok);
                 for (int32_t r = 0; r < n; ++r) {
                     assert_ok(w[r], "global");
-                    check_reduction(global, r, globals[r], kCount, all_ranks(n));
+                    check_reduction(global, r, globals[r], kCount, ranks_in(0, n));
                     if (r == 0) continue;
                     assert_ok(w[r], "in.set");
                     check_reduction(in_set, r, sets[r], kCount, members);
@@ -550,6 +588,7 @@ int main() {
         cmocka_unit_test(test_fused_allreduces),
         cmocka_unit_test(test_allgather_and_broadcast),
         cmocka_unit_test(test_cached_steps_of_mixed_ops),
+        cmocka_unit_test(test_mismatch_fails_the_op_not_the_context),
         cmocka_unit_test(test_barrier_waits_for_the_last_rank),
         cmocka_unit_test(test_joined_rank_contributes_zeros),
         cmocka_unit_test(test_process_set_created_at_run_time),
