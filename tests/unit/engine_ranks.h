@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "config/runtime_config.h"
 #include "diagnostics/timeline.h"
 #include "engine/abort_state.h"
 #include "engine/cache_negotiator.h"
@@ -31,7 +32,6 @@
 #include "engine/process_set_table.h"
 #include "engine/request.h"
 #include "engine/runner.h"
-#include "engine/runtime_config.h"
 #include "engine/tuner.h"
 #include "engine/watchdog.h"
 #include "transport/loopback/loopback_transport.h"
@@ -153,7 +153,7 @@ struct Rank {
     hvd::engine::Intake intake;
     hvd::engine::PendingOps pending;
     hvd::engine::ControlChannel control;
-    hvd::engine::RuntimeConfig config;
+    hvd::config::RuntimeConfig config;
     hvd::engine::AbortState abort;
     hvd::engine::ProcessSetTable sets;
     hvd::engine::Tuner tuner;
