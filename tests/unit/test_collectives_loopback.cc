@@ -38,8 +38,6 @@ using rank_threads::load;
 using rank_threads::store;
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kBoundMs = 10000;  // no wait of a passing test comes near it
-
 int64_t ms_since(Clock::time_point t0) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
 }
