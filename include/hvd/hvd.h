@@ -294,7 +294,13 @@ HVD_API hvd_status_t hvd_process_set_included(hvd_context_h ctx, hvd_process_set
  * the op and returns a request in *req_p (written only on success). It never waits for
  * peers. Ranks match ops by name, so they may enqueue in different orders. Disagreement
  * between ranks (dtype, shape, op, root, scale factors) completes the request on every rank
- * with HVD_ERR_MISMATCH and a message naming the ranks and what differs. */
+ * with HVD_ERR_MISMATCH and a message naming the ranks and what differs.
+ * Sizes: a shape is bad (HVD_ERR_INVALID_ARG at enqueue, the message naming the dimension)
+ * when a dimension is negative or when its size in bytes, the product of its non-zero
+ * dimensions and the element size, passes INT64_MAX; data may be NULL only when the tensor
+ * has no elements. An output put together from several ranks whose size would pass INT64_MAX
+ * (an allgather's sum of first dimensions, the rows an alltoall member receives) completes
+ * the request on every rank with HVD_ERR_INVALID_ARG naming the op. */
 
 /* Elementwise reduction over all ranks of the set. in and out have the same dtype and shape;
  * out->data == in->data is in place. Result = postscale * op_r(prescale * in_r), Average

@@ -60,11 +60,29 @@ TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) 
     ref.device_id = t->device_id;
     ref.data = t->data;
     ref.shape.assign(t->shape, t->shape + t->ndim);
-    for (int32_t i = 0; i < t->ndim; ++i)
-        if (ref.shape[i] < 0)
-            invalid(fn, strprintf("%s dimension %d is negative (%lld)", which, i,
-                                  static_cast<long long>(ref.shape[i])));
-    if (ref.data == nullptr && ref.elements() > 0) invalid(fn, strprintf("%s data is NULL", which));
+    // Every size the engine later computes from this shape (elements, bytes, a row's bytes)
+    // is a product of some of its dimensions: checked here once, they are all in range.
+    const int64_t esz = static_cast<int64_t>(hvd::dtype_size(ref.dtype));
+    int64_t bytes = 0;
+    size_t bad = hvd::util::checked_size(ref.shape.begin(), ref.shape.end(), esz, &bytes);
+    if (bad != hvd::util::kSizeFits && ref.shape[bad] < 0)
+        invalid(fn, strprintf("%s dimension %zu is negative (%lld)", which, bad,
+                              static_cast<long long>(ref.shape[bad])));
+    if (bad != hvd::util::kSizeFits)
+        invalid(fn, strprintf("%s shape %s is too large: its size in bytes (elements of %lld "
+                              "bytes) overflows a 64-bit integer at dimension %zu (%lld)",
+                              which, hvd::engine::shape_string(ref.shape).c_str(),
+                              static_cast<long long>(esz), bad,
+                              static_cast<long long>(ref.shape[bad])));
+    if (ref.data == nullptr && bytes > 0)
+        invalid(fn, strprintf("%s data is NULL for a tensor of shape %s (%lld bytes)", which,
+                              hvd::engine::shape_string(ref.shape).c_str(),
+                              static_cast<long long>(bytes)));
+    uintptr_t end;
+    if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(ref.data), static_cast<uintptr_t>(bytes),
+                               &end))
+        invalid(fn, strprintf("%s data at %p with %lld bytes wraps around the address space", which,
+                              ref.data, static_cast<long long>(bytes)));
     return ref;
 }
 

@@ -24,6 +24,11 @@ double postscale_of(const Request &req, int32_t set_size) {
     return post;
 }
 
+// The sizes computed here (rows, bytes, sums over members) need no overflow checks: each
+// tensor's shape was checked at enqueue, and what comes from several ranks (an allgather's
+// first dimensions, an alltoall's split matrix) by the coordinator (check_sizes), so every
+// product and sum of them fits in int64.
+
 // Bytes of one row: everything but the first dimension.
 size_t row_bytes_of(const TensorRef &t) {
     size_t row = dtype_size(t.dtype);

@@ -29,6 +29,9 @@ struct TensorRef {
     int32_t device_type = HVD_DEVICE_CPU;
     int32_t device_id = 0;
 
+    // Unchecked products: every TensorRef the engine runs has a shape checked at enqueue (or,
+    // for a joined rank's stand-in, by the coordinator) to have no negative dimension and a
+    // size in bytes that fits in int64 (util::checked_size).
     size_t elements() const;
     size_t bytes() const;
 };

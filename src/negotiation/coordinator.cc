@@ -153,6 +153,12 @@ Response Coordinator::complete(const Key &key, Pending &p) {
         resp.message = err;
         return resp;
     }
+    err = check_sizes(metas, ranks);
+    if (!err.empty()) {
+        resp.status = HVD_ERR_INVALID_ARG;
+        resp.message = err;
+        return resp;
+    }
     switch (resp.type) {
         case OpType::kAllgather:
             for (const OpMeta &m : metas)
@@ -210,6 +216,12 @@ Response Coordinator::complete_with_joined(const Key &key, std::vector<OpMeta> &
     std::string err = validate_op(metas, ranks);
     if (!err.empty()) {
         resp.status = HVD_ERR_MISMATCH;
+        resp.message = err;
+        return resp;
+    }
+    err = check_sizes(metas, ranks);
+    if (!err.empty()) {
+        resp.status = HVD_ERR_INVALID_ARG;
         resp.message = err;
         return resp;
     }

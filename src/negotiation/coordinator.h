@@ -85,6 +85,16 @@ class Coordinator {
 // rank of by_member[i].
 std::string validate_op(const std::vector<OpMeta> &by_member, const std::vector<int32_t> &ranks);
 
+// The sizes of an op whose members agree (validate_op): every member's tensor has no
+// negative dimension and a size in bytes that fits in 64 bits (each rank checks its own at
+// enqueue; here they come from other ranks), and so has what the op puts together from
+// several members: an allgather's output (the sum of the first dimensions), the rows each
+// member of an alltoall receives (whose splits are checked too). Returns "" when they fit,
+// else a message naming the op, e.g. "allgather 'x': the first dimensions of ranks [0,1]
+// ([4611686018427387904,4611686018427387904]) add up to more rows than a 64-bit integer
+// holds".
+std::string check_sizes(const std::vector<OpMeta> &by_member, const std::vector<int32_t> &ranks);
+
 // Allgathers into caller-owned outputs: every such output has as many rows as all members'
 // inputs together, and an input inside its output starts at the rows of the members before
 // it (in place). Returns "" when that holds, else a message naming the rank, e.g.

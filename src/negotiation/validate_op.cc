@@ -123,6 +123,117 @@ std::string validate_op(const std::vector<OpMeta> &by_member, const std::vector<
     return all;
 }
 
+namespace {
+
+bool has_tensor(OpType t) {
+    return t == OpType::kAllreduce || t == OpType::kAllgather || t == OpType::kBroadcast ||
+           t == OpType::kAlltoall || t == OpType::kReducescatter;
+}
+
+// "" if shape (of elements of esz bytes) has a size in bytes that fits, else why not.
+std::string size_problem(const Shape &shape, int64_t esz) {
+    int64_t bytes = 0;
+    size_t bad = util::checked_size(shape.begin(), shape.end(), esz, &bytes);
+    if (bad == util::kSizeFits) return "";
+    if (shape[bad] < 0)
+        return strprintf("dimension %zu is negative (%lld)", bad,
+                         static_cast<long long>(shape[bad]));
+    return strprintf("its size in bytes overflows a 64-bit integer at dimension %zu (%lld)", bad,
+                     static_cast<long long>(shape[bad]));
+}
+
+// An output of `rows` rows of the members' trailing dimensions (ref's), from several members.
+std::string output_problem(const OpMeta &ref, int64_t rows, int64_t esz) {
+    Shape out = ref.shape;
+    out[0] = rows;
+    return size_problem(out, esz);
+}
+
+// Alltoall: every member's splits, one per member, none negative, within its first dimension;
+// then the rows each member receives.
+std::string check_alltoall(const std::vector<OpMeta> &by_member, const std::vector<int32_t> &ranks,
+                           int64_t esz) {
+    const OpMeta &ref = by_member[0];
+    const size_t n = by_member.size();
+    for (size_t i = 0; i < n; ++i) {
+        const OpMeta &m = by_member[i];
+        if (m.splits.size() != n)
+            return strprintf("alltoall '%s': rank %d has %zu splits for a set of %zu ranks",
+                             ref.name.c_str(), ranks[i], m.splits.size(), n);
+        int64_t sent = 0;
+        for (int32_t v : m.splits) {
+            if (v < 0)
+                return strprintf("alltoall '%s': rank %d has a negative split (%d)",
+                                 ref.name.c_str(), ranks[i], v);
+            sent += v;  // n int32 values: no overflow
+        }
+        if (sent > m.shape[0])
+            return strprintf(
+                "alltoall '%s': rank %d's splits add up to %lld rows, its tensor "
+                "has %lld",
+                ref.name.c_str(), ranks[i], static_cast<long long>(sent),
+                static_cast<long long>(m.shape[0]));
+    }
+    for (size_t j = 0; j < n; ++j) {
+        int64_t rows = 0;
+        std::vector<int64_t> from(n);
+        for (size_t i = 0; i < n; ++i) {
+            from[i] = by_member[i].splits[j];
+            rows += from[i];
+        }
+        std::string problem = output_problem(ref, rows, esz);
+        if (!problem.empty())
+            return strprintf(
+                "alltoall '%s': rank %d would receive %lld rows (%s from ranks %s), "
+                "an output too large: %s",
+                ref.name.c_str(), ranks[j], static_cast<long long>(rows),
+                shape_string(from).c_str(), ranks_string(ranks).c_str(), problem.c_str());
+    }
+    return "";
+}
+
+}  // namespace
+
+std::string check_sizes(const std::vector<OpMeta> &by_member, const std::vector<int32_t> &ranks) {
+    const OpMeta &ref = by_member[0];
+    if (!has_tensor(ref.type)) return "";
+    const int64_t esz = static_cast<int64_t>(dtype_size(ref.dtype));
+    for (size_t i = 0; i < by_member.size(); ++i) {
+        std::string problem = size_problem(by_member[i].shape, esz);
+        if (!problem.empty())
+            return strprintf("%s '%s': rank %d's shape %s: %s", op_type_name(ref.type),
+                             ref.name.c_str(), ranks[i], shape_string(by_member[i].shape).c_str(),
+                             problem.c_str());
+    }
+    if (ref.type == OpType::kAlltoall) {
+        if (ref.shape.empty())
+            return strprintf("alltoall '%s': a tensor of rank 0", ref.name.c_str());
+        return check_alltoall(by_member, ranks, esz);
+    }
+    if (ref.type != OpType::kAllgather) return "";
+    if (ref.shape.empty()) return strprintf("allgather '%s': a tensor of rank 0", ref.name.c_str());
+    std::vector<int64_t> first_dims;
+    int64_t rows = 0;
+    bool overflow = false;
+    for (const OpMeta &m : by_member) {
+        first_dims.push_back(m.shape[0]);
+        overflow = overflow || __builtin_add_overflow(rows, m.shape[0], &rows);
+    }
+    if (overflow)
+        return strprintf(
+            "allgather '%s': the first dimensions of ranks %s (%s) add up to more "
+            "rows than a 64-bit integer holds",
+            ref.name.c_str(), ranks_string(ranks).c_str(), shape_string(first_dims).c_str());
+    std::string problem = output_problem(ref, rows, esz);
+    if (!problem.empty())
+        return strprintf(
+            "allgather '%s': the output of %lld rows (the first dimensions of ranks "
+            "%s: %s) is too large: %s",
+            ref.name.c_str(), static_cast<long long>(rows), ranks_string(ranks).c_str(),
+            shape_string(first_dims).c_str(), problem.c_str());
+    return "";
+}
+
 std::string check_gather_outputs(const std::vector<OpMeta> &by_member,
                                  const std::vector<int32_t> &ranks,
                                  const std::vector<int64_t> &first_dims) {

@@ -73,4 +73,23 @@ class Shape {
     std::unique_ptr<int64_t[]> heap_;  // set when size_ > kInlineDims
 };
 
+// The size of a tensor (or of its rows) in bytes: `scale` (the element size) times the
+// dimensions [first, last), every product checked. Zero dimensions are skipped, so that any
+// part of a shape that passes (one row, one column) has a size that fits too. Returns the
+// index of the first negative dimension or of the one whose product passes INT64_MAX, or
+// kSizeFits with *bytes set.
+constexpr size_t kSizeFits = SIZE_MAX;
+inline size_t checked_size(const int64_t *first, const int64_t *last, int64_t scale,
+                           int64_t *bytes) {
+    int64_t n = scale;
+    for (const int64_t *d = first; d != last; ++d) {
+        if (*d < 0) return static_cast<size_t>(d - first);
+        if (*d != 0 && __builtin_mul_overflow(n, *d, &n)) return static_cast<size_t>(d - first);
+    }
+    for (const int64_t *d = first; d != last; ++d)
+        if (*d == 0) n = 0;
+    *bytes = n;
+    return kSizeFits;
+}
+
 }  // namespace hvd::util
