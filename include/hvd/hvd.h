@@ -347,7 +347,8 @@ HVD_API hvd_status_t hvd_broadcast_enqueue(hvd_context_h ctx, const hvd_tensor_t
  * (library-owned, hvd_request_output) concatenates the rows received from each rank in set
  * order; hvd_request_received_splits tells how many came from each. Rows beyond the sum of
  * the splits are not sent. HVD_ERR_INVALID_ARG at enqueue: wrong number of splits, a
- * negative split, a sum larger than the first dimension, ndim 0. */
+ * negative split, a sum larger than the first dimension, ndim 0, an even split of more than
+ * INT32_MAX rows per rank (splits are int32). */
 HVD_API hvd_status_t hvd_alltoall_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
                                           const hvd_op_params_t *params,
                                           hvd_request_h *req_p) HVD_NOEXCEPT;

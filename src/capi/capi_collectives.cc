@@ -426,6 +426,12 @@ HVD_API hvd_status_t hvd_alltoall_enqueue(hvd_context_h ctx, const hvd_tensor_t 
                 invalid(fn, strprintf("first dimension %lld does not divide evenly among %d "
                                       "ranks; pass splits",
                                       static_cast<long long>(d0), n));
+            // Splits are int32 (hvd_op_params_t, hvd_request_received_splits, the wire).
+            if (d0 / n > INT32_MAX)
+                invalid(fn, strprintf("the even split of first dimension %lld among %d ranks "
+                                      "is %lld rows per rank, more than a split holds (%d)",
+                                      static_cast<long long>(d0), n, static_cast<long long>(d0 / n),
+                                      INT32_MAX));
             o.splits.assign(static_cast<size_t>(n), static_cast<int32_t>(d0 / n));
         }
         int64_t sum = 0;

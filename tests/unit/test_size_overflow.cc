@@ -1,9 +1,9 @@
 // Sizes past 64 bits: every enqueue rejects a shape whose size in bytes overflows (each
 // collective and grouped variant, input and output), a negative dimension and NULL data with a
-// non-zero size, with HVD_ERR_INVALID_ARG and a message naming the problem; and sizes put
-// together across ranks (an allgather's rows, the rows an alltoall member receives) fail on
-// every rank with an error naming the op. Never HVD_OK, never a crash: no data is touched by
-// an op that fails.
+// non-zero size, with HVD_ERR_INVALID_ARG and a message naming the problem; alltoall rejects an
+// even split past int32; and sizes put together across ranks (an allgather's rows, the rows an
+// alltoall member receives) fail on every rank with an error naming the op. Never HVD_OK,
+// never a crash: no data is touched by an op that fails.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -156,6 +156,20 @@ void test_empty_tensor_with_null_data_runs(void **) {
     hvd_request_release(req);
 }
 
+// The audit's case: a first dimension of 2^32 + 8 split evenly used to send 8 rows.
+void test_alltoall_even_split_past_int32(void **) {
+    OneRank r;
+    int64_t shape[1] = {k2p32 + 8};
+    hvd_tensor_t t = tensor(g_bytes, HVD_DTYPE_UINT8, 1, shape);
+    hvd_request_h req = nullptr;
+    assert_invalid(hvd_alltoall_enqueue(r.ctx, &t, nullptr, &req),
+                   {"hvd_alltoall_enqueue",
+                    "even split of first dimension 4294967304 among 1 "
+                    "ranks is 4294967304 rows per rank, more than a split "
+                    "holds (2147483647)"});
+    assert_null(req);
+}
+
 // Both ranks' tensors fit; what the op puts together from them does not.
 std::string cross_rank_overflows(const hvd_unique_id_t &id, int32_t rank, int32_t size) {
     hvd_context_h ctx;
@@ -270,6 +284,7 @@ int main(void) {
         cmocka_unit_test(test_shape_overflow_rejected_at_enqueue),
         cmocka_unit_test(test_negative_dims_and_null_data_rejected),
         cmocka_unit_test(test_empty_tensor_with_null_data_runs),
+        cmocka_unit_test(test_alltoall_even_split_past_int32),
         cmocka_unit_test(test_cross_rank_sizes_overflow_on_every_rank),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
