@@ -6,6 +6,7 @@ the GIL for every foreign call, so waits let other Python threads run.
 """
 
 import ctypes
+import operator
 
 from hvd import _errors
 from hvd._library import library_path
@@ -272,11 +273,31 @@ def timeline_stop(ctx):
     _check(_timeline_stop(ctx))
 
 
+def _checked_ints(values, bits, what):
+    """values as Python ints within a signed integer of `bits` bits. ctypes would keep only the
+    low bits of a larger value (2**32 + 8 as an int32 is 8): such a value is an error here, as
+    it is in the pybind11 backend."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    out = []
+    for v in values:
+        try:
+            i = operator.index(v)
+        except TypeError:
+            raise _errors.HvdValueError("%s must be an int, got %s"
+                                        % (what, type(v).__name__)) from None
+        if i < lo or i > hi:
+            raise _errors.HvdValueError("%s is out of range of a %d-bit integer: %d"
+                                        % (what, bits, i))
+        out.append(i)
+    return out
+
+
 def _tensor(desc, keep):
     ptr, dtype, shape = desc[0], desc[1], desc[2]
     if len(shape) > _MAX_NDIM:
         raise _errors.HvdValueError("a tensor has %d dimensions; at most %d are supported"
                                     % (len(shape), _MAX_NDIM))
+    shape = _checked_ints(shape, 64, "a tensor's dimension")
     dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
     keep.append(dims)
     t = _Tensor()
@@ -309,6 +330,7 @@ def _params(name, ps, op, prescale, postscale, root, splits, timeout_ms, keep):
         p.field_mask |= _OP_FIELD_ROOT
         p.root_rank = root
     if splits is not None:
+        splits = _checked_ints(splits, 32, "a split")
         arr = (ctypes.c_int32 * max(len(splits), 1))(*splits)
         keep.append(arr)
         p.field_mask |= _OP_FIELD_SPLITS

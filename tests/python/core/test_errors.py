@@ -77,5 +77,29 @@ def test_unknown_handle():
         hvd.synchronize(123456789)
 
 
+def test_sizes_past_64_bits_are_rejected_not_wrapped():
+    """Shapes no array can have, given to the backend directly: a shape whose size overflows,
+    a dimension or split past its integer type, an even alltoall split past int32. Each is a
+    ValueError naming the problem; none is truncated into a valid op."""
+    from hvd import _runtime
+
+    buf = np.zeros(8, dtype=np.uint8)
+    ptr, u8 = buf.ctypes.data, 0  # HVD_DTYPE_UINT8
+
+    def enqueue(kind, shape, **kwargs):
+        return _runtime.backend.enqueue(kind, _runtime.context(), [(ptr, u8, shape)], None, None,
+                                        0, None, 1.0, 1.0, None, kwargs.get("splits"), None)
+
+    with pytest.raises(ValueError, match="overflows a 64-bit integer at dimension 1"):
+        enqueue("allgather", (1 << 32, 1 << 32))
+    with pytest.raises(ValueError, match="out of range of a 64-bit integer"):
+        enqueue("allgather", ((1 << 64) + 5,))
+    with pytest.raises(ValueError, match="out of range of a 32-bit integer"):
+        enqueue("alltoall", ((1 << 32) + 8,), splits=[(1 << 32) + 8] + [0] * (hvd.size() - 1))
+    rows = ((1 << 32) + 8) * hvd.size()
+    with pytest.raises(ValueError, match="more than a split holds"):
+        enqueue("alltoall", (rows,))
+
+
 def test_job_still_healthy_after_errors():
     np.testing.assert_allclose(hvd.allreduce(np.ones(3), op=hvd.Sum), np.full(3, hvd.size()))
