@@ -217,7 +217,10 @@ HVD_API hvd_status_t hvd_get_unique_id(hvd_unique_id_t *id_p) HVD_NOEXCEPT;
  * environment — hvdrun (HVD_RANK, HVD_SIZE, HVD_RENDEZVOUS_ADDR/PORT, HVD_SECRET), Open MPI
  * (OMPI_COMM_WORLD_*), Slurm (SLURM_PROCID/SLURM_NTASKS), MPICH/PMI (PMI_RANK/PMI_SIZE) or
  * torchrun-style (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Without a rendezvous address,
- * single-host jobs meet through a private file under $TMPDIR named by the launcher's job id.
+ * single-host jobs meet through a private file named by the launcher's job id, in a directory
+ * only this user can use: $XDG_RUNTIME_DIR, else $TMPDIR/hvd-<uid> (made 0700; one owned by
+ * another user or open to group or others is skipped for hvd-<uid>.1, ... .7, and when none
+ * will do hvd_init fails with HVD_ERR_TRANSPORT naming them).
  * Local and cross ranks are computed from the host names the ranks report.
  * Several contexts may live in one process (e.g. one per thread in tests).
  * Errors: HVD_ERR_VERSION, HVD_ERR_INVALID_ARG (bad rank/size, no launcher found),

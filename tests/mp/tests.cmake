@@ -123,6 +123,16 @@ foreach(style openmpi torchrun slurm pmi)
   endforeach()
 endforeach()
 
+# A single-host rendezvous (no address from the launcher) whose directory someone else made
+# first: skipped, and the job still meets.
+foreach(style slurm pmi)
+  add_test(NAME mp.launch_${style}_planted_dir.np2
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_planted.sh ${style} 2
+            $<TARGET_FILE:mp_collectives>)
+  set_tests_properties(mp.launch_${style}_planted_dir.np2 PROPERTIES
+    LABELS mp TIMEOUT 150 ENVIRONMENT "${HVD_MP_ENV}" PASS_REGULAR_EXPRESSION "launch_planted: ok")
+endforeach()
+
 # The stall inspector names the missing rank in the log and, past the shutdown time, fails
 # the stalled op with a clear error on the ranks that enqueued it.
 hvd_mp_program(mp_stall)

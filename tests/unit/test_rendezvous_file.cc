@@ -1,5 +1,7 @@
 // The single-host rendezvous file: naming, round trip, permissions, atomic replacement,
-// polling for a late writer, timeouts, and refusal of a file others could have written.
+// polling for a late writer, timeouts, refusal of a file others could have written, and the
+// private directory it lives in: $XDG_RUNTIME_DIR or $TMPDIR/hvd-<uid>, never a directory
+// that is a link, another user's or open to others, never a file through a planted link.
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,7 @@ extern "C" {
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,18 +35,39 @@ namespace {
 
 std::string g_dir;
 
+// Where the files go when nothing is in the way: $TMPDIR/hvd-<uid>.
+std::string private_dir() {
+    return g_dir + "/hvd-" + std::to_string(getuid());
+}
+
 int setup(void **) {
     char tmpl[] = "/tmp/hvd-rdv-test-XXXXXX";
     if (!mkdtemp(tmpl)) return -1;
     g_dir = tmpl;
+    unsetenv("XDG_RUNTIME_DIR");
     return setenv("TMPDIR", g_dir.c_str(), 1);
 }
 
-int teardown(void **) {
+int remove_entry(const char *path, const struct stat *, int, struct FTW *) {
+    return remove(path);
+}
+
+// Empties g_dir (links removed, never followed), keeping it.
+int empty_dir(void ** = nullptr) {
     DIR *d = opendir(g_dir.c_str());
-    while (dirent *e = d ? readdir(d) : nullptr)
-        if (e->d_name[0] != '.') unlink((g_dir + "/" + e->d_name).c_str());
+    while (dirent *e = d ? readdir(d) : nullptr) {
+        std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        std::string path = g_dir + "/" + name;
+        chmod(path.c_str(), 0700);
+        nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
     if (d) closedir(d);
+    return 0;
+}
+
+int teardown(void **) {
+    empty_dir();
     return rmdir(g_dir.c_str());
 }
 
@@ -53,9 +77,9 @@ int64_t ms_since(std::chrono::steady_clock::time_point t0) {
         .count();
 }
 
-int count_dir_entries() {
+int count_dir_entries(const std::string &dir = private_dir()) {
     int n = 0;
-    DIR *d = opendir(g_dir.c_str());
+    DIR *d = opendir(dir.c_str());
     while (dirent *e = d ? readdir(d) : nullptr)
         n += e->d_name[0] != '.';
     if (d) closedir(d);
@@ -63,7 +87,7 @@ int count_dir_entries() {
 }
 
 void test_path(void **) {
-    std::string prefix = g_dir + "/hvd-rdv-" + std::to_string(getuid()) + "-";
+    std::string prefix = private_dir() + "/hvd-rdv-";
     assert_string_equal(rendezvous_file_path("job-1.2_x").c_str(), (prefix + "job-1.2_x").c_str());
     // Unsafe characters are replaced and a hash keeps "a/b" and "a_b" apart.
     std::string slashed = rendezvous_file_path("a/b c");
@@ -90,6 +114,10 @@ void test_round_trip_and_permissions(void **) {
     assert_int_equal(st.st_mode & 0777, 0600);
     assert_int_equal(st.st_uid, getuid());
     assert_int_equal(count_dir_entries(), 1);  // no temp file left behind
+    assert_int_equal(lstat(private_dir().c_str(), &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(st.st_uid, getuid());
 
     remove_rendezvous("rt");
     assert_int_equal(count_dir_entries(), 0);
@@ -154,6 +182,129 @@ void test_rejects_public_file(void **) {
     remove_rendezvous("public");
 }
 
+// A round trip through the rendezvous file of `job`, which must be in `dir`.
+void assert_round_trip_in(const std::string &dir, const std::string &job) {
+    assert_string_equal(rendezvous_file_path(job).c_str(), (dir + "/hvd-rdv-" + job).c_str());
+    publish_rendezvous(job, {"127.0.0.1", 4242, "cafe"});
+    struct stat st {};
+    assert_int_equal(lstat((dir + "/hvd-rdv-" + job).c_str(), &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    RendezvousEndpoint ep = lookup_rendezvous(job, Deadline::after_ms(1000));
+    assert_int_equal(ep.port, 4242);
+    remove_rendezvous(job);
+}
+
+// A directory at $TMPDIR/hvd-<uid> that group or others may write (planted by another user, or
+// left so): never used; the files go to the next candidate, hvd-<uid>.1.
+void test_skips_directory_open_to_others(void **) {
+    empty_dir();
+    assert_int_equal(mkdir(private_dir().c_str(), 0700), 0);
+    assert_int_equal(chmod(private_dir().c_str(), 0777), 0);
+    assert_round_trip_in(private_dir() + ".1", "open");
+    assert_int_equal(count_dir_entries(private_dir()), 0);
+    empty_dir();
+}
+
+// Another user's directory at $TMPDIR/hvd-<uid>, even a 0700 one: never used.
+void test_skips_directory_of_another_user(void **) {
+    empty_dir();
+    if (getuid() != 0) skip();  // only root can give a directory away
+    assert_int_equal(mkdir(private_dir().c_str(), 0700), 0);
+    assert_int_equal(chown(private_dir().c_str(), 65534, 65534), 0);
+    assert_round_trip_in(private_dir() + ".1", "foreign");
+    empty_dir();
+}
+
+// A link at $TMPDIR/hvd-<uid>, even to a private directory of this user's: never followed.
+void test_skips_directory_link(void **) {
+    empty_dir();
+    std::string target = g_dir + "/elsewhere";
+    assert_int_equal(mkdir(target.c_str(), 0700), 0);
+    assert_int_equal(symlink(target.c_str(), private_dir().c_str()), 0);
+    assert_round_trip_in(private_dir() + ".1", "linked");
+    assert_int_equal(count_dir_entries(target), 0);
+    empty_dir();
+}
+
+// Every candidate refused: a clear error naming them, before anything is written.
+void test_no_private_directory(void **) {
+    empty_dir();
+    for (int k = 0; k < 8; ++k) {
+        std::string dir = private_dir() + (k ? "." + std::to_string(k) : "");
+        assert_int_equal(mkdir(dir.c_str(), 0700), 0);
+        assert_int_equal(chmod(dir.c_str(), 0777), 0);
+    }
+    for (int op = 0; op < 3; ++op) {
+        try {
+            if (op == 0) publish_rendezvous("none", {"127.0.0.1", 1, "s"});
+            if (op == 1) lookup_rendezvous("none", Deadline::after_ms(100));
+            if (op == 2) rendezvous_file_path("none");
+            fail_msg("operation %d found a private directory", op);
+        } catch (const Error &e) {
+            assert_int_equal(e.status(), HVD_ERR_TRANSPORT);
+            std::string msg = e.what();
+            assert_non_null(strstr(msg.c_str(), "no private directory"));
+            assert_non_null(strstr(msg.c_str(), (private_dir() + ": mode 777").c_str()));
+            assert_non_null(strstr(msg.c_str(), (private_dir() + ".7: mode 777").c_str()));
+        }
+    }
+    remove_rendezvous("none");  // never throws
+    assert_int_equal(count_dir_entries(private_dir()), 0);
+    empty_dir();
+}
+
+// TMPDIR names no directory: one clear error, not eight.
+void test_missing_tmpdir(void **) {
+    empty_dir();
+    std::string absent = g_dir + "/absent";
+    setenv("TMPDIR", absent.c_str(), 1);
+    try {
+        publish_rendezvous("x", {"127.0.0.1", 1, "s"});
+        fail_msg("published under a missing TMPDIR");
+    } catch (const Error &e) {
+        std::string msg = e.what();
+        setenv("TMPDIR", g_dir.c_str(), 1);
+        assert_int_equal(e.status(), HVD_ERR_TRANSPORT);
+        std::string want =
+            "(" + absent + "/hvd-" + std::to_string(getuid()) + ": No such file or directory);";
+        assert_non_null(strstr(msg.c_str(), want.c_str()));
+    }
+    setenv("TMPDIR", g_dir.c_str(), 1);
+}
+
+// A link planted at the file's own path: the reader does not follow it, and publishing
+// replaces the link without writing through it.
+void test_link_at_file_path(void **) {
+    empty_dir();
+    publish_rendezvous("real", {"127.0.0.1", 7777, "s"});  // a valid file to point at
+    std::string link = private_dir() + "/hvd-rdv-planted";
+    assert_int_equal(symlink(rendezvous_file_path("real").c_str(), link.c_str()), 0);
+    std::string msg;
+    assert_int_equal(lookup_status("planted", 100, &msg), HVD_ERR_TIMED_OUT);
+    publish_rendezvous("planted", {"127.0.0.1", 8888, "t"});
+    struct stat st {};
+    assert_int_equal(lstat(link.c_str(), &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(lookup_rendezvous("planted", Deadline::after_ms(1000)).port, 8888);
+    assert_int_equal(lookup_rendezvous("real", Deadline::after_ms(1000)).port, 7777);
+    empty_dir();
+}
+
+// $XDG_RUNTIME_DIR when it is private; else $TMPDIR's directory.
+void test_xdg_runtime_dir(void **) {
+    empty_dir();
+    std::string xdg = g_dir + "/run";
+    assert_int_equal(mkdir(xdg.c_str(), 0700), 0);
+    setenv("XDG_RUNTIME_DIR", xdg.c_str(), 1);
+    assert_round_trip_in(xdg, "xdg");
+    assert_int_equal(chmod(xdg.c_str(), 0755), 0);
+    assert_round_trip_in(private_dir(), "xdg");
+    setenv("XDG_RUNTIME_DIR", "relative/dir", 1);
+    assert_round_trip_in(private_dir(), "xdg");
+    unsetenv("XDG_RUNTIME_DIR");
+    empty_dir();
+}
+
 void test_publish_rejects_bad_endpoint(void **) {
     for (const RendezvousEndpoint &ep :
          {RendezvousEndpoint{"", 1, "s"}, RendezvousEndpoint{"h", 0, "s"},
@@ -180,6 +331,13 @@ int main(void) {
         cmocka_unit_test(test_lookup_timeout),
         cmocka_unit_test(test_rejects_public_file),
         cmocka_unit_test(test_publish_rejects_bad_endpoint),
+        cmocka_unit_test(test_skips_directory_open_to_others),
+        cmocka_unit_test(test_skips_directory_of_another_user),
+        cmocka_unit_test(test_skips_directory_link),
+        cmocka_unit_test(test_no_private_directory),
+        cmocka_unit_test(test_missing_tmpdir),
+        cmocka_unit_test(test_link_at_file_path),
+        cmocka_unit_test(test_xdg_runtime_dir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
