@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPU binding of hvd_bench ranks (see bench_bind.h). */
 #define _GNU_SOURCE
 #include "bench_bind.h"

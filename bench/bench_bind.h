@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* --bind: pin this process to one CPU before hvd_init, as Open MPI does by default for up to
  * two ranks (--bind-to core) and bench/peers/launch_local.sh does with LAUNCH_BIND=1. The
  * pin must come before hvd_init so the engine thread it starts inherits it. */

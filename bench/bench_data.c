@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test data of one size for each collective (see bench_data.h). */
 #include "bench_data.h"
 

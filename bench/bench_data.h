@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Inputs, output sentinels and result checks of one size, per collective. */
 #ifndef HVD_BENCH_DATA_H_
 #define HVD_BENCH_DATA_H_

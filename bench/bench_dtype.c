@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Names, sizes and element encoding of the dtypes hvd_bench can sweep. */
 #include "bench_dtype.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Element types and reduce ops as hvd_bench names and encodes them. Values are handled as
  * doubles: the benchmark only needs to write small test integers into a tensor of any dtype
  * and read results back for checking, never to compute in the dtype itself. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The libhvd calls of hvd_bench: enqueue, wait, release and the small helper allreduces. */
 #include "bench_job.h"
 

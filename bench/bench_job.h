@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* State of one hvd_bench process: the context, its place in the job, the options, the
  * buffers of the step being measured and the handful of libhvd calls every phase needs. */
 #ifndef HVD_BENCH_JOB_H_

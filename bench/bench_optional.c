@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Run-time lookup of the collectives older libhvd builds lack (see bench_optional.h). */
 #define _GNU_SOURCE
 #include "bench_optional.h"

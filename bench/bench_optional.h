@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Collectives that only newer libhvd builds export (alltoall, reducescatter). They are looked
  * up in the loaded library at run time, so one hvd_bench binary works with a libhvd that has
  * them and fails with a clear message on one that does not. */

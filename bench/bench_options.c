@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Command-line parsing of hvd_bench (see bench_options.h and usage() below). */
 #define _GNU_SOURCE
 #include "bench_options.h"

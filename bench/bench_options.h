@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Command line of hvd_bench. The sweep and timing flags are those of the peer benchmarks in
  * bench/peers (mpi_allreduce_perf and friends), so run_all.sh's SWEEP flags (-t, -e, -x) work
  * unchanged for libhvd. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test pattern, expected results and checking for hvd_bench (see bench_pattern.h). */
 #include "bench_pattern.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Test data of hvd_bench: every tensor holds a pattern of small integers that repeats every
  * BENCH_PERIOD elements, so the expected result of any collective is a precomputed block of
  * BENCH_PERIOD elements and filling or checking a 256 MiB tensor is a tiling / memcmp pass.

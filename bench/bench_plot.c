@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plotting through a python3 child: the program text, with the data and the path embedded as
  * literals, goes to its stdin, so no file name or value is ever parsed by a shell. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* --plot FILE.png: busbw against message size, drawn by Debian's python3-matplotlib. */
 #ifndef HVD_BENCH_PLOT_H_
 #define HVD_BENCH_PLOT_H_

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One size of the sweep, measured the way the peer benchmarks in bench/peers do it:
  * checked warm-up, calibration to ~target_s of timed work, a timed loop with outputs reset to
  * a sentinel, and a check after it. Unlike the peers (mean over the loop) each step is timed

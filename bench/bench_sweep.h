@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Measurement of one size: warm-up, calibration, timed steps, checks. */
 #ifndef HVD_BENCH_SWEEP_H_
 #define HVD_BENCH_SWEEP_H_

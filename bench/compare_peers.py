@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """compare_peers.py [-o OUT.md] RESULTS_DIR [RESULTS_DIR...] - libhvd against its peers.
 
 Reads the run_all.sh result directories that scripts/bench.sh produces (manifest.tsv and one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hvd_bench: nccl-tests style bandwidth / latency sweep of libhvd's collectives, printing the
  * format of the peer benchmarks in bench/peers (bench_common.h) so scripts/bench.sh can run
  * both side by side. Uses only the public C ABI. Launch with hvdrun -np N (or mpirun, srun,

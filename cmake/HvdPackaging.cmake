@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What `cmake --install` ships besides the library, its headers and the programs (installed
 # where they are built: src/, tools/hvdrun, bench/): the pkg-config file and the CMake package
 # (hvd::hvd). Included from the top-level CMakeLists.txt after the targets exist.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs hvd_bench and the peer baselines of bench/peers (Open MPI, Gloo, torch.distributed,
 # memcpy, UCX) side by side on this host, interleaved, and prints per size the median busbw of
 # each and the ratio libhvd / peer, with the targets of issue 6.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Synthetic training throughput of hvd.torch against torch DDP (gloo) on one host:
 # examples/python/torch_synthetic_benchmark.py under hvdrun, REPS repetitions of each backend,
 # interleaved (the order alternates every repetition so that drift in the host's load hits

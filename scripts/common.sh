@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by demo.sh and test.sh: install what is missing, then configure and build.
 # Sourced, not run. Honours BUILD_DIR (default: build) and JOBS (default: nproc).
 

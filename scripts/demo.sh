@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds libhvd, and runs the demo jobs: 4 ranks started by hvdrun
 # allreduce, allgather and broadcast real tensors, check the results and report bandwidth;
 # then 2 ranks train a PyTorch classifier on scikit-learn's digits with hvd.torch (Debian's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Prints a TCP port of 127.0.0.1 that is free now, for a server a test or benchmark starts.
 
 The port is drawn outside the kernel's range for automatic local ports

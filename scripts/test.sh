@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds everything with warnings as errors, runs every test suite.
 #   scripts/test.sh            all tests
 #   scripts/test.sh -L unit    extra arguments go to ctest

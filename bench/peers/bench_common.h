@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bench_common.h - helpers shared by the *_perf benchmarks (C and C++).
  *

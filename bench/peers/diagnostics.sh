@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # diagnostics.sh - reproduce the evidence behind the notes on the peers in
 # docs/performance.md (about 1-2 minutes).  Runs from build/bench/peers, after
 # `cmake --build build --target hvd_peers`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gloo_allreduce_perf.cc - nccl-tests style collective benchmark over Gloo
  * (C++ API, TCP transport, FileStore rendezvous).  Same output format as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * memcpy_bw.c - copy bandwidth reference for the collective benchmarks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mpi_allreduce_perf.c - nccl-tests style collective benchmark over MPI.
  *

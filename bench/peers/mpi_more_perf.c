@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mpi_more_perf.c - the Open MPI peer for the collectives mpi_allreduce_perf does not measure:
  * alltoall (MPI_Alltoall) and reducescatter (MPI_Reduce_scatter_block, sum). Run by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_all.sh - run every peer baseline, then print a combined table.
 #
 # Runs from the directory that holds the built peers: build/bench/peers (CMake copies this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tcp_pingpong.c - loopback TCP round-trip latency, blocking vs busy-poll.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hvd._hvd_pybind: the pybind11 backend of the hvd Python package.
 //
 // Implements the same functions, arguments, results and errors as hvd/_ctypes_backend.py (the

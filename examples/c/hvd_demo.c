@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The libhvd demo: run with `hvdrun -np 4 ./hvd_demo`.
  * Each rank allreduces, allgathers and broadcasts real tensors, checks every result against
  * what it computes itself from the other ranks' known inputs, and rank 0 prints a short

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Trains a small MLP on scikit-learn's digits (8x8 images, 10 classes) with hvd.torch.
 
     hvdrun -np 4 python3 torch_digits_train.py

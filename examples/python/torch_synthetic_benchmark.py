@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Synthetic data-parallel training throughput: hvd.torch, or torch DDP for comparison.
 
 Every rank trains the same model on one fixed random batch (no data loading), so what is

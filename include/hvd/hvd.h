@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libhvd — the C ABI, version 1.
  *
  * Pure C99; includes only <stddef.h> and <stdint.h> (and the generated hvd_version.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lower-case hexadecimal encoding of bytes, for secrets and digests that travel as text
 // (environment variables, the rendezvous file).
 #pragma once

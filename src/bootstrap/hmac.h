@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HMAC-SHA256 (RFC 2104 with SHA-256, test vectors in RFC 4231): the proof of knowing the job
 // secret in the rendezvous handshake.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous handshake's proofs. Each side proves it knows the job secret by MACing the
 // other side's fresh nonce, so a recorded exchange cannot be replayed and the secret itself
 // never crosses the wire. The proofs are domain-separated ("client"/"server") so that one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous client. One blocking-with-deadline API (put/get/all_gather) for bootstrap,
 // and a non-blocking one (fd + poll_failures) for the engine's event loop, which learns of a
 // dead rank or a dead server from it. Calls are serialised by one mutex.

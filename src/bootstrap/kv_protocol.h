@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous wire format. Every message is one frame:
 //   u32 body_len | u8 type | fields...,   each field = u32 len | bytes   (integers little-endian)
 // Fields are binary-safe, so keys, values, nonces and MACs travel unchanged.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous server: one thread, one poll() loop over the listening socket, a self-pipe
 // (so the destructor can stop it at once) and every client connection. Sockets are
 // non-blocking and every read is bounded, so one slow or hostile client cannot stall the

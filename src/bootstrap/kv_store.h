@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous: a small TCP key-value server that every rank of one job connects to,
 // authenticated with the job's secret, and that doubles as the job's failure detector.
 //

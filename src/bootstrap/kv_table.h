@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous server's data: the key-value map and the GETs parked on keys that do not
 // exist yet. Pure bookkeeping, no I/O; the server's thread is its only user.
 #pragma once

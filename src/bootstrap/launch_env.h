@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which launcher started this process, and what it told us: rank, size, where the
 // rendezvous server is, and the job's secret.
 #pragma once

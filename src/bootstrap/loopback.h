@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether a rendezvous address names this host's loopback interface. Shared by libhvd's
 // rendezvous server (engine/context.cc: a loopback address is listened on as given, any other
 // on every IPv4 interface) and hvdrun, which reserves the server's port on the same interface.

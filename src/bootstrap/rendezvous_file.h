@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Single-host rendezvous without an address from the launcher (mpirun, srun on one node):
 // rank 0 publishes "addr port secret" in a private file named by the job id; the other ranks
 // poll for it. The file lives in a directory private to the user ($XDG_RUNTIME_DIR, else

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Randomness from the kernel (getrandom, i.e. /dev/urandom's pool): handshake nonces and job
 // secrets.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256 as defined in FIPS 180-4. Used for HMAC-SHA256 (rendezvous authentication) and for
 // deriving stable names and fallback secrets; written here so libhvd needs no crypto library.
 #pragma once

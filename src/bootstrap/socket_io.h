@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small, deadline-bounded TCP helpers for the rendezvous: every socket here is non-blocking,
 // so no call can wait longer than the deadline it is given.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hvd_unique_id_t: where a job's rendezvous server listens and the job's secret, packed in
 // 128 bytes the application ships to every rank. The server itself lives in the process that
 // made the id, in a registry here, until its job is done.

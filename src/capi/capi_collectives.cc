@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The enqueue functions: local validation, then a Request handed to the engine.
 #include <charconv>
 #include <cmath>

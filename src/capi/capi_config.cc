@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runtime configuration: hvd_config_get / hvd_config_set.
 #include <string>
 

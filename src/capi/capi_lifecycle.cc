@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Init, finalize, abort and the topology queries.
 #include "bootstrap/unique_id.h"
 #include "capi/guard.h"

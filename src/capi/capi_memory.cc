@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared tensor memory: hvd_mem_alloc / hvd_mem_free over shm/shared_memory.h.
 #include "capi/guard.h"
 #include "common/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process sets: create and destroy (collective, negotiated on the global set) and queries.
 #include <algorithm>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request completion: test, wait, output, message, release.
 #include <vector>
 

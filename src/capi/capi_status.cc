@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status strings, last error, version and features.
 #include "capi/guard.h"
 #include "common/error.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Timeline start/stop at run time.
 #include "capi/guard.h"
 #include "capi/handles.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one wall between C and C++: every exported function runs its body through guarded(),
 // which turns exceptions into status codes and records the detail for hvd_last_error().
 #pragma once

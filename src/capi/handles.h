@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the opaque C handles point to.
 #pragma once
 

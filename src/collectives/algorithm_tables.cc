@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The entries of each collective's table (algorithms.h), in order of preference.
 #include "collectives/algorithms.h"
 #include "collectives/collectives.h"

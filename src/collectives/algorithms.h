@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The algorithms of each collective as components: one table per collective, in order of
 // preference, over the back-ends (shm/: a host's shared-memory group; p2p/: point-to-point
 // messages through the transport; a GPU back-end adds its entries). The dispatching entry

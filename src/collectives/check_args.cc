@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Argument checks shared by the collectives' entry points: HVD_OK, or the error, logged with
 // the algorithm's name and what is wrong.
 #include "collectives/collectives.h"

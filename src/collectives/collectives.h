@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU collective algorithms over a Comm. Each is blocking (it drives the transport until done,
 // the deadline passes or the context aborts) and returns a status; on failure the contents
 // of the output buffers are unspecified, the transport's operations have all ended (no

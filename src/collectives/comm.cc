@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Point-to-point waiting and failure reporting shared by every collective algorithm.
 #include "collectives/comm.h"
 

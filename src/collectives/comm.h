@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The view a collective algorithm gets of its group of ranks: who the members are, how to
 // reach them, a tag sequence that keeps concurrent collectives apart, the deadline, and
 // scratch memory that persists across calls (no page faults on the hot path).

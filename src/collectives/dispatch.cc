@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dispatching entry points (collectives.h): the arguments checked, the trivial calls
 // answered, then the first algorithm of the collective's table (algorithms.h) that supports
 // the call runs it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ScratchBuffer: per-context memory reused by every collective call.
 #include <sys/mman.h>
 

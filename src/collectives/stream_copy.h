@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A copy that reads its source as several interleaved streams (common/streams.h), for data
 // another core has just written (the shared-memory collectives' slots).
 #pragma once

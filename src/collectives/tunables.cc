@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The size thresholds and chunk sizes of the collectives, overridable by environment.
 #include "collectives/collectives.h"
 #include "config/read.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A point in steady time after which a wait gives up. Every blocking loop in libhvd takes one.
 #pragma once
 

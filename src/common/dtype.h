@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Properties of the public dtypes (hvd_dtype_t values travel as int32_t).
 #pragma once
 

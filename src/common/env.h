@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain environment access. Settings (HVD_* / HOROVOD_*) are read through config/read.h,
 // which names their rows in config/settings.h.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors inside the C++ core: an exception carrying a status and a readable detail, and the
 // thread-local "last error" that the C ABI exposes through hvd_last_error().
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IEEE binary16 and bfloat16 <-> float. Reductions on 16-bit floats run in float and round
 // back with round-to-nearest-even, as CUDA and PyTorch do.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Leveled, rank-prefixed logging to stderr. Level from HVD_LOG_LEVEL
 // (trace, debug, info, warning, error, fatal; default warning).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counts the threads inside a region: +1 on entry, -1 on leaving it, however it is left.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One table for every status: its value, its name and its message. hvd.h declares the
 // enum by hand (a public header must read plainly); tests/unit/test_status.cc checks that
 // the two agree, so appending a status means appending a row here too.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Walking a large array as several interleaved streams, a block of each in turn: a core
 // reading what another core has just written (the shared-memory collectives read their peers'
 // slots) keeps more of those slow misses in flight along several sequential streams than

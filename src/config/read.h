@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading the settings of config/settings.h from the environment: HVD_<name>, else Horovod's
 // HOROVOD_<name> where the table accepts it; an empty variable counts as unset. A read names a
 // table row, whose type, default and range it applies.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "config/runtime_config.h"
 
 #include <cmath>

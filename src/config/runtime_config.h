@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The settings of a context that may change while it runs: those rows of config/settings.h
 // with an hvd_config_key_t (fusion threshold, cycle time, stall inspector, autotune, cache
 // capacity). Read from the environment into process-wide defaults, copied into each context

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one declaration of every environment setting libhvd reads: its name (HVD_<name>, and
 // Horovod's HOROVOD_<name> where accepted), type, default, range, unit and description. The
 // code reads a setting through config/read.h by naming its entry here, hvd_config_get/set find

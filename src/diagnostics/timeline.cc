@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timeline writer. Events are formatted into one in-memory buffer under a mutex and written
 // out in large chunks (every 64 KiB or 1 s), never one syscall per event. Array elements are
 // separated by a comma written *before* each event, so stop() closes the array with "]" alone

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Horovod's timeline: a Chrome trace (JSON array of events, readable by chrome://tracing and
 // Perfetto) with one row per tensor name. Each op shows a NEGOTIATE_<OP> span (enqueue until
 // every rank was ready) and an <OP> span (the collective), with activity sub-spans inside

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The context's fatal-error latch: the first cause wins, everything after it sees the same
 // status and detail. Read lock-free on hot paths.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Online tuning of the fusion threshold and the cycle time (HVD_AUTOTUNE=1), run by the
 // coordinator (rank 0) for the whole job. It measures throughput (bytes of tensors the
 // collectives carried per second of wall time) over samples of HVD_AUTOTUNE_STEPS_PER_SAMPLE

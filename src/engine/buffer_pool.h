@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reuse of large library-owned buffers (allgather, alltoall and reducescatter outputs): a
 // fresh large allocation is fresh pages from the kernel, which it must fault in and zero on
 // every op (a 64 MiB allgather spent more time there than moving data), so blocks of at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Negotiation with Horovod's response cache (negotiation/response_cache.h, cache_round.h):
 // a ready op the job ran before (same name and parameters, global process set) waits on its
 // cache bit, and rounds of bit-vector votes among all ranks agree which of them every rank

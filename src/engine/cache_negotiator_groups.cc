@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Grouped ops and the response cache. A group is negotiated and completed as one unit: the
 // coordinator holds its responses until every member is ready (coordinator.cc), so a group
 // must never be split between the cache and the coordinator. On every rank its members wait

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One libhvd context (what hvd_context_h points to): membership in a job, its rendezvous
 // connection, transport, engine and failure monitor. Created by a blocking, collective init
 // and torn down by finalize, in reverse order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine's control messages to and from the other ranks (ready reports, response
 // batches, cache votes, autotuned parameters), over the context's transport. A message sent
 // is kept, with its completion, until the transport is done with it. Engine thread only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Horovod's negotiation: every rank reports its ready ops to rank 0, whose coordinator
 // answers, once an op is ready on every member of its process set, with one response per op
 // (or an error naming what the ranks disagree on), in one global order. Rank 0 plans the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The background engine of one context: a thread that negotiates named ops with the other
 // ranks and runs them in the agreed order. It composes the parts that do the work: the
 // intake (callers' queue, names in flight, completion), a negotiator (the response cache over

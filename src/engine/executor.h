@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs one negotiated collective on this rank: scaling, the algorithm over the transport,
 // library-owned outputs. Called only on the engine thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Watches the rendezvous connection after init. The rendezvous server tells every rank when
 // another rank's connection drops without a goodbye (the process died, or aborted), and a
 // dropped server means its host process died: either way the context aborts with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The names of the ops a rank has enqueued and not yet finished, per process set: a second op
 // of a name in flight is refused (Horovod's rule). A training loop enqueues the same names
 // every step, so an entry stays when its op finishes and is marked in flight again by the

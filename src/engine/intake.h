@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where callers hand requests to the engine, and where finished requests leave it: the queue
 // the engine thread takes new requests from, the names in flight (a second op of a name in
 // flight is refused, Horovod's rule), the auto-names of unnamed ops, and completion, which

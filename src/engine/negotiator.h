@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the ranks agree on which ops run, and in which one order: the engine hands its
 // negotiator the requests that became ready on this rank and takes from it the responses
 // every rank agreed on, each with this rank's request. Two implementations:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The requests a rank has reported (to the coordinator or to a cache round) and not yet run.
 // Each request keeps its own place in the list, so adding and taking one is a few stores:
 // no hashing of its name and no allocation once warm (a 256-tensor step adds and takes 256

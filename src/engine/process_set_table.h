@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The process sets this rank knows: id -> members. Written by the engine thread when a
 // create or destroy op runs, read by callers' threads at enqueue. Entries are immutable and
 // shared, so a reader keeps a consistent view even while a set is being destroyed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One enqueued collective: its parameters (fixed at enqueue), and its completion state,
 // shared by the caller's handle and the engine.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Requests are reused. A training step makes and releases hundreds, each of which cost an
 // allocation of its ~700 bytes, its name's string (names are longer than a string holds
 // inline) and the destruction of a mutex and a condition variable. A request whose last

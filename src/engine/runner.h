@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the responses every rank agreed on, in the agreed order, on this rank: a single op, a
 // fused run of ops as one collective, barriers, joins and process-set changes; on a rank that
 // joined a set, zeros in the others' allreduces. It takes each response's request out of the

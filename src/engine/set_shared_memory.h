@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared memory for a process set whose members all share a host: its own segment, set up by
 // its members right after the set is created (every member runs the creation at the same
 // point of the agreed order), so that the set's collectives go through shared memory as the

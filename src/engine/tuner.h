@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Autotune as the engine runs it (HVD_AUTOTUNE=1): the coordinator's Autotuner searches the
 // fusion threshold and cycle time from the bytes the collectives carry, and every rank
 // applies each point the coordinator chose, in the same order, when its message arrives.

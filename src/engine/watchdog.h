@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine's watch over ops that wait too long: each op's own timeout (HVD_OP_TIMEOUT, on
 // every rank) and Horovod's stall inspector (on the coordinator): ops that some ranks
 // enqueued and others did not are named in the log with the missing ranks once per check

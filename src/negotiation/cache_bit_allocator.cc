@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "negotiation/cache_bit_allocator.h"
 
 #include "negotiation/response_cache.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Negotiation rounds of the response cache. In round k every rank sends every other rank its
 // vote: the cached ops it has ready (a bit vector), the cached ops it found changed or
 // waited on too long (invalid bits), and whether it has joined. Once a rank holds all n votes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The engine's control messages: they travel on the control channel of set 0, and the
 // sequence field of the tag says which kind a message is.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The coordinator of Horovod's negotiation (runs on rank 0's engine thread, for every
 // process set): it learns which ranks are ready for which named op, and once a name is ready
 // on every member of its set it checks that they agree and emits one Response. Responses of

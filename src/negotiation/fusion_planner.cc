@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "negotiation/fusion_planner.h"
 
 #include "common/dtype.h"

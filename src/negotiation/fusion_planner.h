@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensor fusion, decided by the coordinator: in one batch of responses (in emission order),
 // runs of allreduces that can share one collective are chained with fuse_next, up to the
 // fusion threshold in bytes. Deciding it once, centrally, means every rank fuses identically

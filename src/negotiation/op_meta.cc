@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "negotiation/op_meta.h"
 
 #include <cctype>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a rank tells the coordinator about one ready op, and what the coordinator answers:
 // the messages of Horovod's name-based negotiation.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Horovod's response cache, as every rank holds it: once the coordinator agreed on an op of
 // the global process set, its response is kept under a bit number the coordinator chose.
 // A later op of the same name with the same parameters is then negotiated by bit vectors

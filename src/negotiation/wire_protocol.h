@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which inter-rank protocol a rank speaks. Ranks exchange control messages (ready reports,
 // response batches, cache votes) whose layout changes between libhvd versions; a job whose
 // ranks run libhvd builds that disagree on it would misread each other's messages. Every rank

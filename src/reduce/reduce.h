@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Typed elementwise reduction kernels and Horovod's scaling, for every public dtype.
 // Pure functions over plain memory: no allocation, no locks, safe from any thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Elementwise reduction kernels: one functor per op, one loop template per aliasing pattern,
 // and a dtype x op switch that picks the instantiation once per call (no per-element
 // dispatch). The loops are written so that GCC/Clang vectorise them at -O3 without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Horovod's prescale/postscale (and Average's 1/size): multiply a buffer by a double factor
 // with per-dtype precision rules. Integers go through float64 and are truncated toward zero
 // as Horovod's static_cast does, but saturate instead of overflowing (which is UB in C++).

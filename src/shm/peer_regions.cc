@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "shm/peer_regions.h"
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Other processes' shared regions (shm/shared_memory.h) mapped into this one: a member of a
 // shared-memory group publishes a region's SharedRef, and the others map it here by taking a
 // copy of its memfd (pidfd_getfd, which needs the same rights over the process as

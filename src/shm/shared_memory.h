@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory the caller allocates from the library (hvd_mem_alloc) so that the other ranks of a
 // single-host job can read and write it in place: each region is a memfd mapped shared, which
 // a peer maps into its own address space through pidfd_getfd. A collective whose buffers are

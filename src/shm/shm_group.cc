@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "shm/shm_group.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ranks of a single-host job as members of one shared-memory segment: a staging slot per
 // member (two halves, used by alternate rounds) and per-member progress counters. The
 // single-host collectives (collectives/*_shm.cc) move data through the slots with plain loads

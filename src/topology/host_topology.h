@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Horovod's local and cross communicators, computed from the host name each rank reports:
 // local = the ranks on my host (ordered by global rank); cross = the ranks that share my
 // local rank, one per host (ordered by global rank).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Point-to-point messaging between the ranks of one job: the only thing collectives and the
 // engine's negotiation use to talk to peers. One Transport per context; it is driven by one
 // thread at a time (the engine thread), so implementations need no locks of their own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A map from small integer keys (response cache bits, below ResponseCache::kMaxBits) to values,
 // kept as a vector indexed by the key: no hashing, and no allocation once it has grown to the
 // largest key used. The engine keeps the requests waiting on cache bits in one; a step adds,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A free list of equal-sized memory blocks, shared by every thread, for objects that one
 // thread makes and another frees at a high rate: requests are made by the caller's thread
 // and usually freed by the engine's, hundreds per training step. glibc's per-thread caches

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A first-in first-out queue over one vector that keeps its storage: once warm, pushing and
 // popping allocate nothing, where std::deque allocates a node every two entries of a type as
 // large as a Response (and frees it again when they are popped). A popped element is not

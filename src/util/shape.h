@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tensor's dimensions. Up to kInlineDims of them live inside the object, so copying the
 // shape of a typical tensor (into a request, its metadata, a response) allocates nothing;
 // longer shapes go to the heap. The interface is the part of std::vector the engine uses.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A minimal binary encoding for the engine's control messages: little-endian integers,
 // doubles as bits, length-prefixed strings. Readers throw hvd::Error(HVD_ERR_TRANSPORT) on
 // a truncated or malformed message instead of reading past its end.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_abi.sh check|update LIBHVD_SO BASELINE SOURCE_ROOT PUBLIC_HEADER_DIR...
 #
 # check:  compares the library's public ABI (abidw, public headers only) with the committed

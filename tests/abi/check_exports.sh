@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_exports.sh LIBHVD_SO HVD_H LIBHVD_MAP
 # The library exports exactly the hvd_* functions that the header declares with HVD_API and
 # the version script lists, each under a version node, and its SONAME is libhvd.so.<ABI>.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # debian_symbols.sh check|update LIBHVD_SO SYMBOLS_FILE VERSION
 #
 # check:  debian/libhvd1.symbols lists exactly the symbols the built library exports, as

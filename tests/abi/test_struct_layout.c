@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The binary layout of every public struct and the value of every public constant, as a C
  * compiler sees hvd.h, against the numbers that version 1 of the ABI promised on x86-64
  * (LP64). Bindings that re-declare these structs (ctypes, JNA, Julia) rely on exactly these

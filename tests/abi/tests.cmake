@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ABI guard (label abi), besides abi.exports in tests/CMakeLists.txt: the layout of the public
 # structs and constants as a C compiler sees them, debian/libhvd1.symbols, and abidiff against
 # the committed abidw baseline abi/libhvd.so.<HVD_ABI_VERSION>.abi. Included from

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Runs an hvd_bench command line and checks its output against the peer benchmarks' format
 # (bench/peers/README.md):
 #   check_bench_output.sh NSIZES -- CMD [ARGS...]

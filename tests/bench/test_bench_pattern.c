@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of hvd_bench's own logic: element encoding, test pattern, expected results,
  * the checker (it must catch a wrong element) and the command line. No libhvd context. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Smoke tests of hvd_bench (label `bench`): the sweep runs under hvdrun, its results pass the
 # element-wise check, and its output has the shared 7-column format. Short timed windows
 # (-t 0.02): these check the tool, they do not measure anything. Included from

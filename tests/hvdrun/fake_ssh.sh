@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Stand-in for ssh in the hvdrun tests (no sshd runs on test machines). It logs the options
 # and command hvdrun passed, then does what sshd does with a command: runs it through `sh -c`
 # with ssh's stdin, starting in another directory (/) and with an almost empty environment,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end checks of the hvdrun launcher: hvdrun_cases.sh <path-to-hvdrun> <case>.
 # Each case runs hvdrun on real processes and compares its exit code and output with values
 # written out here by hand.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of hvdrun's pure parts: option parsing, host lists and rank placement, the
 // remote command line, rank variables, and the line relay. The launcher end to end is tested
 // by hvdrun_cases.sh.

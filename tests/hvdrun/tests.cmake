@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of the hvdrun launcher (label `hvdrun`). Included from tests/CMakeLists.txt, which
 # provides PkgConfig::CMOCKA and HVD_WARNINGS; paths are relative to this file.
 set(HVDRUN_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """check_timeline.py FILE NAME... : FILE is valid JSON (a Chrome trace array), every span
 begun on a row ends on it, and each NAME has a row with NEGOTIATE_<OP> and <OP> spans."""
 import json

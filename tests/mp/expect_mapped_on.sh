@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # expect_mapped_on.sh NP -- command...
 # Runs the command (with HVD_LOG_LEVEL=debug set by the caller); passes when it succeeds and
 # every one of the NP ranks logged that the mapped path (hvd_mem_alloc) is on. Skips (77) when

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # expect_run.sh EXIT_CODE PATTERN COUNT -- command...
 # Runs the command; passes when it exits with EXIT_CODE and PATTERN occurs on exactly COUNT
 # lines of its output. The output is shown either way.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # launch_as.sh STYLE NP PROGRAM [ARGS...]
 # Starts NP copies of PROGRAM the way another launcher would, with only that launcher's
 # environment variables (no HVD_* ones), and passes when every copy exits 0 within 120 s.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # launch_planted.sh STYLE NP PROGRAM [ARGS...]
 # launch_as.sh under a fresh TMPDIR where someone else got first to the rendezvous file's
 # directory, $TMPDIR/hvd-<uid>: a directory open to everyone (owned by another user when run

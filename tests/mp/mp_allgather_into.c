@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hvd_allgather_into_enqueue on the ranks hvdrun started: every dtype, in place and out of
  * place, ragged rows (a rank with none too), sizes on both sides of the shared-memory
  * single-copy and slot sizes, fused runs, repeats served by the response cache, gathers in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Autotune (HVD_AUTOTUNE=1, HVD_AUTOTUNE_LOG=<dir>/tune.csv): steps of small allreduces run
  * until rank 0's log shows the search ended. Checks that results stay exact while the
  * parameters change, that every rank ends with rank 0's choice (hvd_config_get), and that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Shared helpers for the multi-process tests: join the job from the launcher environment,
  * typed element access, independent reference arithmetic, and waits that always end. */
 #ifndef MP_CHECK_H_

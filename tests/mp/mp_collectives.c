@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every collective x dtype x op on the ranks hvdrun started, against references computed here
  * from the formula each rank used to fill its input. Also: ragged allgather, broadcast from
  * every root, different enqueue orders per rank, mismatches reported on every rank. */

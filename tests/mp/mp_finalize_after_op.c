@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finalize right after a large op, repeatedly: a rank that finished its part of a
  * rendezvous-protocol transfer must keep answering its peers' protocol messages while it
  * waits in finalize, or the peer's send never completes (found as a 60 s hang of 1 in ~30

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Collectives on memory from hvd_mem_alloc, which the ranks of one host read and write in place
  * in each other's buffers. Allreduce: the allocation API's contract and errors; every dtype and op,
  * in place and out of place, at sizes on both sides of the mapped path's threshold, against

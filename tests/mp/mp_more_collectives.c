@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Alltoall, reducescatter, barrier and process sets on the ranks hvdrun started, against
  * references computed here from the formula every rank used to fill its input. */
 #include <math.h>

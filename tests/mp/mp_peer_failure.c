@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Failure semantics. Mode "kill-midway": the last rank dies while a 32 MiB allreduce is in
  * flight; the others' request fails with HVD_ERR_PEER_FAILED within 10 s. Mode "kill": the last
  * rank dies (SIGKILL) after a first allreduce; every other rank must see its outstanding and its

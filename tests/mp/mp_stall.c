@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The stall inspector. Run with HVD_STALL_CHECK_TIME_SECONDS=1 and
  * HVD_STALL_SHUTDOWN_TIME_SECONDS=3: the last rank never enqueues 'lonely'; the coordinator
  * names it in the log, then fails the op on the ranks that enqueued it (rank 0: with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The timeline: every rank records its own file through the C ABI while it runs a few ops,
  * then checks it with check_timeline.py (valid JSON, balanced spans, the expected rows). */
 #include <setjmp.h>

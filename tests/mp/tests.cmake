@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Multi-process tests, launched by hvdrun (and by the other launchers libhvd supports).
 hvd_mp_program(mp_collectives)
 hvd_mp_program(mp_peer_failure)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A program that knows libhvd only through its installed packages: built once with
  * `pkg-config --cflags --libs hvd` and once with find_package(hvd), run under the packaged
  * hvdrun with 2 ranks. Each rank checks that the loaded library is the one the header

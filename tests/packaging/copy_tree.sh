@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # copy_tree.sh SOURCE_ROOT DEST: copies the files a release tarball would hold (tracked and
 # new files, not what .gitignore excludes: no build directories, no .git) to DEST, so that
 # package builds run on a clean tree and never write into the source tree.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_build.sh SOURCE_ROOT OUT VERSION: builds the Debian packages from a copy of the tree in
 # OUT (dpkg-buildpackage writes the .deb files next to the tree it builds, i.e. into OUT) and
 # unpacks them with dpkg -x into OUT/root, a scratch root the other tests use.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_consumer.sh pkgconfig|cmake OUT CMAKE: builds consumer.c against the packages unpacked in
 # OUT/root, through pkg-config alone or through find_package(hvd) alone, checks that it
 # loads the packaged library, and runs it with 2 ranks under the packaged hvdrun.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_contents.sh OUT VERSION WITH_BENCH: each package built by deb_build.sh holds what it
 # should (and not its neighbour's files), depends on what it should and ships the symbols file.
 source "$(dirname "$0")/common.sh"

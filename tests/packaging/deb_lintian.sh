@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_lintian.sh OUT: lintian finds no error in the packages deb_build.sh built (warnings are
 # shown, not fatal).
 source "$(dirname "$0")/common.sh"

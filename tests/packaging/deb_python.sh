@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # deb_python.sh OUT: Debian's python3 imports the hvd package unpacked from python3-hvd in
 # OUT/root (and nothing from the build tree), with both backends, and runs a 2-rank job under
 # the packaged hvdrun: NumPy allreduce and, when python3-torch is installed, hvd.torch.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # rpm_build.sh SOURCE_ROOT OUT VERSION: builds the RPMs of rpm/libhvd.spec from a source
 # tarball of the tree, in OUT/rpmbuild. --nodeps: the build dependencies are Debian packages
 # on this machine, which rpm's database does not know.

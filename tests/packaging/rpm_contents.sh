@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # rpm_contents.sh OUT VERSION WITH_BENCH: the RPMs built by rpm_build.sh hold what they should.
 source "$(dirname "$0")/common.sh"
 out=$1 version=$2 with_bench=$3

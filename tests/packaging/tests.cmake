@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Packaging tests (label `packaging`, only with -DHVD_BUILD_PACKAGING_TESTS=ON, which
 # scripts/test.sh sets): build the Debian packages and the RPMs from a copy of the tree under
 # <build>/packaging, check their contents, lintian, and build and run programs against the

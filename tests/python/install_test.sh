@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install_test.sh CMAKE BUILD_DIR PYTHON: `cmake --install` into a fresh prefix (not the one
 # configured), then PYTHON imports hvd from there with each backend and allreduces as a 1-rank
 # job: the installed package must find the installed libhvd by itself (relative path, rpath).

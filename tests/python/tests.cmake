@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Python suites (pytest), run on every rank of hvdrun jobs of 2 and 3 ranks, once per
 # backend (ctypes, and pybind when it was built) and, for hvd.torch, once per interpreter
 # listed in HVD_PYTHON_TORCH_INTERPRETERS (scripts/test.sh: a venv with PyPI's torch and

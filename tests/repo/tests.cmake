@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 find_package(Git QUIET)
 # Repository hygiene: license lines and formatting of the tracked sources (need git and the
 # source tree's .git; skipped where the tree is not a git checkout).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // assert_contains(text, needle): fails the running cmocka test, quoting both, unless `text`
 // contains `needle`. For checking that an error message names what went wrong.
 #pragma once

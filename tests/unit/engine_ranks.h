@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // N ranks of the engine as N threads of one process, for the negotiator and runner tests:
 // each rank has its own engine parts (intake, pending ops, control channel, config, a
 // negotiator, optionally a runner) over its loopback transport, and a test drives them in

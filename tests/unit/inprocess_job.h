@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A job of N ranks as N threads of one process, each with its own context, joined through
 // hvd_get_unique_id. A rank's body returns "" or what went wrong (cmocka's asserts are main
 // thread only); run_on_ranks fails the test naming the rank. Shared by the in-process tests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // N ranks as N threads of one process for the collective algorithm tests: each rank has its
 // own UCX transport, Comm and scratch buffer; collectives run on the threads, assertions on
 // the main thread afterwards (cmocka's asserts longjmp, which only the main thread may do).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The collectives' algorithm tables (collectives/algorithms.h): which entry each kind of call
 // gets (shared memory on one host, recursive doubling or the ring by size, the broadcast tree
 // or chain by size and group), that every host call finds an algorithm, that device memory

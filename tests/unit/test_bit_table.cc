@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine::BitTable against std::map: random adds, finds and removes over sparse and dense
 // keys, iteration, clear; a removed value is released at once (the engine's values hold
 // requests).

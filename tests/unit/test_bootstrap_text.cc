@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bootstrap's text helpers: hexadecimal encoding of transport addresses and secrets (both
 // directions, every byte value, malformed input) and the loopback test shared by libhvd's
 // rendezvous server and hvdrun.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pool of large library-owned buffers: a released block is reused by the next request of
 // a similar size (same memory, no new pages), not by a much smaller one, and OwnedBuffer
 // hands its block back when it is resized or destroyed.

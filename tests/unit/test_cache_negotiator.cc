@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CacheNegotiator over the loopback transport, on 1..4 ranks as threads: a step's first run
 // goes through the coordinator, its repetitions through the response cache's vote rounds;
 // an op whose parameters changed goes back to the coordinator while the others stay hits; a

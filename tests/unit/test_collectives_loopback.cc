@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU collectives over the in-process loopback transport on 1..4 ranks as threads,
 // checked against references computed here: every algorithm, dtype and op, a permuted
 // subgroup, and failures that must end a collective promptly. Rank threads only record what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alltoallv, reduce-scatter and Adasum over real UCX transports: N ranks as N threads in one
 // process, each with its own transport, Comm and scratch buffer. Threads only run collectives
 // and keep their results; every assertion runs on the main thread after they are joined

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CoordinatorNegotiator over the loopback transport, on 1..4 ranks as threads: every rank
 // gets the same responses in the same order, each with its own request, whatever order the
 // ranks enqueued in; ops some ranks never reported are held (and named by the coordinator's

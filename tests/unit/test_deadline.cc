@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deadline: after_ms against the steady clock read around it, and after_ms_coarse (the tick
 // clock for long timeouts) within one tick of it; never() and expiry.
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // util::Fifo against std::deque: random pushes and pops (with long stretches that never
 // empty, so the front is compacted away), indexing from the front, popping several, clear,
 // and a move-only element type; a push after pops reuses a popped element's storage, and

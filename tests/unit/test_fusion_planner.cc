@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plan_fusion: which responses of a batch are chained with fuse_next, against the rules
 // written out here: same kind, set, dtype and reduction; runs up to the threshold; tensors
 // above 1 MiB alone; and, appended to a queue that already holds responses, only the new ones

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fp16 / bf16 <-> float conversions (src/common/half.h) against references built another
 // way: decoding with ldexp, encoding by double arithmetic (scale so one unit in the last
 // place is 1.0, rint with ties to even, rebuild the fields). Decoding and the 16-bit round

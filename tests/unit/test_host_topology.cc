@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Local/cross placement from host names, against hand-computed layouts.
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine::InFlightNames: a name is refused while in flight and accepted again after leave();
 // process sets are separate; entries stay where they are while the table grows (rehashes)
 // and while idle entries are swept; unique names (as auto-named ops have) keep it bounded;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // N ranks as N threads of one process, each with its own context (no global state), joined
 // through hvd_get_unique_id: allreduce, ragged allgather and broadcast checked against
 // references computed here, for N = 1, 2, 3 and 4.

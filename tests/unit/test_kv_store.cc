@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous key-value store over real TCP sockets on the loopback interface: ranks run as
 // threads, each with its own KvClient, against one KvServer.
 // clang-format off

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // detect_launch for every launcher style, the precedence between them, and each error,
 // through a map-based environment.
 // clang-format off

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-process loopback transport: its matching, failure and wake-up semantics (those the
 // UCX transport has), on 1..4 ranks as threads (the collectives over it:
 // test_collectives_loopback.cc). Rank threads only record what they saw; every assertion

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine::PendingOps against a std::set of requests: random adds and takes (each request
 // keeps its slot while others move), holds(), iteration, joins per process set, clear();
 // taking a request the list does not hold, or adding one twice, is an error, not a corrupt

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reduction kernels against scalar references written independently here: integer results
 // are computed exactly in __int128 and reduced modulo 2^bits, floats per element with
 // explicit NaN rules, 16-bit floats through float, bools as truth values. Every dtype x op

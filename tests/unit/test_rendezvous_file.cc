@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The single-host rendezvous file: naming, round trip, permissions, atomic replacement,
 // polling for a late writer, timeouts, refusal of a file others could have written, and the
 // private directory it lives in: $XDG_RUNTIME_DIR or $TMPDIR/hvd-<uid>, never a directory

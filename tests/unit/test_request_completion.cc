@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request completion and the pool requests come from, as the engine uses them across threads:
 // a request settled (with or without a message) and woken on one thread while another waits
 // on it and a third reads its message, many times (a lost wake-up shows as a wait that runs

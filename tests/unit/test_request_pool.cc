@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine::make_request reuses released requests: a reused request is as good as new (every
 // field of a fresh one, completion state included), whatever the one before held (outputs,
 // members, a parent, an error message); releasing one releases what it held; a weak

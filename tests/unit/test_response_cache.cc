@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The response cache: its parts (bit vectors, round table, vote encoding, the cache, rank 0's
 // LRU bit allocator) against hand-computed expectations, and jobs of 2-3 rank threads in which
 // repeated ops run from the cache (counters equal on every rank, results exact), changed

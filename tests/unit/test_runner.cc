@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runner over the loopback transport, on 1..4 ranks as threads: negotiation and runs driven
 // as Engine::run_pass drives them, results checked against references computed here:
 // allreduces (sum, average with a postscale, min, max) of several dtypes, from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The settings table (config/settings.h) and the reads through it (config/read.h): the table
 // is well formed, a setting is read as HVD_<name> or HOROVOD_<name> with its type, default
 // and range, a malformed value warns and keeps the default; the run-time settings

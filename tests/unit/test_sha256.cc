@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SHA-256 against FIPS 180-2 appendix B and padding-boundary digests (computed with Python's
 // hashlib), HMAC-SHA256 against RFC 4231, and the random secret helper.
 // clang-format off

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine::Shape, the small-buffer dimension list: inline and heap shapes, every way of copying
 // and moving between the two, and comparison, each checked against a std::vector of the same
 // dimensions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared-memory group on its own: segment checks, counters and slots, and the waits of the
 // shared-memory collectives when a member is missing, late or the context aborts. Ranks are
 // threads mapping the same segment, as processes of one host would.

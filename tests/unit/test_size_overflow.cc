@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sizes past 64 bits: every enqueue rejects a shape whose size in bytes overflows (each
 // collective and grouped variant, input and output), a negative dimension and NULL data with a
 // non-zero size, with HVD_ERR_INVALID_ARG and a message naming the problem; alltoall rejects an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The status table: every public status has a name and a message, strerror never returns
 // NULL, hvd_last_error behaves like snprintf, and version and feature queries agree with the
 // header and the build.

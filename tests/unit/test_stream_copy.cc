@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // collectives::stream_copy and StreamCopies: every byte lands where memcpy would put it, at
 // sizes below, at and above the size where streams start, with ragged tails and unaligned
 // ends, and nothing outside the destinations is touched.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timeline writer: every file it leaves behind is parsed back by a strict JSON parser
 // written here (independent of the writer's code) and checked event by event: balanced spans
 // per row in the order they were opened, one named row per tensor, names that round-trip

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The protocol check at init: each rank's entry under the rendezvous key "host" carries its
 // libhvd version and protocol; a job with ranks that speak another protocol fails with a
 // message naming them, instead of ranks misreading each other's messages.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # unit.reduce_vectorized: proves that GCC auto-vectorises the hot reduction loops in
 # src/reduce/reduce_kernels.cc (float32 and int32 sum, float32 sum stored twice, fp16/bf16
 # sum through float, float32 min/max). A plain -fopt-info report names only source lines,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --bind-to core: which CPU each rank on this host is pinned to.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host lists (-H, --hostfile) and the placement of ranks onto hosts. Pure functions, apart
 // from read_hostfile and this_host_name, so that placement can be unit-tested.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Turns the rank placement into the exact process each rank needs: the program itself for a
 // rank on this machine, or ssh for a rank on another host.
 #pragma once

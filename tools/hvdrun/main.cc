@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hvdrun: starts the ranks of a libhvd job on this machine and over ssh, relays their output
 // with rank prefixes, and propagates the first failure. See usage_text() in options.cc.
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line options of hvdrun, parsed without touching the process state so that the
 // parser can be unit-tested.
 #pragma once

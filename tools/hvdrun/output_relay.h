@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Re-emits a rank's output stream line by line, each line behind the rank's prefix
 // ("[3]<stdout>: "), written with a single write so that lines of different ranks never mix.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting one rank's process: its own process group, stdin from /dev/null, stdout and
 // stderr into pipes that hvdrun reads.
 #pragma once

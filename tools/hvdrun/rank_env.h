@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The variables hvdrun gives each rank: who it is (HVD_RANK and friends), where the
 // rendezvous is, the job's secret, and the user's -x exports.
 #pragma once

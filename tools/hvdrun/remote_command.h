@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ssh command line that starts one rank on a remote host.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hvdrun's signal handling: handlers only write the signal number into a pipe that the
 // supervision loop polls (the self-pipe pattern), so all real work happens in the loop.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The supervision loop: starts the ranks, relays their output, reaps them, and on the first
 // failure (or a stop signal to hvdrun) gives the others a grace period, then SIGTERM, then
 // SIGKILL. Single-threaded: one poll() over every output pipe and the signal pipe, with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hvd_settings_table: README.md's table of settings from the one declaration
 // (src/config/settings.cc).
 //   hvd_settings_table               prints the generated block

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // README.md's table of settings, generated from the one declaration (config/settings.h), and
 // the block of README.md that holds it.
 #pragma once

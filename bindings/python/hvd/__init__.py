@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hvd: Horovod's distributed-training API over libhvd's C ABI.
 
     import hvd

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Chooses the module that talks to libhvd.
 
 Contract of a backend module (hvd/_ctypes_backend.py and the pybind11 extension

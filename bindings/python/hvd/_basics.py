@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Horovod's basic API (init, shutdown, topology, timeline, capability queries), shared by
 ``hvd`` and ``hvd.torch``."""
 

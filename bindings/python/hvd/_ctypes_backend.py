@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pure-Python backend: libhvd's C ABI through ctypes (no compiler needed).
 
 Both backends expose the same functions (see hvd/_backend.py for the contract). Handles are

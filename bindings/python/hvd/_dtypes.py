@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libhvd dtype codes (hvd_dtype_t) for NumPy dtypes."""
 
 UINT8, INT8, UINT16, INT16, INT32, INT64, FLOAT16, FLOAT32, FLOAT64, BOOL, BFLOAT16 = range(11)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Exceptions of the hvd package and the mapping from libhvd status codes to them.
 
 Horovod's convention: a call that is wrong on this rank alone (bad argument, unsupported

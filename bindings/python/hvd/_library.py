@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where libhvd.so.1 is: HVD_LIBRARY, else the path CMake recorded for this copy of the
 package (build tree or install prefix), else the library's recorded place relative to the
 installed package, else the dynamic loader's search path."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Horovod's collectives on NumPy arrays (and anything np.asarray or np.from_dlpack takes).
 
 Names, arguments and results follow horovod.torch: foo() returns a new array, foo_() works

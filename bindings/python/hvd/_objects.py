@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """broadcast_object and allgather_object: picklable Python objects through byte buffers."""
 
 import ctypes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Argument handling Horovod's collectives share across array types."""
 
 from hvd import _runtime

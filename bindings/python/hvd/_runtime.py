@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The process-wide libhvd context behind Horovod's module-level API, and the table of
 outstanding requests behind its integer handles.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Memory from hvd_mem_alloc for NumPy arrays and torch tensors.
 
 The ranks of one host reduce (and gather, and broadcast) such buffers in place in each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """join and barrier: collectives that move no tensor, shared by every array API."""
 
 from hvd import _runtime

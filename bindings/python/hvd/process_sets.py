@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Horovod's process sets: subsets of the ranks that run collectives among themselves.
 
 A ProcessSet is described by its global ranks; it becomes usable once registered, either

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adasum (Maleki et al., "Scaling Distributed Training with Adaptive Summation", MLSys 2021)
 // by vector halving and distance doubling, the structure of Horovod's CPU Adasum.
 //

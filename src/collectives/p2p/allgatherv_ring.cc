@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ragged allgather around the ring: at step k a member sends block (me - k) to its right and
 // receives block (me - k - 1) from its left, straight into its place in out; n-1 steps. Every
 // member must receive every other block anyway, and the ring does it with each byte crossing

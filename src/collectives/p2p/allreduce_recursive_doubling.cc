@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive-doubling allreduce: log2(n) rounds of full-buffer exchange with the partner at
 // distance 1, 2, 4, ... . Latency-optimal, so the choice for small messages.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring allreduce: reduce-scatter then allgather around the ring of members, each moving
 // (n-1)/n of the buffer, so every link carries 2(n-1)/n of it in total: bandwidth-optimal,
 // the choice for large messages.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pairwise alltoallv: at step k (1..n-1) a member sends its block for member (me + k) and
 // receives the block from member (me - k), so at every step each member sends to one peer and
 // receives from one peer: no member is the target of everyone at once, as it would be if all

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binomial-tree broadcast (patterns/binomial_tree.h): each member receives the whole buffer
 // from its parent, then sends it on to its children, largest subtree first. ceil(log2 n)
 // rounds, so the choice for small messages.

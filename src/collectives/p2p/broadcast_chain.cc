@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipelined chain broadcast: root -> root+1 -> ... -> root-1, the buffer cut into chunks that
 // each member forwards as soon as it has received them. Each byte crosses each link once and
 // the root sends the buffer only once, so for large messages it approaches the bandwidth of

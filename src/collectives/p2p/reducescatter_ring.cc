@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring reduce-scatter over blocks of any sizes: the first half of the ring allreduce, shifted
 // so that member r ends with block r. At step k a member sends the partial result of block
 // (me - 1 - k) to its right and receives block (me - 2 - k) from its left, combining it with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A binomial tree over n members rooted at `root`: members are numbered relative to the root
 // (v = index - root mod n); v's parent is v minus its lowest set bit, its children are
 // v + 2^j for every 2^j below that bit (the root: below n), largest subtree first.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The member numbering of recursive doubling over a group of any size (the standard scheme):
 // of the first 2 * extra members (extra = n - the largest power of two <= n), each even one
 // folds its data into the odd one after it and sits out the doubling; the others form the

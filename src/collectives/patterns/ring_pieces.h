@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The order in which a ring algorithm's member sends or receives its pieces: at step k of a
 // run of steps, block (first - k) of the n blocks (indices wrap), cut into chunks of at most
 // `chunk` elements. All messages to one neighbour share a tag, so both sides must walk the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ragged allgather through the shared-memory group of a single-host job.
 // Staged: in round k every member copies piece k (slot-sized) of its block into its slot, then
 // copies every other member's piece k into place; as many rounds as the largest block has

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Allreduce through the shared-memory group of a single-host job, over a list of pieces (one
 // tensor, or the tensors of a fused allreduce) seen as one concatenated buffer.
 //

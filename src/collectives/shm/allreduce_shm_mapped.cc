@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The mapped allreduce: every member's buffers (one tensor, or the pieces of a fused allreduce)
 // lie in hvd_mem_alloc regions, which every other member maps. Member m reduces share m of the
 // concatenated pieces (whole 64-byte lines) from all members' inputs, in member order, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Broadcast through the shared-memory group of a single-host job.
 // Staged: per chunk of the slot size, the root copies the chunk into its slot and every other
 // member copies it out; the root runs up to two chunks ahead (the two halves of its slot).

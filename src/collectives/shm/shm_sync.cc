@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Waiting on the shared-memory group within a collective, and the split of a chunk into shares.
 #include "collectives/shm/shm_sync.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The waits of the shared-memory collectives, bound to one call's Comm: each failure is
 // reported with the algorithm, the rank waited for and what it was expected to do, and ends
 // the transport's operations like every other collective's failure.

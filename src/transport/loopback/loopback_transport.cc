@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "transport/loopback/loopback_transport.h"
 
 #include <sys/eventfd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An in-process implementation of Transport: N ranks of one process (threads) exchange
 // messages through a shared hub instead of UCX, so the negotiators, the runner and the
 // collectives can be unit-tested without a network stack.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "transport/ucx/ucx_transport.h"
 
 #include <ucp/api/ucp.h>

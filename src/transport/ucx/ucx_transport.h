@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The UCX (UCP) implementation of Transport: one UCP context and worker per libhvd context,
 // tagged messages, endpoints in error-handling mode PEER. UCX picks shared memory (posix /
 // sysv / cma) between ranks of one host and TCP or RDMA between hosts.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Collectives on NumPy arrays against references every rank computes on its own."""
 
 import threading

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Wrong calls raise ValueError on the rank that made them, before anything is queued;
 collectives that fail while running raise HorovodInternalError on every rank."""
 

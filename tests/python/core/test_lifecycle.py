@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """init/shutdown cycles, topology, process sets, timeline, capability queries."""
 
 import json

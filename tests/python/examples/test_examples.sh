@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the Python examples under hvdrun and checks what they print:
 #  - examples/python/torch_digits_train.py on 1, 2 and 4 ranks (system python: it has
 #    scikit-learn): every test accuracy >= 0.93 and within 0.01 of the 1-rank one, and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hvd.torch.elastic: ElasticSampler, TorchState and the run decorator's reset loop.
 
 The tests that reset (shutdown + init inside run) come last in the file."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hvd.torch's broadcast_parameters, broadcast_optimizer_state, broadcast_object and
 allgather_object. Every rank runs every test in the same order; the expected values are
 rebuilt on each rank from seeds (what root_rank holds is what root_rank's seed gives)."""

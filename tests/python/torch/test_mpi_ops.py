@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hvd.torch collectives against references every rank computes on its own, with autograd."""
 
 import time

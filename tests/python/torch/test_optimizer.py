@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DistributedOptimizer: training on shards of a global batch matches one process training
 on the whole batch."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hvd.torch.shared_zeros: CPU tensors on hvd_mem_alloc memory, reduced in place by the ranks
 of one host; against references every rank computes on its own."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hvd.torch.SyncBatchNorm against torch's BatchNorm run in one process on the
 concatenation of every rank's batch (which each rank rebuilds from seeds)."""
 

@@ -1,1 +1,2 @@
+# SPDX-License-Identifier: Apache-2.0
 """Framework-independent parts shared by ``hvd`` and ``hvd.torch`` (as ``horovod.common``)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hvd.torch: horovod.torch's API on libhvd. Change `import horovod.torch as hvd` to
 `import hvd.torch as hvd`; nothing here is compiled against PyTorch."""
 

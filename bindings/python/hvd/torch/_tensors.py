@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch.Tensor <-> libhvd tensor descriptions."""
 
 import ctypes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Gradient compression for allreduce (horovod.torch.compression): none and fp16."""
 
 import torch

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """horovod.torch's model and optimizer helpers: broadcast_parameters,
 broadcast_optimizer_state, broadcast_object and allgather_object."""
 

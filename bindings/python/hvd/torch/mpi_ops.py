@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """horovod.torch's collectives on torch tensors, with autograd, over libhvd's C ABI.
 
 Async functions return integer handles for poll() and synchronize(). The input tensors (and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DistributedOptimizer: wraps a torch optimizer so that step() applies gradients averaged
 over all ranks.
 

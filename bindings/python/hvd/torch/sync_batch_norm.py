@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """horovod.torch.SyncBatchNorm: batch normalisation whose batch statistics cover every rank.
 
 The statistics are computed here with plain tensor operations (PyTorch's fused

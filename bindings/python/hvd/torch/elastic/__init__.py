@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hvd.torch.elastic: horovod.torch.elastic's run decorator, TorchState and ElasticSampler.
 
 libhvd has no elastic driver or host discovery: the job keeps the ranks its launcher

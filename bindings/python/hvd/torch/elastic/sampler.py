@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """ElasticSampler: a DistributedSampler that remembers what this epoch already processed, so
 that a reset resumes the epoch instead of starting it over."""
 

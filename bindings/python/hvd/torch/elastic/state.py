@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Elastic training state: State and ObjectState (horovod.common.elastic's) and TorchState
 (horovod.torch.elastic's), which commit, restore and synchronise models, optimizers,
 ElasticSamplers and plain Python attributes."""
