@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // N ranks as N threads of one process for the collective algorithm tests: each rank has its
-// own UCX transport, Comm and scratch buffer; collectives run on the threads, assertions on
+// own transport (UCX, or the in-process loopback transport where the test is built with
+// HVD_TEST_LOOPBACK), Comm and scratch buffer; collectives run on the threads, assertions on
 // the main thread afterwards (cmocka's asserts longjmp, which only the main thread may do).
 // Also typed element access, written independently of the library's own conversions where
-// it matters. Shared by test_collectives.cc and test_collectives_more.cc.
+// it matters. Shared by test_collectives.cc and test_collectives_more.cc (each built over
+// both transports) and the loopback tests.
 #pragma once
 
 #include <cmath>
@@ -15,6 +17,7 @@
 #include "collectives/collectives.h"
 #include "common/half.h"
 #include "shm/shm_group.h"
+#include "transport/loopback/loopback_transport.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace rank_threads {
@@ -28,17 +31,31 @@ constexpr int64_t kDeadlineMs = 30000;
 constexpr size_t kTestSlotBytes = 4096;
 inline uint32_t g_next_seq = 1;  // each collective call gets a fresh one, the same on all ranks
 
+enum class Backend { kUcx, kLoopback };
+#ifdef HVD_TEST_LOOPBACK
+constexpr Backend kDefaultBackend = Backend::kLoopback;
+#else
+constexpr Backend kDefaultBackend = Backend::kUcx;
+#endif
+
 struct World {
     // single_copy_from > 0: the shared-memory group's single-copy range is [that, any size]
     // (still off until a test enables it). slot_bytes: the group's slot half.
-    explicit World(int32_t n, size_t single_copy_from = 0, size_t slot_bytes = kTestSlotBytes) {
-        std::vector<hvd::transport::Transport *> raw;
-        for (int32_t r = 0; r < n; ++r) {
-            transports.push_back(hvd::transport::make_ucx_transport(r, n));
-            scratch.push_back(std::make_unique<ScratchBuffer>());
-            raw.push_back(transports.back().get());
+    explicit World(int32_t n, size_t single_copy_from = 0, size_t slot_bytes = kTestSlotBytes,
+                   Backend backend = kDefaultBackend) {
+        if (backend == Backend::kLoopback) {
+            hub = std::make_unique<hvd::transport::LoopbackHub>(n);
+            transports = hub->make_all();
+        } else {
+            std::vector<hvd::transport::Transport *> raw;
+            for (int32_t r = 0; r < n; ++r) {
+                transports.push_back(hvd::transport::make_ucx_transport(r, n));
+                raw.push_back(transports.back().get());
+            }
+            hvd::transport::connect_local_transports(raw);
         }
-        hvd::transport::connect_local_transports(raw);
+        for (int32_t r = 0; r < n; ++r)
+            scratch.push_back(std::make_unique<ScratchBuffer>());
         hvd::shm::Settings settings;
         settings.slot_bytes = slot_bytes;
         if (single_copy_from > 0) {
@@ -61,6 +78,7 @@ struct World {
     }
     int32_t size() const { return static_cast<int32_t>(transports.size()); }
 
+    std::unique_ptr<hvd::transport::LoopbackHub> hub;  // Backend::kLoopback
     std::vector<std::unique_ptr<hvd::transport::Transport>> transports;
     std::vector<std::unique_ptr<ScratchBuffer>> scratch;
     // A shared-memory group over the same ranks (member r is rank r). A Comm uses it only when

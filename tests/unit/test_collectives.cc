@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CPU collectives over real UCX transports: N ranks as N threads in one process, each with
-// its own transport, Comm and scratch buffer. Threads only run collectives and keep their
+// The CPU collectives over real UCX transports (built as test_collectives_over_loopback: over
+// the in-process loopback transport): N ranks as N threads in one process, each with its own
+// transport, Comm and scratch buffer. Threads only run collectives and keep their
 // results; every assertion runs on the main thread after they are joined (cmocka's asserts
 // longjmp, which only the main thread may do).
 // clang-format off

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// alltoallv, reduce-scatter and Adasum over real UCX transports: N ranks as N threads in one
-// process, each with its own transport, Comm and scratch buffer. Threads only run collectives
-// and keep their results; every assertion runs on the main thread after they are joined
-// (cmocka's asserts longjmp, which only the main thread may do). References are computed
-// here, independently of the library.
+// alltoallv, reduce-scatter and Adasum over real UCX transports (built as
+// test_collectives_more_over_loopback: over the in-process loopback transport): N ranks as N
+// threads in one process, each with its own transport, Comm and scratch buffer. Threads only
+// run collectives and keep their results; every assertion runs on the main thread after they
+// are joined (cmocka's asserts longjmp, which only the main thread may do). References are
+// computed here, independently of the library.
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>

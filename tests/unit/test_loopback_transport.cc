@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The in-process loopback transport: its matching, failure and wake-up semantics (those the
 // UCX transport has), on 1..4 ranks as threads (the collectives over it:
-// test_collectives_loopback.cc). Rank threads only record what they saw; every assertion
-// runs on the main thread (cmocka's asserts longjmp, which only the main thread may do).
-// Every wait is bounded.
+// test_collectives_over_loopback, test_loopback_subgroups_and_failures). Rank threads only record
+// what they saw; every assertion runs on the main thread (cmocka's asserts longjmp, which only the
+// main thread may do). Every wait is bounded.
 #include <poll.h>
 
 #include <atomic>
