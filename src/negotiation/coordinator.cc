@@ -132,6 +132,22 @@ std::map<Coordinator::Key, Coordinator::Pending>::iterator Coordinator::try_comp
     return pending_.erase(it);
 }
 
+// The ranks' descriptions of one op must agree (HVD_ERR_MISMATCH) and give sizes that fit
+// in 64 bits together (HVD_ERR_INVALID_ARG); otherwise *resp becomes that error response.
+bool Coordinator::rejected(const std::vector<OpMeta> &metas, const std::vector<int32_t> &ranks,
+                           Response *resp) {
+    std::string err = validate_op(metas, ranks);
+    int32_t status = HVD_ERR_MISMATCH;
+    if (err.empty()) {
+        err = check_sizes(metas, ranks);
+        status = HVD_ERR_INVALID_ARG;
+    }
+    if (err.empty()) return false;
+    resp->status = status;
+    resp->message = err;
+    return true;
+}
+
 Response Coordinator::complete(const Key &key, Pending &p) {
     // Members that joined without reporting this op take part with zeros (allreduce only).
     std::vector<OpMeta> metas;
@@ -148,25 +164,14 @@ Response Coordinator::complete(const Key &key, Pending &p) {
     resp.set_id = key.first;
     resp.type = metas[0].type;
     resp.seq = take_seq();
-    std::string err = validate_op(metas, ranks);
-    if (!err.empty()) {
-        resp.status = HVD_ERR_MISMATCH;
-        resp.message = err;
-        return resp;
-    }
-    err = check_sizes(metas, ranks);
-    if (!err.empty()) {
-        resp.status = HVD_ERR_INVALID_ARG;
-        resp.message = err;
-        return resp;
-    }
+    if (rejected(metas, ranks, &resp)) return resp;
     switch (resp.type) {
         case OpType::kAllgather:
             for (const OpMeta &m : metas)
                 resp.first_dims.push_back(m.shape.empty() ? 0 : m.shape[0]);
             describe_tensor(resp, metas[0]);  // row shape and dtype, for the fusion planner
-            err = check_gather_outputs(metas, ranks, resp.first_dims);
-            if (!err.empty()) {
+            if (std::string err = check_gather_outputs(metas, ranks, resp.first_dims);
+                !err.empty()) {
                 resp.status = HVD_ERR_INVALID_ARG;
                 resp.message = err;
                 resp.first_dims.clear();
@@ -214,18 +219,7 @@ Response Coordinator::complete_with_joined(const Key &key, std::vector<OpMeta> &
             op_type_name(resp.type), resp.name.c_str(), joined_rank);
         return resp;
     }
-    std::string err = validate_op(metas, ranks);
-    if (!err.empty()) {
-        resp.status = HVD_ERR_MISMATCH;
-        resp.message = err;
-        return resp;
-    }
-    err = check_sizes(metas, ranks);
-    if (!err.empty()) {
-        resp.status = HVD_ERR_INVALID_ARG;
-        resp.message = err;
-        return resp;
-    }
+    if (rejected(metas, ranks, &resp)) return resp;
     describe_tensor(resp, metas[0]);
     return resp;
 }

@@ -58,6 +58,8 @@ class Coordinator {
     std::map<Key, Pending>::iterator try_complete(std::map<Key, Pending>::iterator it,
                                                   const std::vector<bool> *joined,
                                                   std::vector<Response> *out, bool *join_done);
+    static bool rejected(const std::vector<OpMeta> &metas, const std::vector<int32_t> &ranks,
+                         Response *resp);
     Response complete(const Key &key, Pending &p);
     Response complete_with_joined(const Key &key, std::vector<OpMeta> &metas,
                                   const std::vector<int32_t> &ranks, const Pending &p);
