@@ -107,6 +107,74 @@ static inline int bench_size_list(size_t minb, size_t maxb, double factor, const
     return m;
 }
 
+/* Where a peer keeps the options every peer takes alike (the size sweep, timing, checking);
+ * a null pointer is an option that peer does not take. */
+struct bench_opts {
+    size_t *minb, *maxb; /* -b MIN, -e MAX */
+    double *factor;      /* -f FACTOR */
+    const char **extra;  /* -x LIST */
+    double *target;      /* -t SECONDS */
+    int *warmup;         /* -w N */
+    long *maxit;         /* -m MAXITERS */
+    int *check;          /* -C 0|1 */
+    int *inplace;        /* -i 0|1 */
+    int *root;           /* -r ROOT */
+    int *verbose;        /* -v */
+};
+
+/* Parses getopt's option `opt` (argument `arg`) into o if it is one of the common ones the
+ * peer takes: 1; otherwise 0 (the peer's own option, or a usage error). */
+static inline int bench_option(int opt, const char *arg, const struct bench_opts *o) {
+    switch (opt) {
+        case 'b':
+            if (!o->minb) return 0;
+            *o->minb = bench_parse_size(arg);
+            return 1;
+        case 'e':
+            if (!o->maxb) return 0;
+            *o->maxb = bench_parse_size(arg);
+            return 1;
+        case 'f':
+            if (!o->factor) return 0;
+            *o->factor = atof(arg);
+            return 1;
+        case 'x':
+            if (!o->extra) return 0;
+            *o->extra = arg;
+            return 1;
+        case 't':
+            if (!o->target) return 0;
+            *o->target = atof(arg);
+            return 1;
+        case 'w':
+            if (!o->warmup) return 0;
+            *o->warmup = atoi(arg);
+            return 1;
+        case 'm':
+            if (!o->maxit) return 0;
+            *o->maxit = atol(arg);
+            return 1;
+        case 'C':
+            if (!o->check) return 0;
+            *o->check = atoi(arg) != 0;
+            return 1;
+        case 'i':
+            if (!o->inplace) return 0;
+            *o->inplace = atoi(arg) != 0;
+            return 1;
+        case 'r':
+            if (!o->root) return 0;
+            *o->root = atoi(arg);
+            return 1;
+        case 'v':
+            if (!o->verbose) return 0;
+            *o->verbose = 1;
+            return 1;
+        default:
+            return 0;
+    }
+}
+
 /* Test pattern: small integers, so float sums over up to 2^18 ranks are
  * exact and the expected value of element i depends only on i mod 64. */
 static inline float bench_val(int rank, size_t i) {

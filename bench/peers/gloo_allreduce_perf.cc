@@ -61,7 +61,7 @@ const char *kCollNames[] = {"allreduce", "allgather", "broadcast"};
 
 std::shared_ptr<gloo::Context> g_ctx;
 int g_rank = 0, g_n = 1, g_root = 0;
-bool g_inplace = true;
+int g_inplace = 1;
 Coll g_coll = ALLREDUCE;
 std::string g_algo = "new";
 float *g_sbuf = nullptr;
@@ -253,9 +253,9 @@ int main(int argc, char **argv) {
     size_t minb = bench_parse_size(BENCH_DEFAULT_MIN), maxb = bench_parse_size(BENCH_DEFAULT_MAX);
     size_t sizes[BENCH_MAX_SIZES];
     double factor = BENCH_DEFAULT_FACTOR, target = BENCH_DEFAULT_TARGET_S;
-    std::string extra = BENCH_DEFAULT_EXTRA, host = "127.0.0.1";
-    int warmup = 2, opt;
-    bool doCheck = true, verbose = false;
+    const char *extra = BENCH_DEFAULT_EXTRA;
+    std::string host = "127.0.0.1";
+    int warmup = 2, opt, doCheck = 1, verbose = 0;
     long maxit = 1000000;
 
     g_rank = envInt("RANK", "OMPI_COMM_WORLD_RANK", -1);
@@ -263,6 +263,8 @@ int main(int argc, char **argv) {
     const char *storeDir = getenv("GLOO_STORE_DIR");
     const char *prefix = getenv("GLOO_PREFIX") ? getenv("GLOO_PREFIX") : "bench";
 
+    bench_opts common = {&minb,  &maxb,    &factor,    &extra,  &target, &warmup,
+                         &maxit, &doCheck, &g_inplace, &g_root, &verbose};
     while ((opt = getopt(argc, argv, "c:A:H:b:e:f:x:i:r:t:w:m:C:vh")) != -1) {
         switch (opt) {
             case 'c':
@@ -283,40 +285,8 @@ int main(int argc, char **argv) {
             case 'H':
                 host = optarg;
                 break;
-            case 'b':
-                minb = bench_parse_size(optarg);
-                break;
-            case 'e':
-                maxb = bench_parse_size(optarg);
-                break;
-            case 'f':
-                factor = atof(optarg);
-                break;
-            case 'x':
-                extra = optarg;
-                break;
-            case 'i':
-                g_inplace = atoi(optarg) != 0;
-                break;
-            case 'r':
-                g_root = atoi(optarg);
-                break;
-            case 't':
-                target = atof(optarg);
-                break;
-            case 'w':
-                warmup = atoi(optarg);
-                break;
-            case 'm':
-                maxit = atol(optarg);
-                break;
-            case 'C':
-                doCheck = atoi(optarg) != 0;
-                break;
-            case 'v':
-                verbose = true;
-                break;
             default:
+                if (bench_option(opt, optarg, &common)) break;
                 usage();
                 return 2;
         }
@@ -338,7 +308,7 @@ int main(int argc, char **argv) {
     }
     if (warmup < 1) warmup = 1;
     if (maxit < 1) maxit = 1;
-    int nsizes = bench_size_list(minb, maxb, factor, extra.c_str(), sizes, BENCH_MAX_SIZES);
+    int nsizes = bench_size_list(minb, maxb, factor, extra, sizes, BENCH_MAX_SIZES);
     if (nsizes <= 0) {
         usage();
         return 2;

@@ -165,6 +165,8 @@ int main(int argc, char **argv) {
     pid_t pids[MAXP];
     pthread_barrierattr_t attr;
 
+    struct bench_opts common = {&minb, &maxb, &factor, &extra, &target, NULL,
+                                NULL,  NULL,  NULL,    NULL,   NULL};
     while ((opt = getopt(argc, argv, "p:o:b:e:f:x:t:B:h")) != -1) {
         switch (opt) {
             case 'p':
@@ -180,25 +182,11 @@ int main(int argc, char **argv) {
                     return 2;
                 }
                 break;
-            case 'b':
-                minb = bench_parse_size(optarg);
-                break;
-            case 'e':
-                maxb = bench_parse_size(optarg);
-                break;
-            case 'f':
-                factor = atof(optarg);
-                break;
-            case 'x':
-                extra = optarg;
-                break;
-            case 't':
-                target = atof(optarg);
-                break;
             case 'B':
                 bind = atoi(optarg);
                 break;
             default:
+                if (bench_option(opt, optarg, &common)) break;
                 fprintf(stderr,
                         "usage: memcpy_bw [-p NPROC] [-o memcpy|sum] [-b MIN] [-e MAX] "
                         "[-f FACTOR] [-x EXTRA|none] [-t SEC] [-B 0|1]\n");

@@ -187,6 +187,8 @@ int main(int argc, char **argv) {
     minb = bench_parse_size(BENCH_DEFAULT_MIN);
     maxb = bench_parse_size(BENCH_DEFAULT_MAX);
 
+    struct bench_opts common = {&minb,  &maxb,     &factor,    &extra,  &target, &warmup,
+                                &maxit, &do_check, &g_inplace, &g_root, &verbose};
     while ((opt = getopt(argc, argv, "c:b:e:f:x:i:r:t:w:m:C:vh")) != -1) {
         switch (opt) {
             case 'c':
@@ -201,40 +203,8 @@ int main(int argc, char **argv) {
                     die("bad -c");
                 }
                 break;
-            case 'b':
-                minb = bench_parse_size(optarg);
-                break;
-            case 'e':
-                maxb = bench_parse_size(optarg);
-                break;
-            case 'f':
-                factor = atof(optarg);
-                break;
-            case 'x':
-                extra = optarg;
-                break;
-            case 'i':
-                g_inplace = atoi(optarg) != 0;
-                break;
-            case 'r':
-                g_root = atoi(optarg);
-                break;
-            case 't':
-                target = atof(optarg);
-                break;
-            case 'w':
-                warmup = atoi(optarg);
-                break;
-            case 'm':
-                maxit = atol(optarg);
-                break;
-            case 'C':
-                do_check = atoi(optarg) != 0;
-                break;
-            case 'v':
-                verbose = 1;
-                break;
             default:
+                if (bench_option(opt, optarg, &common)) break;
                 usage();
                 die("bad option");
         }

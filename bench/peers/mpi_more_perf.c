@@ -76,6 +76,8 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_n);
+    struct bench_opts common = {&minb,  &maxb,     &factor, &extra, &target, NULL,
+                                &maxit, &do_check, NULL,    NULL,   NULL};
     while ((opt = getopt(argc, argv, "c:b:e:f:x:t:m:C:")) != -1) {
         switch (opt) {
             case 'c':
@@ -86,28 +88,8 @@ int main(int argc, char **argv) {
                 else
                     die("-c takes alltoall or reducescatter");
                 break;
-            case 'b':
-                minb = bench_parse_size(optarg);
-                break;
-            case 'e':
-                maxb = bench_parse_size(optarg);
-                break;
-            case 'f':
-                factor = atof(optarg);
-                break;
-            case 'x':
-                extra = optarg;
-                break;
-            case 't':
-                target = atof(optarg);
-                break;
-            case 'm':
-                maxit = atol(optarg);
-                break;
-            case 'C':
-                do_check = atoi(optarg) != 0;
-                break;
             default:
+                if (bench_option(opt, optarg, &common)) break;
                 die("bad option");
         }
     }
