@@ -54,6 +54,21 @@ struct Completion {
     uint64_t sender_tag = 0;   // the matched message's tag (recv)
     int32_t peer = -1;         // the peer of a send; the sender of a received message
     void *internal = nullptr;  // the transport's own handle while in flight
+
+    // For implementations: an operation with `with` starts (every field reset), ends.
+    void start(int32_t with) {
+        done = false;
+        status = HVD_OK;
+        length = 0;
+        sender_tag = 0;
+        peer = with;
+        internal = nullptr;
+    }
+    void finish(hvd_status_t s) {
+        status = s;
+        done = true;
+        internal = nullptr;
+    }
 };
 
 class Transport {

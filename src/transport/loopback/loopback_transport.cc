@@ -222,19 +222,8 @@ class LoopbackTransport final : public Transport {
 
     static std::string address_of(int32_t rank) { return "loopback:" + std::to_string(rank); }
 
-    static void start(Completion *c, int32_t peer) {
-        c->done = false;
-        c->status = HVD_OK;
-        c->length = 0;
-        c->sender_tag = 0;
-        c->peer = peer;
-        c->internal = nullptr;
-    }
-
-    static void finish(Completion *c, hvd_status_t status) {
-        c->status = status;
-        c->done = true;
-    }
+    static void start(Completion *c, int32_t peer) { c->start(peer); }
+    static void finish(Completion *c, hvd_status_t status) { c->finish(status); }
 
     // Completes a receive with m; a message longer than the buffer is lost (as with UCX).
     static void deliver(const Message &m, void *buf, size_t len, Completion *c) {

@@ -300,20 +300,8 @@ class UcxTransport final : public Transport {
 
     // c->internal points back at the transport while the operation is in flight, so the
     // UCX callbacks (which only get user_data = c) can reach it.
-    void start(Completion *c, int32_t peer) {
-        c->done = false;
-        c->status = HVD_OK;
-        c->length = 0;
-        c->sender_tag = 0;
-        c->peer = peer;
-        c->internal = nullptr;
-    }
-
-    static void finish(Completion *c, hvd_status_t status) {
-        c->status = status;
-        c->done = true;
-        c->internal = nullptr;
-    }
+    void start(Completion *c, int32_t peer) { c->start(peer); }
+    static void finish(Completion *c, hvd_status_t status) { c->finish(status); }
 
     void track(Slot *slot, ucs_status_ptr_t r) {
         Completion *c = slot->c;
