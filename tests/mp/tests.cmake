@@ -3,6 +3,7 @@
 hvd_mp_program(mp_collectives)
 hvd_mp_program(mp_peer_failure)
 hvd_mp_program(mp_more_collectives)
+hvd_mp_program(mp_join_and_fusion)
 hvd_mp_program(mp_allgather_into)
 hvd_mp_program(mp_mem_alloc)
 
@@ -10,7 +11,7 @@ hvd_mp_program(mp_mem_alloc)
 # and no op waits longer than a minute.
 set(HVD_MP_ENV "CMOCKA_TEST_ABORT=1;HVD_OP_TIMEOUT=60;HVD_START_TIMEOUT=60")
 
-foreach(prog mp_collectives mp_more_collectives mp_allgather_into mp_mem_alloc)
+foreach(prog mp_collectives mp_more_collectives mp_join_and_fusion mp_allgather_into mp_mem_alloc)
   hvd_mp_test(${prog} NP 1 2 3 4 TIMEOUT 300)
   foreach(np 1 2 3 4)
     set_tests_properties(mp.${prog}.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
@@ -21,7 +22,7 @@ endforeach()
 # the engine's passes (Engine::drive_while_waiting) shares its CPU with the engine thread;
 # with more ranks than CPUs (np3 on 2 CPUs) ranks also share CPUs, and waiters yield after
 # every poll. Failures and timeouts must reach a driving waiter too.
-foreach(prog mp_collectives mp_more_collectives mp_allgather_into mp_mem_alloc)
+foreach(prog mp_collectives mp_more_collectives mp_join_and_fusion mp_allgather_into mp_mem_alloc)
   hvd_mp_test(${prog} NP 2 3 SUFFIX _bound HVDRUN_ARGS --bind-to core TIMEOUT 300)
   foreach(np 2 3)
     set_tests_properties(mp.${prog}_bound.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+// The response cache's parts against hand-computed expectations: bit vectors, the round
+// table, vote encoding, the cache itself (lookups, puts, touched bits, memos) and rank 0's
+// LRU bit allocator. Jobs that use the cache: test_response_cache.cc.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "negotiation/cache_bit_allocator.h"
+#include "negotiation/cache_round.h"
+#include "negotiation/response_cache.h"
+
+namespace {
+
+using hvd::negotiation::BitVector;
+using hvd::negotiation::CacheBitAllocator;
+using hvd::negotiation::OpMeta;
+using hvd::negotiation::OpType;
+using hvd::negotiation::Response;
+using hvd::negotiation::ResponseCache;
+using hvd::negotiation::RoundOutcome;
+using hvd::negotiation::RoundTable;
+using hvd::negotiation::RoundVote;
+
+// ------------------------------------------------------------------ parts
+
+BitVector bits_of(std::initializer_list<uint32_t> bits) {
+    BitVector v;
+    for (uint32_t b : bits)
+        v.set(b);
+    return v;
+}
+
+void test_bit_vector(void **) {
+    BitVector a = bits_of({0, 5, 64, 200});
+    assert_true(a.test(200));
+    assert_false(a.test(199));
+    assert_false(a.test(100000));
+    BitVector b = bits_of({5, 200, 300});
+    BitVector both = a;
+    both.and_with(b);
+    assert_true(both.bits() == std::vector<uint32_t>({5, 200}));
+    BitVector either = a;
+    either.or_with(b);
+    assert_true(either.bits() == std::vector<uint32_t>({0, 5, 64, 200, 300}));
+    BitVector none = bits_of({1});
+    none.and_with(BitVector());
+    assert_true(none.empty());
+}
+
+template <typename F>
+void expect_transport_error(F f, const char *needle) {
+    try {
+        f();
+        fail_msg("expected an error containing '%s'", needle);
+    } catch (const hvd::Error &e) {
+        assert_int_equal(e.status(), HVD_ERR_TRANSPORT);
+        if (std::strstr(e.what(), needle) == nullptr)
+            fail_msg("'%s' does not contain '%s'", e.what(), needle);
+    }
+}
+
+RoundVote vote(uint64_t round, std::initializer_list<uint32_t> ready,
+               std::initializer_list<uint32_t> invalid = {}, bool joined = false) {
+    RoundVote v;
+    v.round = round;
+    v.ready = bits_of(ready);
+    v.invalid = bits_of(invalid);
+    v.joined = joined;
+    return v;
+}
+
+void test_round_table_combines_votes(void **) {
+    RoundTable t(3);
+    RoundVote zero = vote(1, {1, 2, 3}, {}, false);
+    zero.batches = 7;
+    zero.fusion_threshold = 4096;
+    t.add(0, zero, 0);
+    t.add(2, vote(1, {2, 3, 9}, {40}), 0);
+    assert_false(t.complete(1));
+    t.add(1, vote(1, {3, 2}, {}, true), 0);
+    t.add(2, vote(2, {}), 0);  // a rank already in the next round
+    assert_true(t.complete(1));
+    assert_true(t.batches_before(1) == 7);
+    RoundOutcome o = t.take(1);
+    assert_true(o.ready_everywhere.bits() == std::vector<uint32_t>({2, 3}));
+    assert_true(o.invalid.bits() == std::vector<uint32_t>({40}));
+    assert_true(o.any_joined);
+    assert_true(o.batches == 7);
+    assert_int_equal(o.fusion_threshold, 4096);
+    assert_false(t.complete(1));
+    assert_true(t.has_vote(2, 2));
+    expect_transport_error([&] { t.add(2, vote(2, {}), 1); }, "voted twice");
+    expect_transport_error([&] { t.add(0, vote(1, {}), 1); }, "has finished 1");
+    expect_transport_error([&] { t.add(0, vote(4, {}), 1); }, "round 4");
+    expect_transport_error([&] { t.add(3, vote(2, {}), 1); }, "unknown rank 3");
+}
+
+void test_vote_encoding(void **) {
+    RoundVote v = vote(42, {0, 63, 64, 1000}, {7});
+    v.joined = true;
+    v.batches = 9;
+    v.fusion_threshold = 1 << 20;
+    RoundVote back = hvd::negotiation::decode_vote(hvd::negotiation::encode_vote(v));
+    assert_true(back.round == 42);
+    assert_true(back.ready.bits() == v.ready.bits());
+    assert_true(back.invalid.bits() == std::vector<uint32_t>({7}));
+    assert_true(back.joined);
+    assert_true(back.batches == 9);
+    assert_int_equal(back.fusion_threshold, 1 << 20);
+    std::string bytes = hvd::negotiation::encode_vote(v);
+    expect_transport_error(
+        [&] { hvd::negotiation::decode_vote(bytes.substr(0, bytes.size() - 3)); }, "truncated");
+    expect_transport_error([&] { hvd::negotiation::decode_vote(bytes + "x"); }, "trailing");
+}
+
+OpMeta meta(const char *name, std::vector<int64_t> shape) {
+    OpMeta m;
+    m.name = name;
+    m.type = OpType::kAllreduce;
+    m.dtype = HVD_DTYPE_FLOAT32;
+    m.shape = std::move(shape);
+    return m;
+}
+
+Response response_for(const OpMeta &m) {
+    Response r;
+    r.name = m.name;
+    r.type = m.type;
+    r.dtype = m.dtype;
+    r.shape = m.shape;
+    return r;
+}
+
+void test_cache_lookup_put_and_touched(void **) {
+    ResponseCache c;
+    OpMeta a = meta("a", {4});
+    uint32_t bit = 99;
+    assert_true(c.lookup(a, &bit) == ResponseCache::Lookup::kMiss);
+    assert_true(c.put(3, response_for(a), &a) == std::vector<uint32_t>({3}));
+    assert_true(c.touched(3));
+    c.clear_touched();
+    assert_false(c.touched(3));
+    assert_true(c.lookup(a, &bit) == ResponseCache::Lookup::kHit);
+    assert_int_equal(bit, 3);
+    OpMeta wider = meta("a", {5});
+    assert_true(c.lookup(wider, &bit) == ResponseCache::Lookup::kChanged);
+    OpMeta other_set = a;
+    other_set.set_id = 2;
+    assert_true(c.lookup(other_set, &bit) == ResponseCache::Lookup::kMiss);
+    // The name moves to another bit: both bits change.
+    assert_true(c.put(5, response_for(wider), &wider) == std::vector<uint32_t>({5, 3}));
+    assert_null(c.response(3));
+    assert_true(c.lookup(wider, &bit) == ResponseCache::Lookup::kHit && bit == 5);
+    // An entry this rank took part in without enqueuing never hits here.
+    OpMeta b = meta("b", {1});
+    c.put(6, response_for(b), nullptr);
+    assert_true(c.lookup(b, &bit) == ResponseCache::Lookup::kChanged);
+    c.clear_touched();
+    c.erase(6);
+    assert_true(c.touched(6));
+    assert_true(c.lookup(b, &bit) == ResponseCache::Lookup::kMiss);
+    assert_int_equal(c.size(), 1);
+
+    Response ok = response_for(a);
+    assert_true(ResponseCache::cacheable(ok));
+    Response failed = ok;
+    failed.status = HVD_ERR_MISMATCH;
+    Response grouped = ok;
+    grouped.group = "g";
+    assert_true(ResponseCache::cacheable(grouped));  // a group is kept together by the engine
+    Response in_set = ok;
+    in_set.set_id = 1;
+    Response barrier = ok;
+    barrier.type = OpType::kBarrier;
+    Response one_rank = ok;
+    one_rank.addressee = 1;
+    for (const Response &r : {failed, in_set, barrier, one_rank})
+        assert_false(ResponseCache::cacheable(r));
+}
+
+// A lookup through a memo answers as a plain lookup does, whatever happened to the name or
+// its bit since the memo was made: random puts (a name moving bits, a bit taking another
+// name, parameters changing) and erases, with one memo per name kept throughout.
+void test_memo_lookup_matches_plain_lookup(void **) {
+    std::mt19937 rng(5);
+    ResponseCache c;
+    const char *names[] = {"w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7"};
+    ResponseCache::Memo memos[8];
+    for (int step = 0; step < 20000; ++step) {
+        size_t k = rng() % 8;
+        OpMeta m = meta(names[k], {static_cast<int64_t>(1 + rng() % 2)});
+        if (rng() % 4 == 0) m.set_id = static_cast<uint16_t>(rng() % 2);
+        switch (rng() % 4) {
+            case 0:
+                if (m.set_id == 0) c.put(rng() % 12, response_for(m), rng() % 5 ? &m : nullptr);
+                break;
+            case 1:
+                c.erase(rng() % 12);
+                break;
+            default: {
+                uint32_t plain_bit = 99, memo_bit = 98;
+                ResponseCache::Lookup plain = c.lookup(m, &plain_bit);
+                ResponseCache::Lookup via = c.lookup(m, &memo_bit, &memos[k]);
+                assert_int_equal(static_cast<int>(plain), static_cast<int>(via));
+                if (plain != ResponseCache::Lookup::kMiss) assert_int_equal(plain_bit, memo_bit);
+            }
+        }
+    }
+}
+
+void test_bit_allocator_evicts_least_recently_used(void **) {
+    CacheBitAllocator bits;
+    assert_int_equal(bits.assign("a", 2), 0);
+    assert_int_equal(bits.assign("b", 2), 1);
+    assert_int_equal(bits.assign("a", 2), 0);  // known name: same bit, now most recent
+    assert_int_equal(bits.assign("c", 2), 1);  // evicts b
+    bits.used(1);                              // c more recent than a
+    assert_int_equal(bits.assign("d", 2), 0);  // evicts a
+    bits.release(1, "not c");                  // stale release: kept
+    assert_int_equal(bits.assign("c", 2), 1);
+    bits.release(1, "c");
+    assert_int_equal(bits.assign("e", 3), 1);  // released bits are reused first
+    assert_int_equal(bits.assign("f", 3), 2);
+    assert_int_equal(bits.assign("g", 0), -1);  // capacity 0: everything evicted, cache off
+    assert_int_equal(bits.assign("d", 1), 0);   // d was evicted: a fresh assignment
+}
+
+}  // namespace
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bit_vector),
+        cmocka_unit_test(test_round_table_combines_votes),
+        cmocka_unit_test(test_vote_encoding),
+        cmocka_unit_test(test_cache_lookup_put_and_touched),
+        cmocka_unit_test(test_memo_lookup_matches_plain_lookup),
+        cmocka_unit_test(test_bit_allocator_evicts_least_recently_used),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
