@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -226,6 +227,10 @@ bool Engine::take_new_requests() {
     if (held_.empty()) return false;
     // The cycle time lets more ops arrive to be reported (and fused) together.
     if (now < held_until()) return !fresh.empty();
+    // A request the runner finished meanwhile (its process set was destroyed) is not reported.
+    held_.erase(std::remove_if(held_.begin(), held_.end(),
+                               [&](const RequestPtr &r) { return !pending_.holds(*r); }),
+                held_.end());
     negotiator_->report(held_);
     held_.clear();
     return true;

@@ -20,7 +20,7 @@ bool Runner::run(util::Fifo<Response> &responses) {
         // reused by the next push.
         Response &resp = responses.front();
         RequestPtr req = request_for(resp);
-        if (!req) {  // joined, and not an op a joined rank takes part in
+        if (!req) {  // joined and not taking part, or its set destroyed since
             responses.pop_front();
             continue;
         }
@@ -44,6 +44,9 @@ bool Runner::run(util::Fifo<Response> &responses) {
 
 RequestPtr Runner::request_for(Response &resp) {
     if (RequestPtr req = take_request(resp)) return req;
+    // Its set was destroyed since this rank reported the op: the destroy finished the request
+    // already (on every member, at the same point of the order), so there is nothing to run.
+    if (!p_.sets->find(resp.set_id)) return nullptr;
     const Request *join = p_.pending->join_in(resp.set_id);
     if (join == nullptr)
         throw Error(HVD_ERR_INTERNAL,
