@@ -51,7 +51,7 @@ Context::Context(const InitConfig &config) : config_(config) {
     engine_ = std::make_shared<Engine>(rank_, size_, transport_.get(), &abort_, &sets_, &timeline_,
                                        &runtime_);
     monitor_ = std::make_unique<FailureMonitor>(rank_, std::move(kv_), &abort_, engine_.get());
-    engine_->use_shared_memory(shm_.get());
+    engine_->use_shared_memory(shm_.get(), hosts, config::get_bool(config::Setting::kShm));
     engine_->start();
     monitor_->start();
     HVD_LOG(kDebug, rank_, "joined a job of %d ranks (local %d/%d, cross %d/%d)", size_,

@@ -49,9 +49,12 @@ class Engine {
     Engine(const Engine &) = delete;
     Engine &operator=(const Engine &) = delete;
 
-    // The single-host job's shared-memory group (owned by the context, outlives the engine):
-    // collectives of process sets with every rank go through it. Call before start().
-    void use_shared_memory(shm::Group *group) { runner_.use_shared_memory(group); }
+    // Shared memory for collectives (Runner::use_shared_memory): the single-host job's group
+    // (owned by the context, outlives the engine; may be null), every rank's host name, and
+    // whether this rank wants shared memory. Call before start().
+    void use_shared_memory(shm::Group *group, std::vector<std::string> hosts, bool wanted) {
+        runner_.use_shared_memory(group, std::move(hosts), wanted);
+    }
 
     void start();
     // Stops the thread; requests not yet completed fail with HVD_ERR_ABORTED.

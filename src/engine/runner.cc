@@ -257,6 +257,14 @@ hvd_status_t Runner::settle_failure(const Response &resp, hvd_status_t s, std::s
     return p_.abort->status();  // a dead peer, when that is the cause
 }
 
+bool Runner::on_one_host(const std::vector<int32_t> &members) const {
+    if (hosts_.empty()) return false;
+    for (int32_t r : members)
+        if (static_cast<size_t>(r) >= hosts_.size() || hosts_[r] != hosts_[members[0]])
+            return false;
+    return true;
+}
+
 RequestPtr Runner::zeros_like(const Response &resp, const Request &join) {
     auto req = make_request();
     req->meta.name = resp.name;
@@ -282,17 +290,18 @@ hvd_status_t Runner::run_membership_change(const Response &resp, Request &req,
         uint16_t id = static_cast<uint16_t>(resp.first_dims.at(0));
         p_.sets->add(id, req.meta.splits, p_.rank);
         req.value = id;
-        // A smaller set of a single-host job gets shared memory of its own. Every member runs
-        // this at the same point of the order; the others go on.
+        // A set on one host gets shared memory of its own, unless it is the whole single-host
+        // job (whose group it uses). Every member runs this at the same point of the order;
+        // the others go on.
         ProcessSetPtr set = p_.sets->find(id);
-        if (shm_ == nullptr || !set || set->my_index < 0 || set->size() < 2 ||
-            set->size() == p_.size)
+        if (!set || set->my_index < 0 || set->size() < 2 ||
+            (shm_ != nullptr && set->size() == p_.size) || !on_one_host(set->members))
             return HVD_OK;
         Response view = resp;  // the new set's first collectives, on the create op's tag
         view.set_id = id;
         collectives::Comm comm = make_comm(view, req);
         std::unique_ptr<shm::Group> group;
-        hvd_status_t s = set_up_set_shared_memory(comm, &group);
+        hvd_status_t s = set_up_set_shared_memory(comm, shm_wanted_, &group);
         if (s != HVD_OK) {
             *message = strprintf("rank %d: setting up shared memory for process set %u failed: %s",
                                  p_.rank, id, status_message(s));

@@ -49,10 +49,16 @@ class Runner {
     Runner(const Runner &) = delete;
     Runner &operator=(const Runner &) = delete;
 
-    // The single-host job's shared-memory group (outlives the runner): collectives of
-    // process sets with every rank go through it, and process sets created later get groups
-    // of their own (set_shared_memory.h). Call before the first run.
-    void use_shared_memory(shm::Group *group) { shm_ = group; }
+    // Shared memory: `group` is the single-host job's group (null where there is none;
+    // outlives the runner), through which collectives of process sets with every rank go.
+    // A process set created later whose members all share a host (hosts[r]: rank r's host)
+    // gets a group of its own (set_shared_memory.h) where this rank wants shared memory
+    // (HVD_SHM). Call before the first run.
+    void use_shared_memory(shm::Group *group, std::vector<std::string> hosts, bool wanted) {
+        shm_ = group;
+        hosts_ = std::move(hosts);
+        shm_wanted_ = wanted;
+    }
 
     // Runs responses from the front of the queue until it is empty or the context aborted;
     // each leaves the queue once run. Returns whether there was any. A failed collective
@@ -100,6 +106,10 @@ class Runner {
 
     const RunnerParts p_;
     shm::Group *shm_ = nullptr;
+    std::vector<std::string> hosts_;  // rank r's host name
+    bool shm_wanted_ = false;         // HVD_SHM on this rank
+    // Whether every member of the set runs on one host.
+    bool on_one_host(const std::vector<int32_t> &members) const;
     // Shared-memory groups of the process sets this rank is in, other than the global one.
     std::map<uint16_t, std::unique_ptr<shm::Group>> set_groups_;
     bool transport_aborted_ = false;

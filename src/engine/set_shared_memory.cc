@@ -26,12 +26,13 @@ hvd_status_t all_agree(collectives::Comm &comm, int32_t *flags, size_t n) {
 
 }  // namespace
 
-hvd_status_t set_up_set_shared_memory(collectives::Comm &comm, std::unique_ptr<shm::Group> *group) {
+hvd_status_t set_up_set_shared_memory(collectives::Comm &comm, bool wanted,
+                                      std::unique_ptr<shm::Group> *group) {
     const int32_t rank = comm.global_rank();
     std::string problem;
     Offer offer;
     std::memset(&offer, 0, sizeof offer);  // padding too: the bytes go to other processes
-    if (comm.my_index == 0) {
+    if (comm.my_index == 0 && wanted) {
         try {
             *group = shm::Group::create(comm.size(), 0, shm::Settings::from_env());
             if ((*group)->name().size() < sizeof offer.name) {
@@ -47,7 +48,7 @@ hvd_status_t set_up_set_shared_memory(collectives::Comm &comm, std::unique_ptr<s
     }
     hvd_status_t st = collectives::broadcast(comm, &offer, sizeof offer, 0);
     if (st != HVD_OK) return st;
-    if (comm.my_index != 0) {
+    if (comm.my_index != 0 && wanted) {
         if (offer.made == 0) {
             problem = "the set's first member has no segment to offer";
         } else {

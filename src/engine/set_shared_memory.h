@@ -17,10 +17,11 @@
 namespace hvd::engine {
 
 // comm: the new set's view over the transport (shm null; seq unused by any other op of the
-// set yet; its deadline bounds the set-up). Blocking, engine thread. Returns HVD_OK with
-// *group set, or left null where the set stays on the transport (logged), or the transport's
-// failure (the set-up could not finish: the context must abort, as after a failed
-// collective).
-hvd_status_t set_up_set_shared_memory(collectives::Comm &comm, std::unique_ptr<shm::Group> *group);
+// set yet; its deadline bounds the set-up). wanted: this member's HVD_SHM (a member without it
+// keeps the whole set on the transport). Blocking, engine thread. Returns HVD_OK with *group
+// set, or left null where the set stays on the transport (logged), or the transport's failure
+// (the set-up could not finish: the context must abort, as after a failed collective).
+hvd_status_t set_up_set_shared_memory(collectives::Comm &comm, bool wanted,
+                                      std::unique_ptr<shm::Group> *group);
 
 }  // namespace hvd::engine

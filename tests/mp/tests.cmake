@@ -85,6 +85,14 @@ add_test(NAME mp.process_set_shm.np4
           $<TARGET_FILE:hvdrun> -np 4 $<TARGET_FILE:mp_more_collectives>)
 set_tests_properties(mp.process_set_shm.np4 PROPERTIES LABELS mp TIMEOUT 300
   ENVIRONMENT "${HVD_MP_ENV};HVD_LOG_LEVEL=debug")
+# Two "hosts" of one machine (ranks by parity): no job-wide shared memory, but the even and
+# the odd set each live on one host and get their own (4 lines again).
+add_test(NAME mp.process_set_shm_two_hosts.np4
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "shared memory for its 2 members" 4 --
+          $<TARGET_FILE:hvdrun> -np 4 ${CMAKE_CURRENT_SOURCE_DIR}/mp/host_by_parity.sh
+          $<TARGET_FILE:mp_more_collectives>)
+set_tests_properties(mp.process_set_shm_two_hosts.np4 PROPERTIES LABELS mp TIMEOUT 300
+  ENVIRONMENT "${HVD_MP_ENV};HVD_LOG_LEVEL=debug")
 hvd_mp_test(mp_more_collectives NP 3 SUFFIX _no_shm TIMEOUT 300)
 set_tests_properties(mp.mp_more_collectives_no_shm.np3 PROPERTIES
   ENVIRONMENT "${HVD_MP_ENV};HVD_SHM=0")
