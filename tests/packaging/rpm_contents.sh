@@ -13,15 +13,22 @@ rpm_of() {
   pkg_fail "no $1 $version package in $rpms"
 }
 runtime=$(rpm_of libhvd) devel=$(rpm_of libhvd-devel)
-rpm -qlp "$runtime" >"$out/libhvd.list"
-rpm -qlp "$devel" >"$out/libhvd-devel.list"
-echo "== libhvd"; cat "$out/libhvd.list"
-echo "== libhvd-devel"; cat "$out/libhvd-devel.list"
+for p in libhvd libhvd-devel libhvd-tools python3-hvd; do
+  rpm -qlp "$(rpm_of $p)" >"$out/$p.list"
+  echo "== $p"; cat "$out/$p.list"
+done
 
 pkg_require_file "$out/libhvd.list" "$lib/libhvd.so.1"
 pkg_require_file "$out/libhvd.list" "$lib/libhvd.so.$version"
-pkg_require_file "$out/libhvd.list" "/usr/bin/hvdrun"
-if [ "$with_bench" = 1 ]; then pkg_require_file "$out/libhvd.list" "/usr/bin/hvd_bench"; fi
+! grep -q '^/usr/bin/' "$out/libhvd.list" || pkg_fail "libhvd holds programs (libhvd-tools' files)"
+pkg_require_file "$out/libhvd-tools.list" "/usr/bin/hvdrun"
+if [ "$with_bench" = 1 ]; then pkg_require_file "$out/libhvd-tools.list" "/usr/bin/hvd_bench"; fi
+grep -qE '^/usr/share/man/man1/hvdrun\.1' "$out/libhvd-tools.list" ||
+  pkg_fail "libhvd-tools lacks hvdrun's manual page"
+# the hvd package (its ctypes core at least, and hvd.torch) in the python3's site-packages
+for f in hvd/__init__.py hvd/torch/__init__.py; do
+  grep -qE "/site-packages/$f\$" "$out/python3-hvd.list" || pkg_fail "python3-hvd lacks $f"
+done
 # the Apache-2.0 text the License tag declares (in libhvd/, or libhvd-VERSION/ where
 # %_docdir_fmt keeps the version, as Debian's rpm does)
 licenses=$(rpm --eval '%{_defaultlicensedir}')
@@ -37,4 +44,8 @@ done
 requires=$(rpm -qp --requires "$devel")
 grep -qE "^libhvd(\(x86-64\))? = $version-" <<<"$requires" ||
   pkg_fail "libhvd-devel does not require this exact libhvd: $requires"
-echo "rpm_contents: libhvd and libhvd-devel $version hold the expected files"
+for p in libhvd-tools python3-hvd; do
+  grep -qE "^libhvd(\(x86-64\))? = $version-" <<<"$(rpm -qp --requires "$(rpm_of $p)")" ||
+    pkg_fail "$p does not require this exact libhvd"
+done
+echo "rpm_contents: libhvd, libhvd-devel, libhvd-tools and python3-hvd $version hold the expected files"
