@@ -125,9 +125,10 @@ const SettingInfo kTable[] = {
      1, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "The pipelined broadcast's chunk (transport path)."},
     {Setting::kShm, "SHM", true, kBool, kTuning, 1, nullptr, 0, 1, kClamp, "", nullptr, NO_KEY,
-     "1: a single-host job runs allreduce, allgather and broadcast of process sets that hold "
-     "every rank through one shared-memory segment in `/dev/shm`, removed from the namespace as "
-     "soon as every rank has mapped it; 0, or any rank failing to map it, keeps them on UCX."},
+     "1: the allreduces, allgathers and broadcasts of ranks that share a host go through a "
+     "shared-memory segment in `/dev/shm` (one for a single-host job's global process set, one "
+     "per other process set on one host), removed from the namespace as soon as every member "
+     "has mapped it; 0 on any member, or any member failing to map it, keeps them on UCX."},
     {Setting::kShmSlotBytes, "SHM_SLOT_BYTES", true, kInt, kTuning, 262144, nullptr, 0, kUnbounded,
      kToDefault, "bytes", nullptr, NO_KEY,
      "Bytes each rank stages per round, rounded up to whole pages, at most 64 MiB (0: the "

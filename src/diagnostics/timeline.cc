@@ -160,8 +160,18 @@ void Timeline::Impl::open(const std::string &file_path, int32_t trace_rank) {
     buf.clear();
     buf.reserve(kFlushBytes + 4096);
     t0 = Clock::now();
+    // Wall-clock time of ts 0, as Horovod's timeline gives it in the process's metadata, so
+    // that tools can line the trace up with other logs.
+    const auto epoch_micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
     buf += "[\n";
-    name_metadata("process_name", kProcessRow, strprintf("rank %d", rank));
+    event_prefix("process_name", "M", kProcessRow);
+    buf += ",\"args\":{\"name\":\"";
+    append_escaped(buf, strprintf("rank %d", rank));
+    buf += "\",\"start_time_since_epoch_in_micros\":";
+    append_int(buf, epoch_micros);
+    buf += "}}";
     sort_metadata("process_sort_index", kProcessRow, rank);
     flush(t0);  // a started timeline is visible on disk at once
 }
@@ -200,11 +210,11 @@ void Timeline::Impl::end_span(const std::string &tensor) {
     maybe_flush(now);
 }
 
-// A process-scoped instant: viewers draw it as a line across all of this rank's rows.
+// Horovod's cycle marker: a global instant, which viewers draw as a line across every row.
 void Timeline::Impl::cycle_marker() {
     const auto now = Clock::now();
-    event_prefix("CYCLE", "i", kProcessRow);
-    buf += ",\"s\":\"p\",\"ts\":";
+    event_prefix("CYCLE_START", "i", kProcessRow);
+    buf += ",\"s\":\"g\",\"ts\":";
     append_micros(buf, now - t0);
     buf += '}';
     maybe_flush(now);

@@ -2,7 +2,10 @@
 // Horovod's timeline: a Chrome trace (JSON array of events, readable by chrome://tracing and
 // Perfetto) with one row per tensor name. Each op shows a NEGOTIATE_<OP> span (enqueue until
 // every rank was ready) and an <OP> span (the collective), with activity sub-spans inside
-// (QUEUE, MEMCPY_IN_FUSION_BUFFER, the transport op, MEMCPY_OUT_FUSION_BUFFER). Started by
+// (QUEUE, MEMCPY_IN_FUSION_BUFFER, the transport op, MEMCPY_OUT_FUSION_BUFFER). As in
+// Horovod's, the process's metadata carries start_time_since_epoch_in_micros (the wall-clock
+// time of ts 0) and cycles are CYCLE_START markers; unlike Horovod's (a trace process per
+// tensor), a trace process is a rank and each tensor a row (thread) in it. Started by
 // HVD_TIMELINE=file at init or hvd_timeline_start at run time; the file is valid JSON after
 // stop (and after finalize). Thread-safe; when not started every call is a cheap no-op.
 #pragma once
@@ -32,7 +35,7 @@ class Timeline {
     // A span on the tensor's row: begin ... end, properly nested per tensor.
     void begin(const std::string &tensor, const std::string &activity);
     void end(const std::string &tensor);
-    // An instant marker on a row of its own ("CYCLE"), only when mark_cycles was given.
+    // Horovod's CYCLE_START marker (a global instant), only when mark_cycles was given.
     void mark_cycle();
 
   private:

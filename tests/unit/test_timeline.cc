@@ -14,6 +14,7 @@ extern "C" {
 }
 // clang-format on
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -81,12 +82,19 @@ double num_field(const Json &event, const char *key) {
     return v->number;
 }
 
+int64_t epoch_micros_now() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
 // What a trace holds, regrouped: row names, and the B/E sequence on each row.
 struct TraceSummary {
     std::map<std::string, int64_t> row_of;              // tensor name -> tid
     std::map<int64_t, int64_t> sort_index;              // tid -> thread_sort_index
     std::map<int64_t, std::vector<std::string>> spans;  // tid -> "B:name" / "E:name" in order
     std::string process_name;
+    double start_time_since_epoch_us = 0;
     int64_t cycles = 0;
 };
 
@@ -94,7 +102,10 @@ void add_metadata(const Json &e, int64_t tid, TraceSummary &sum) {
     const std::string name = str_field(e, "name");
     const Json *args = e.get("args");
     assert_non_null(args);
-    if (name == "process_name") sum.process_name = str_field(*args, "name");
+    if (name == "process_name") {
+        sum.process_name = str_field(*args, "name");
+        sum.start_time_since_epoch_us = num_field(*args, "start_time_since_epoch_in_micros");
+    }
     if (name == "thread_name") {
         assert_true(sum.row_of.emplace(str_field(*args, "name"), tid).second);  // one row each
         assert_true(sum.spans.count(tid) == 0);  // announced before its first span
@@ -120,8 +131,8 @@ TraceSummary summarize(const Json &doc, int32_t rank) {
         assert_true(ts >= last_ts);
         last_ts = ts;
         if (ph == "i") {
-            assert_string_equal(str_field(e, "name").c_str(), "CYCLE");
-            assert_string_equal(str_field(e, "s").c_str(), "p");
+            assert_string_equal(str_field(e, "name").c_str(), "CYCLE_START");
+            assert_string_equal(str_field(e, "s").c_str(), "g");
             assert_int_equal(tid, 0);
             ++sum.cycles;
             continue;
@@ -187,6 +198,7 @@ void test_concurrent_spans(void **) {
     auto tensor_name = [](int t, int k) {
         return "grad/layer" + std::to_string(t) + "." + std::to_string(k) + (k == 2 ? "\"q\\" : "");
     };
+    const int64_t started_us = epoch_micros_now();
     Timeline tl;
     tl.start(path, false, kRank);
     assert_true(tl.active());
@@ -204,6 +216,9 @@ void test_concurrent_spans(void **) {
 
     const TraceSummary sum = summarize(parse_trace(path), kRank);
     assert_string_equal(sum.process_name.c_str(), "rank 3");
+    // Horovod's wall-clock origin: between the test's start and now.
+    assert_true(sum.start_time_since_epoch_us >= static_cast<double>(started_us));
+    assert_true(sum.start_time_since_epoch_us <= static_cast<double>(epoch_micros_now()));
     assert_int_equal(sum.cycles, 0);
     assert_int_equal(sum.row_of.size(), kThreads * kTensorsPerThread);
     assert_int_equal(sum.spans.size(), kThreads * kTensorsPerThread);
