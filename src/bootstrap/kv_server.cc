@@ -3,10 +3,21 @@
 // (so the destructor can stop it at once) and every client connection. Sockets are
 // non-blocking and every read is bounded, so one slow or hostile client cannot stall the
 // others; a client that misbehaves is dropped with a warning and the loop goes on.
+//
+// Abuse bounds (the port is reachable by anyone who can connect to it): connections that have
+// not authenticated are capped (the oldest is closed when a new one comes), read at most one
+// handshake frame's worth of bytes, and get a few seconds to authenticate; the cap is a
+// fraction of the file descriptors left when the server starts, so the transports keep theirs.
+// Authenticated connections (the job's ranks, at most `size`) do not count against the cap.
+// Drops of unauthenticated clients are logged at most once per interval, with a count.
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -26,9 +37,15 @@ namespace hvd::bootstrap {
 
 namespace {
 
-constexpr int64_t kHandshakeTimeoutMs = 10000;           // to send a valid HELLO after connecting
-constexpr int64_t kPollCapMs = 1000;                     // upper bound on one poll() sleep
-constexpr int64_t kAcceptPauseMs = 100;                  // after EMFILE: let connections drain
+constexpr int64_t kHandshakeTimeoutMs = 5000;  // to send a valid HELLO after connecting
+// Before authentication a client sends one HELLO frame: nothing more is read from it.
+constexpr size_t kPreAuthBytes = 4 + kMaxHandshakeFrameBytes;
+constexpr int kMaxUnauthedConns = 64;
+constexpr int kMinUnauthedConns = 4;
+constexpr int64_t kFdShareDivisor = 4;         // at most this fraction of the free descriptors
+constexpr int64_t kDropLogIntervalMs = 10000;  // one warning line per interval for drops
+constexpr int64_t kPollCapMs = 1000;           // upper bound on one poll() sleep
+constexpr int64_t kAcceptPauseMs = 100;        // after EMFILE: let connections drain
 constexpr size_t kMaxReadPerWake = size_t{1} << 20;      // fairness between clients
 constexpr size_t kMaxOutboundBytes = size_t{256} << 20;  // a client that stops reading
 constexpr int kMaxAcceptsPerWake = 64;
@@ -43,13 +60,36 @@ struct Conn {
     std::string nonce;  // the challenge sent to it
     Deadline handshake_deadline;
     FrameDecoder in{kMaxHandshakeFrameBytes};
-    std::string out;  // frames not yet taken by the socket
+    size_t preauth_read = 0;  // bytes read before authentication
+    std::string out;          // frames not yet taken by the socket
     bool authed = false;
     int32_t rank = -1;
     bool said_bye = false;
     bool dead = false;  // to be closed by reap()
     std::string why;    // why it is being closed
 };
+
+// Descriptors this process has open now.
+int64_t open_fd_count() {
+    DIR *d = ::opendir("/proc/self/fd");
+    if (!d) return 0;
+    int64_t n = 0;
+    while (dirent *e = ::readdir(d))
+        if (e->d_name[0] != '.') ++n;
+    ::closedir(d);
+    return n > 0 ? n - 1 : 0;  // less the directory's own descriptor
+}
+
+// How many unauthenticated connections the server may hold: a fraction of the descriptors
+// left under RLIMIT_NOFILE, less room for the job's ranks, within [kMin, kMax].
+int unauthed_cap_for(int32_t size) {
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return kMaxUnauthedConns;
+    int64_t left = static_cast<int64_t>(rl.rlim_cur) - open_fd_count();
+    int64_t cap = left / kFdShareDivisor - size;
+    return static_cast<int>(std::clamp<int64_t>(cap, kMinUnauthedConns, kMaxUnauthedConns));
+}
 
 }  // namespace
 
@@ -68,6 +108,14 @@ struct KvServer::Impl {
     int num_authed = 0;
     Deadline idle_deadline;  // while nobody is connected: when to give up
     Deadline accept_paused_until = Deadline::after_ms(0);
+    int unauthed_cap = kMaxUnauthedConns;
+    int num_unauthed = 0;  // live connections not yet authenticated (dead ones until reaped)
+
+    // Rate-limited warnings about dropped unauthenticated clients.
+    Deadline drop_log_quiet_until = Deadline::after_ms(0);
+    uint64_t drops_unlogged = 0;
+    std::atomic<uint64_t> drops_total{0};
+    std::atomic<size_t> stat_conns{0}, stat_unauthed{0}, stat_buffered{0};
 
     std::mutex mu;
     std::condition_variable cv;
@@ -91,6 +139,10 @@ struct KvServer::Impl {
     void expire_handshakes();
     void reap();
     void depart(Conn &c);
+    void evict_oldest_unauthed();
+    void note_drop(const std::string &line);
+    void flush_drop_log();
+    void update_stats();
 };
 
 // ------------------------------------------------------------------ connection lifecycle
@@ -114,10 +166,55 @@ void KvServer::Impl::reject(Conn &c, const std::string &reason) {
         HVD_LOG(kDebug, -1, "rendezvous server: asked the client at %s to reconnect: %s",
                 c.peer.c_str(), reason.c_str());
     else
-        HVD_LOG(kWarning, -1, "rendezvous server: rejected the client at %s: %s", c.peer.c_str(),
-                reason.c_str());
+        note_drop(strprintf("rejected the client at %s: %s", c.peer.c_str(), reason.c_str()));
     queue(c, encode_frame(KvMsg::kReject, {reason}));
     kill(c, reason);
+}
+
+// A rate-limited warning: the first drop of an interval is logged with the count of the
+// drops not logged since; the others are only counted (flush_drop_log reports them).
+void KvServer::Impl::note_drop(const std::string &line) {
+    drops_total.fetch_add(1, std::memory_order_relaxed);
+    if (!drop_log_quiet_until.expired()) {
+        ++drops_unlogged;
+        return;
+    }
+    if (drops_unlogged > 0)
+        HVD_LOG(kWarning, -1,
+                "rendezvous server: %s (and %llu more unauthenticated clients dropped before)",
+                line.c_str(), static_cast<unsigned long long>(drops_unlogged));
+    else
+        HVD_LOG(kWarning, -1, "rendezvous server: %s", line.c_str());
+    drops_unlogged = 0;
+    drop_log_quiet_until = Deadline::after_ms(kDropLogIntervalMs);
+}
+
+void KvServer::Impl::flush_drop_log() {
+    if (drops_unlogged == 0 || !drop_log_quiet_until.expired()) return;
+    HVD_LOG(kWarning, -1,
+            "rendezvous server: dropped %llu more unauthenticated clients in the last %lld s",
+            static_cast<unsigned long long>(drops_unlogged),
+            static_cast<long long>(kDropLogIntervalMs / 1000));
+    drops_unlogged = 0;
+    drop_log_quiet_until = Deadline::after_ms(kDropLogIntervalMs);
+}
+
+// Closes the unauthenticated connection that has waited longest (the lowest id; one already
+// dead counts too), at once, to make room for a new one. Only called outside the
+// per-connection loop of serve_once.
+void KvServer::Impl::evict_oldest_unauthed() {
+    for (auto it = conns.begin(); it != conns.end(); ++it) {
+        Conn &c = *it->second;
+        if (c.authed) continue;
+        if (!c.dead)
+            note_drop(strprintf("closed the client at %s: %d connections wait to authenticate",
+                                c.peer.c_str(), unauthed_cap));
+        kill(c, "too many unauthenticated connections");
+        --num_unauthed;
+        depart(c);
+        conns.erase(it);
+        return;
+    }
 }
 
 void KvServer::Impl::accept_new() {
@@ -125,12 +222,13 @@ void KvServer::Impl::accept_new() {
         Fd fd = accept_tcp(listener.get());
         if (!fd.valid()) {
             if (errno == EMFILE || errno == ENFILE) {
-                HVD_LOG(kWarning, -1, "rendezvous server: accept: %s; pausing accepts",
-                        strerror(errno));
+                note_drop(strprintf("accept: %s; pausing accepts", strerror(errno)));
                 accept_paused_until = Deadline::after_ms(kAcceptPauseMs);
             }
             return;
         }
+        if (num_unauthed >= unauthed_cap) evict_oldest_unauthed();
+        ++num_unauthed;
         auto c = std::make_unique<Conn>();
         c->id = next_conn_id++;
         c->peer = peer_name(fd.get());
@@ -155,6 +253,7 @@ void KvServer::Impl::reap() {
                 continue;
             }
             send_some(c.fd.get(), &c.out);  // best effort: a REJECT or last notices
+            if (!c.authed) --num_unauthed;
             depart(c);
             it = conns.erase(it);
             again = true;
@@ -194,9 +293,8 @@ void KvServer::Impl::expire_handshakes() {
     for (auto &kv : conns) {
         Conn &c = *kv.second;
         if (!c.authed && !c.dead && c.handshake_deadline.expired()) {
-            HVD_LOG(kWarning, -1,
-                    "rendezvous server: dropped the client at %s: no handshake within %lld ms",
-                    c.peer.c_str(), static_cast<long long>(kHandshakeTimeoutMs));
+            note_drop(strprintf("dropped the client at %s: no handshake within %lld ms",
+                                c.peer.c_str(), static_cast<long long>(kHandshakeTimeoutMs)));
             kill(c, "handshake timed out");
         }
     }
@@ -205,7 +303,17 @@ void KvServer::Impl::expire_handshakes() {
 // ------------------------------------------------------------------ protocol
 
 void KvServer::Impl::on_readable(Conn &c) {
-    ReadResult r = read_available(c.fd.get(), c.in.buffer(), kMaxReadPerWake);
+    // Before authentication, read no more than one handshake frame can take: a peer that
+    // sends more without completing a valid HELLO is dropped, and nothing it sends is held.
+    size_t budget = c.authed ? kMaxReadPerWake : kPreAuthBytes - c.preauth_read;
+    if (!c.authed && budget == 0) {
+        note_drop(strprintf("dropped the client at %s: over %zu bytes before authenticating",
+                            c.peer.c_str(), kPreAuthBytes));
+        return kill(c, "too many bytes before authenticating");
+    }
+    size_t before = c.in.buffer()->size();
+    ReadResult r = read_available(c.fd.get(), c.in.buffer(), budget);
+    if (!c.authed) c.preauth_read += c.in.buffer()->size() - before;
     try {
         Frame f;
         while (!c.dead && c.in.next(&f))
@@ -213,8 +321,11 @@ void KvServer::Impl::on_readable(Conn &c) {
     } catch (const Error &e) {
         // Garbage from an unauthenticated peer, or a protocol violation by a rank: the
         // connection goes; for a rank this counts as a failure the others must hear of.
-        HVD_LOG(kWarning, -1, "rendezvous server: dropped the client at %s (rank %d): %s",
-                c.peer.c_str(), c.rank, e.what());
+        if (c.authed)
+            HVD_LOG(kWarning, -1, "rendezvous server: dropped the client at %s (rank %d): %s",
+                    c.peer.c_str(), c.rank, e.what());
+        else
+            note_drop(strprintf("dropped the client at %s: %s", c.peer.c_str(), e.what()));
         kill(c, e.what());
     }
     if (r == ReadResult::kClosed) kill(c, "connection closed");
@@ -267,6 +378,7 @@ void KvServer::Impl::handle_hello(Conn &c, const Frame &f) {
 
 void KvServer::Impl::accept_rank(Conn &c, int32_t rank, const std::string &client_nonce) {
     c.authed = true;
+    --num_unauthed;
     c.rank = rank;
     ranks[rank] = RankState::kConnected;
     ++num_authed;
@@ -314,6 +426,7 @@ int KvServer::Impl::poll_timeout_ms() const {
     if (num_authed == 0) next = Deadline::earlier(next, idle_deadline);
     for (const auto &kv : conns)
         if (!kv.second->authed) next = Deadline::earlier(next, kv.second->handshake_deadline);
+    if (drops_unlogged > 0) next = Deadline::earlier(next, drop_log_quiet_until);
     return static_cast<int>(next.remaining_ms(kPollCapMs));
 }
 
@@ -333,7 +446,6 @@ bool KvServer::Impl::serve_once() {
     if (rc < 0 && errno != EINTR)
         throw Error(HVD_ERR_INTERNAL, strprintf("rendezvous server: poll: %s", strerror(errno)));
     if (rc > 0 && fds[0].revents) return false;  // stop requested
-    if (rc > 0 && fds[1].revents) accept_new();
     for (size_t i = 0; rc > 0 && i < order.size(); ++i) {
         Conn &c = *order[i];
         short ev = fds[i + 2].revents;
@@ -342,7 +454,20 @@ bool KvServer::Impl::serve_once() {
     }
     expire_handshakes();
     reap();
+    // After the loop over `order`: accepting may close (evict) connections at once.
+    if (rc > 0 && fds[1].revents) accept_new();
+    flush_drop_log();
+    update_stats();
     return !done();
+}
+
+void KvServer::Impl::update_stats() {
+    size_t buffered = 0;
+    for (const auto &kv : conns)
+        buffered += kv.second->in.buffer()->capacity() + kv.second->out.capacity();
+    stat_conns.store(conns.size(), std::memory_order_relaxed);
+    stat_unauthed.store(static_cast<size_t>(num_unauthed), std::memory_order_relaxed);
+    stat_buffered.store(buffered, std::memory_order_relaxed);
 }
 
 void KvServer::Impl::run() {
@@ -372,6 +497,7 @@ KvServer::KvServer(const std::string &addr, int port, const std::string &secret,
     impl_->ranks.assign(static_cast<size_t>(size), RankState::kAbsent);
     impl_->idle_timeout_ms = idle_timeout_ms;
     impl_->idle_deadline = Deadline::after_ms(idle_timeout_ms);
+    impl_->unauthed_cap = unauthed_cap_for(size);
     // The launcher's port may still be held for a moment (a connection of a previous
     // session of this job closing): wait a little for it, not the whole bootstrap timeout.
     impl_->listener = listen_tcp(addr, port,
@@ -396,6 +522,16 @@ KvServer::~KvServer() {
 
 int KvServer::port() const {
     return impl_->port;
+}
+
+KvServer::Stats KvServer::stats() const {
+    Stats s;
+    s.connections = impl_->stat_conns.load(std::memory_order_relaxed);
+    s.unauthenticated = impl_->stat_unauthed.load(std::memory_order_relaxed);
+    s.buffered_bytes = impl_->stat_buffered.load(std::memory_order_relaxed);
+    s.dropped = impl_->drops_total.load(std::memory_order_relaxed);
+    s.unauthenticated_cap = impl_->unauthed_cap;
+    return s;
 }
 
 bool KvServer::finished() const {

@@ -46,6 +46,16 @@ class KvServer {
     KvServer &operator=(const KvServer &) = delete;
 
     int port() const;  // the bound port
+
+    // What the server holds, as of its last poll round (for tests and diagnostics).
+    struct Stats {
+        size_t connections = 0;       // open client connections, authenticated or not
+        size_t unauthenticated = 0;   // of which not yet authenticated
+        size_t buffered_bytes = 0;    // capacity of every connection's in and out buffers
+        uint64_t dropped = 0;         // unauthenticated clients closed so far
+        int unauthenticated_cap = 0;  // the most unauthenticated connections held at once
+    };
+    Stats stats() const;  // thread-safe
     // True once the thread has stopped by itself: every expected rank connected and then
     // left, or the idle timeout passed. Thread-safe.
     bool finished() const;

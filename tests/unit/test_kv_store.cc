@@ -15,7 +15,9 @@ extern "C" {
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -423,6 +425,209 @@ void test_server_waits_for_a_busy_port(void **) {
     assert_true(ms_since(t0) >= 250);
 }
 
+// Whether the server closes `fd` within timeout_ms (bytes it sends are discarded).
+bool closed_within(int fd, int64_t timeout_ms) {
+    std::string buf;
+    Deadline deadline = Deadline::after_ms(timeout_ms);
+    while (!deadline.expired()) {
+        if (!wait_readable(fd, deadline, 100)) continue;
+        if (read_available(fd, &buf, 1 << 20) == ReadResult::kClosed) return true;
+        buf.clear();
+    }
+    return false;
+}
+
+// Sends what the socket takes now, ignoring errors (the server may already have closed it).
+void send_best_effort(int fd, const std::string &data) {
+    ssize_t ignored = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)ignored;
+}
+
+const std::string kOversizedLength("\xff\xff\xff\x7f\x02", 5);
+
+// A HELLO with a proof made without the job's secret.
+std::string wrong_secret_hello() {
+    return encode_frame(KvMsg::kHello,
+                        {encode_u32(kKvProtocolVersion), encode_u32(0), encode_u32(2),
+                         std::string(kNonceBytes, 'n'), std::string(32, 'p')});
+}
+
+// An oversized length prefix is refused at once; a client that sends part of a frame and
+// stalls is closed after the handshake deadline; a stream of bytes that never forms a HELLO
+// is cut off after the pre-authentication limit, without reading the rest.
+void test_abuse_preauth_bounds(void **) {
+    KvServer server(kLoopback, 0, kSecret, 1, 30000);
+    assert_true(server_drops_garbage(server.port(), kOversizedLength));
+
+    Fd slow = connect_tcp(kLoopback, server.port(), Deadline::after_ms(kTimeoutMs));
+    send_all(slow.get(), std::string("\x10\x00", 2), Deadline::after_ms(kTimeoutMs), "slow");
+    auto t0 = Clock::now();
+    assert_true(closed_within(slow.get(), 9000));
+    assert_true(ms_since(t0) >= 3000);
+
+    // A frame header announcing 4 KiB, then a body that never ends (1 MiB offered).
+    Fd flood = connect_tcp(kLoopback, server.port(), Deadline::after_ms(kTimeoutMs));
+    std::string big("\x00\x10\x00\x00\x02", 5);
+    big += std::string(size_t{1} << 20, '\x01');
+    send_best_effort(flood.get(), big);
+    assert_true(closed_within(flood.get(), kTimeoutMs));
+    assert_true(server.stats().buffered_bytes < 64 * 1024);
+    assert_true(server.stats().dropped >= 3);
+
+    auto c = connect_rank(server.port(), 0, 1);
+    c->put("k", "v");
+    assert_string_equal(c->get("k", Deadline::after_ms(kTimeoutMs)).c_str(), "v");
+    c->bye();
+    assert_true(server.wait_finished(Deadline::after_ms(kTimeoutMs)));
+}
+
+// Lines of a text file (no <fstream>: cmocka's fail() macro breaks it).
+std::vector<std::string> read_lines(const std::string &path) {
+    std::vector<std::string> lines;
+    FILE *f = std::fopen(path.c_str(), "r");
+    if (!f) return lines;
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, f))
+        lines.emplace_back(buf);
+    std::fclose(f);
+    return lines;
+}
+
+int64_t vm_rss_kib() {
+    for (const std::string &line : read_lines("/proc/self/status"))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+    return -1;
+}
+
+// Redirects stderr (where log lines go) to a file while alive; counts lines containing `tag`.
+class StderrCapture {
+  public:
+    StderrCapture() {
+        path_ = "/tmp/hvd_test_kv_abuse_" + std::to_string(::getpid()) + ".log";
+        std::fflush(stderr);
+        saved_ = ::dup(2);
+        FILE *f = std::fopen(path_.c_str(), "w");
+        ::dup2(::fileno(f), 2);
+        std::fclose(f);
+    }
+    ~StderrCapture() {
+        restore();
+        std::remove(path_.c_str());
+    }
+    void restore() {
+        if (saved_ < 0) return;
+        std::fflush(stderr);
+        ::dup2(saved_, 2);
+        ::close(saved_);
+        saved_ = -1;
+    }
+    int count(const std::string &tag) const {
+        int n = 0;
+        for (const std::string &line : read_lines(path_))
+            if (line.find(tag) != std::string::npos) ++n;
+        return n;
+    }
+
+  private:
+    std::string path_;
+    int saved_ = -1;
+};
+
+// 1,000 abusive connections (garbage, oversized lengths, slow senders, wrong secrets), all
+// held open by the abuser, while a 2-rank job joins and exchanges keys: the job completes in
+// bounded time, the server holds at most its cap of unauthenticated connections and a bounded
+// number of buffered bytes, and the drops are logged in a few lines, not one each.
+void test_abuse_thousand_connections(void **) {
+    StderrCapture log;
+    KvServer server(kLoopback, 0, kSecret, 2, 60000);
+    const int cap = server.stats().unauthenticated_cap;
+    assert_true(cap >= 4 && cap <= 64);
+    int64_t rss0 = vm_rss_kib();
+
+    std::atomic<bool> stop{false};
+    size_t max_conns = 0, max_buffered = 0;
+    std::thread monitor([&] {
+        while (!stop.load()) {
+            KvServer::Stats s = server.stats();
+            max_conns = std::max(max_conns, s.connections);
+            max_buffered = std::max(max_buffered, s.buffered_bytes);
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    });
+
+    std::atomic<int> opened{0};
+    std::vector<Fd> held;
+    std::thread abuser([&] {
+        const std::string garbage = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+        const std::string hello = wrong_secret_hello();
+        for (int i = 0; i < 1000; ++i) {
+            Fd fd = connect_tcp(kLoopback, server.port(), Deadline::after_ms(kTimeoutMs));
+            switch (i % 4) {
+                case 0:
+                    send_best_effort(fd.get(), garbage);
+                    break;
+                case 1:
+                    send_best_effort(fd.get(), kOversizedLength);
+                    break;
+                case 2:
+                    send_best_effort(fd.get(), std::string("\x40\x00", 2));
+                    break;  // slow
+                default:
+                    send_best_effort(fd.get(), hello);
+                    break;
+            }
+            held.push_back(std::move(fd));
+            opened.fetch_add(1);
+        }
+    });
+    while (opened.load() < 500)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+    // The ranks join and exchange keys while the abuse goes on; they leave once it is over
+    // (a server whose ranks all left stops listening).
+    auto t0 = Clock::now();
+    std::vector<std::string> got0, got1;
+    std::unique_ptr<KvClient> c1;
+    std::thread r1([&] {
+        c1 = connect_rank(server.port(), 1, 2);
+        got1 = c1->all_gather("g", "one", Deadline::after_ms(kTimeoutMs));
+    });
+    auto c0 = connect_rank(server.port(), 0, 2);
+    got0 = c0->all_gather("g", "zero", Deadline::after_ms(kTimeoutMs));
+    r1.join();
+    int64_t job_ms = ms_since(t0);
+    int opened_during_job = opened.load();
+    abuser.join();
+    c0->bye();
+    c1->bye();
+    assert_true(server.wait_finished(Deadline::after_ms(kTimeoutMs)));
+    stop.store(true);
+    monitor.join();
+    int64_t rss1 = vm_rss_kib();
+    KvServer::Stats end = server.stats();
+    held.clear();
+    log.restore();
+
+    int warnings = log.count("[hvd WARNING]");
+    std::printf(
+        "abuse: job %lld ms, server held at most %zu connections (cap %d), "
+        "%zu buffered bytes, %llu dropped, RSS %+lld KiB, %d warning lines; %d abusive "
+        "connections opened by the end of the job\n",
+        static_cast<long long>(job_ms), max_conns, cap, max_buffered,
+        static_cast<unsigned long long>(end.dropped), static_cast<long long>(rss1 - rss0), warnings,
+        opened_during_job);
+    for (const auto *got : {&got0, &got1}) {
+        assert_int_equal(got->size(), 2);
+        assert_string_equal((*got)[0].c_str(), "zero");
+        assert_string_equal((*got)[1].c_str(), "one");
+    }
+    assert_true(job_ms < 10000);
+    assert_true(max_conns <= static_cast<size_t>(cap) + 2);
+    assert_true(max_buffered <= (static_cast<size_t>(cap) + 2) * 16 * 1024);
+    assert_true(rss1 - rss0 < 64 * 1024);
+    assert_true(warnings <= 4);
+}
+
 }  // namespace
 
 int main(void) {
@@ -441,6 +646,8 @@ int main(void) {
         cmocka_unit_test(test_hostname_and_adopted_size),
         cmocka_unit_test(test_silent_peer_on_the_port_then_the_server),
         cmocka_unit_test(test_server_waits_for_a_busy_port),
+        cmocka_unit_test(test_abuse_preauth_bounds),
+        cmocka_unit_test(test_abuse_thousand_connections),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
