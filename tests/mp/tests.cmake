@@ -180,3 +180,14 @@ endforeach()
 # Finalize right after large ops keeps the transport answering peers (no hang at teardown).
 hvd_mp_program(mp_finalize_after_op)
 hvd_mp_test(mp_finalize_after_op NP 4 TIMEOUT 120)
+
+# A 2-rank job with 256 file descriptors per rank completes its collectives while a helper
+# hammers rank 0's rendezvous port with 1,000 abusive connections (garbage, oversized
+# lengths, slow senders, wrong secrets): the server's caps keep descriptors for the transport
+# (no "Too many open files"), and the drops take a few warning lines, not one each.
+add_test(NAME mp.rendezvous_abuse.np2
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_abuse_run.sh 3 --
+          $<TARGET_FILE:hvdrun> -np 2 ${CMAKE_CURRENT_SOURCE_DIR}/mp/abuse_rendezvous.sh
+          $<TARGET_FILE:mp_collectives>)
+set_tests_properties(mp.rendezvous_abuse.np2 PROPERTIES LABELS mp TIMEOUT 120
+  ENVIRONMENT "${HVD_MP_ENV}")
