@@ -11,7 +11,9 @@ extern "C" {
 }
 // clang-format on
 
+#include <dirent.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -538,6 +540,15 @@ class StderrCapture {
 // bounded time, the server holds at most its cap of unauthenticated connections and a bounded
 // number of buffered bytes, and the drops are logged in a few lines, not one each.
 void test_abuse_thousand_connections(void **) {
+    // The abuser's 1,000 ends live in this process too: room for them (a default soft limit
+    // is often 1,024).
+    rlimit saved{};
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    rlimit room = saved;
+    if (room.rlim_cur != RLIM_INFINITY && room.rlim_cur < 4096)
+        room.rlim_cur =
+            room.rlim_max == RLIM_INFINITY ? 4096 : std::min<rlim_t>(4096, room.rlim_max);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &room), 0);
     StderrCapture log;
     KvServer server(kLoopback, 0, kSecret, 2, 60000);
     const int cap = server.stats().unauthenticated_cap;
@@ -626,6 +637,55 @@ void test_abuse_thousand_connections(void **) {
     assert_true(max_buffered <= (static_cast<size_t>(cap) + 2) * 16 * 1024);
     assert_true(rss1 - rss0 < 64 * 1024);
     assert_true(warnings <= 4);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
+
+int open_fds() {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    while (dirent *e = readdir(d))
+        if (e->d_name[0] != '.') ++n;
+    closedir(d);
+    return n - 1;
+}
+
+// With few file descriptors left (a 128-descriptor limit, as in a job run with ulimit -n 128),
+// the server takes at most a quarter of what is left, less room for the ranks: 150 abusive
+// connections leave the process descriptors to spare, and the ranks still get in.
+void test_abuse_fd_budget(void **) {
+    rlimit saved{};
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    const int before = open_fds();
+    rlimit low = saved;
+    low.rlim_cur = static_cast<rlim_t>(before + 128);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+    {
+        KvServer server(kLoopback, 0, kSecret, 2, 30000);
+        const int cap = server.stats().unauthenticated_cap;
+        assert_true(cap >= 4 && cap <= 128 / 4 - 2);
+        std::vector<Fd> held;
+        for (int i = 0; i < 150; ++i) {
+            // The client ends and the server share this process's limit: a client end that
+            // cannot be opened is the limit of this test, not of the server.
+            if (open_fds() >= before + 100) break;
+            held.push_back(connect_tcp(kLoopback, server.port(), Deadline::after_ms(kTimeoutMs)));
+            send_best_effort(held.back().get(), std::string("\x40\x00", 2));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        assert_true(server.stats().connections <= static_cast<size_t>(cap));
+        held.resize(held.size() / 2);  // fewer client ends: room for the ranks' own
+        std::unique_ptr<KvClient> c1;
+        std::thread r1([&] { c1 = connect_rank(server.port(), 1, 2); });
+        auto c0 = connect_rank(server.port(), 0, 2);
+        r1.join();
+        c0->put("k", "v");
+        assert_string_equal(c1->get("k", Deadline::after_ms(kTimeoutMs)).c_str(), "v");
+        assert_true(server.stats().connections <= static_cast<size_t>(cap) + 2);
+        c0->bye();
+        c1->bye();
+        assert_true(server.wait_finished(Deadline::after_ms(kTimeoutMs)));
+    }
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
 }
 
 }  // namespace
@@ -648,6 +708,7 @@ int main(void) {
         cmocka_unit_test(test_server_waits_for_a_busy_port),
         cmocka_unit_test(test_abuse_preauth_bounds),
         cmocka_unit_test(test_abuse_thousand_connections),
+        cmocka_unit_test(test_abuse_fd_budget),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
