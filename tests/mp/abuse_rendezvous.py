@@ -31,7 +31,10 @@ def main():
     end = time.monotonic() + seconds
     held, opened, gone = [], 0, False
     while opened < count and time.monotonic() < end:
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        except OSError:
+            break  # out of descriptors: the count printed below tells
         s.settimeout(2)
         try:
             s.connect((addr, port))
