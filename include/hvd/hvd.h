@@ -222,6 +222,15 @@ HVD_API hvd_status_t hvd_get_unique_id(hvd_unique_id_t *id_p) HVD_NOEXCEPT;
  * only this user can use: $XDG_RUNTIME_DIR, else $TMPDIR/hvd-<uid> (made 0700; one owned by
  * another user or open to group or others is skipped for hvd-<uid>.1, ... .7, and when none
  * will do hvd_init fails with HVD_ERR_TRANSPORT naming them).
+ * Every job's rendezvous is authenticated by a secret: HVD_SECRET (hvdrun sets a random one);
+ * without it, on a job known to be on one host (no rendezvous address, or the launcher's local
+ * size equals the size), rank 0 makes a random secret and hands it to the others through that
+ * private file (with its server's address: the launcher's, if any). A job that may span hosts
+ * without HVD_SECRET fails with HVD_ERR_INVALID_ARG asking for one (the same random value on
+ * every rank), for hvdrun, or for HVD_ALLOW_UNAUTHENTICATED=1, which accepts a secret derived
+ * from the job id and address that anyone who knows them can compute (rank 0 logs a
+ * warning). Rank 0's server listens on the rendezvous address, not on every interface (unless
+ * that address cannot be bound on this host). No message names a secret.
  * Local and cross ranks are computed from the host names the ranks report.
  * Several contexts may live in one process (e.g. one per thread in tests).
  * Errors: HVD_ERR_VERSION, HVD_ERR_INVALID_ARG (bad rank/size, no launcher found),

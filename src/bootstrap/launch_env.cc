@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/launch_env.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 
@@ -156,12 +157,44 @@ std::string read_job_id(const Env &env) {
     return "";
 }
 
+bool env_bool(const Env &env, config::Setting s) {
+    std::string name;
+    const char *v = env.setting(s, &name);
+    if (!v) return config::info(s).default_number != 0;
+    std::string t = v;
+    for (char &c : t)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
+    if (t == "0" || t == "false" || t == "no" || t == "off") return false;
+    invalid(strprintf("%s=%s is not a boolean (1 or 0)", name.c_str(), v));
+}
+
 void read_secret(const Env &env, LaunchInfo *info) {
     std::string name;
     if (const char *v = env.setting(config::Setting::kSecret, &name)) {
         info->secret = v;
         return;
     }
+    const bool one_host =
+        info->rdv_addr.empty() || info->size == 1 || info->local_size == info->size;
+    if (one_host) {
+        // Rank 0 makes a random secret; the private file carries it to the others.
+        info->secret_from_file = true;
+        if (info->job_id.empty())
+            info->job_id = "rdv-" + info->rdv_addr + ":" + std::to_string(info->rdv_port);
+        return;
+    }
+    if (!env_bool(env, config::Setting::kAllowUnauthenticated))
+        invalid(strprintf(
+            "%s launch: the job may span hosts (%s) and has no secret, so anyone who knows its "
+            "id and address could join it. Set HVD_SECRET to the same random value on every "
+            "rank (e.g. export HVD_SECRET=$(openssl rand -hex 32), then mpirun -x HVD_SECRET "
+            "or srun --export=ALL), or start the job with hvdrun, or set "
+            "HVD_ALLOW_UNAUTHENTICATED=1 to accept an unauthenticated job",
+            info->launcher.c_str(),
+            info->local_size > 0
+                ? strprintf("local size %d of %d", info->local_size, info->size).c_str()
+                : "the launcher gives no local size"));
     info->secret = sha256_hex("hvd derived secret|" + info->job_id + "|" + info->rdv_addr + ":" +
                               std::to_string(info->rdv_port));
     info->secret_derived = true;

@@ -20,10 +20,14 @@ struct LaunchInfo {
     std::string rdv_addr;     // empty: single-host rendezvous through a file
                               // (rendezvous_file.h)
     int32_t rdv_port = 0;     // 1..65535 when rdv_addr is set, else 0
-    std::string secret;       // job secret; may be derived from the job id when no launcher set one
-    bool secret_derived = false;  // true: anyone who knows job id and address can compute it
-    std::string job_id;           // stable per job, used to name the rendezvous file; may be empty
-                                  // when rdv_addr is set
+    std::string secret;       // job secret (HVD_SECRET, or derived); empty when secret_from_file
+    bool secret_derived = false;    // true: anyone who knows job id and address can compute it
+                                    // (only with HVD_ALLOW_UNAUTHENTICATED=1)
+    bool secret_from_file = false;  // true: rank 0 makes a random secret and publishes it, with
+                                    // its server's address and port, in the private rendezvous
+                                    // file named by job_id (rendezvous_file.h)
+    std::string job_id;  // stable per job, names the rendezvous file; when rdv_addr is set and
+                         // the launcher gives none, "rdv-<addr>:<port>"
 };
 
 using EnvLookup = std::function<const char *(const char *name)>;
@@ -44,14 +48,18 @@ using EnvLookup = std::function<const char *(const char *name)>;
 // Job id (first set): HVD_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
 // SLURM_JOB_ID + "." + SLURM_STEP_ID, PMI_KVSNAME, TORCHELASTIC_RUN_ID. Required when there
 // is no rendezvous address (it names the rendezvous file).
-// Secret: HVD_SECRET; else SHA-256 (hex) of job id and rendezvous address. A derived secret
-// only keeps out processes that do not know the job: only a launcher-set secret (hvdrun) or a
-// unique id (hvd_get_unique_id) is truly secret.
+// Secret: HVD_SECRET; else, when the job is known to be on one host (no rendezvous address,
+// or the launcher's local size equals the size), secret_from_file: rank 0 makes a random one
+// and hands it over through the private rendezvous file; else, with
+// HVD_ALLOW_UNAUTHENTICATED=1, SHA-256 (hex) of job id and rendezvous address
+// (secret_derived), which anyone who knows the job can compute; else an error naming
+// HVD_SECRET. No message names the secret's value.
 //
 // Returns HVD_OK and fills *out, or HVD_ERR_INVALID_ARG with a readable *err (naming the
 // variable) when no launcher is found, a value is malformed (non-numeric, rank outside
 // [0,size), size < 1, port outside 1..65535) or neither a rendezvous address nor a job id is
-// known. *out is written only on success; err may be nullptr.
+// known, or the job may span hosts without a secret. *out is written only on success; err may
+// be nullptr.
 hvd_status_t detect_launch(const EnvLookup &env, LaunchInfo *out, std::string *err);
 
 // The process environment as an EnvLookup ("" counts as unset).

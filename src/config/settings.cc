@@ -169,8 +169,14 @@ const SettingInfo kTable[] = {
      "file named after it (unset: the launcher's job id)."},
     {Setting::kSecret, "SECRET", true, kString, kLaunch, 0, nullptr, 0, 0, kClamp, "", nullptr,
      NO_KEY,
-     "The key that authenticates rendezvous messages (unset: derived from the job id and "
-     "address)."},
+     "The key that authenticates rendezvous messages; the same value on every rank (unset: "
+     "rank 0 makes a random one and hands it over through a private file when the job is on "
+     "one host, and `hvd_init` fails when it may span hosts)."},
+    {Setting::kAllowUnauthenticated, "ALLOW_UNAUTHENTICATED", true, kBool, kLaunch, 0, nullptr, 0,
+     1, kClamp, "", nullptr, NO_KEY,
+     "1: a job that may span hosts and has no `SECRET` uses one derived from the job id and "
+     "address, which anyone who knows them can compute and so join the job (a warning says "
+     "so); 0: `hvd_init` fails instead."},
 };
 
 #undef KEY

@@ -74,6 +74,7 @@ enum class Setting : int32_t {
     kRendezvousPort,
     kJobId,
     kSecret,
+    kAllowUnauthenticated,
     kCount  // not a setting
 };
 

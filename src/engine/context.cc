@@ -59,6 +59,22 @@ Context::Context(const InitConfig &config) : config_(config) {
             placement_.cross_size);
 }
 
+// Rank 0's rendezvous server on the launcher's address (resolved) rather than every
+// interface; every interface only when that address cannot be bound here (a name that
+// resolves elsewhere, a NAT address).
+static std::shared_ptr<bootstrap::KvServer> listen_rendezvous(const std::string &addr, int port,
+                                                              const std::string &secret,
+                                                              int32_t size, int64_t timeout_ms) {
+    try {
+        return std::make_shared<bootstrap::KvServer>(addr, port, secret, size, timeout_ms);
+    } catch (const Error &e) {
+        if (e.status() != HVD_ERR_TRANSPORT || bootstrap::is_loopback_address(addr)) throw;
+        HVD_LOG(kDebug, 0, "rendezvous: cannot bind %s (%s); listening on every interface",
+                addr.c_str(), e.what());
+        return std::make_shared<bootstrap::KvServer>("", port, secret, size, timeout_ms);
+    }
+}
+
 void Context::rendezvous(const Deadline &deadline) {
     if (config_.has_unique_id) {
         bootstrap::UniqueIdContents id = bootstrap::parse_unique_id(config_.unique_id);
@@ -80,21 +96,27 @@ void Context::rendezvous(const Deadline &deadline) {
                     strprintf("init asked for rank %d of %d but the launcher (%s) says rank %d "
                               "of %d",
                               config_.rank, config_.size, li.launcher.c_str(), rank_, size_));
-    if (!li.rdv_addr.empty()) {
+    if (!li.secret_from_file) {
+        // HVD_SECRET, or (HVD_ALLOW_UNAUTHENTICATED=1) the derived one.
+        if (li.secret_derived && rank_ == 0)
+            HVD_LOG(kWarning, rank_,
+                    "no HVD_SECRET for a job that may span hosts: its rendezvous secret is "
+                    "derived from the job id and address, so anyone who knows them can join "
+                    "or disrupt the job (HVD_ALLOW_UNAUTHENTICATED=1)");
         if (rank_ == 0)
-            server_ = std::make_shared<bootstrap::KvServer>(
-                bootstrap::is_loopback_address(li.rdv_addr) ? li.rdv_addr : "", li.rdv_port,
-                li.secret, size_, config_.bootstrap_timeout_ms);
+            server_ = listen_rendezvous(li.rdv_addr, li.rdv_port, li.secret, size_,
+                                        config_.bootstrap_timeout_ms);
         kv_ = std::make_unique<bootstrap::KvClient>(li.rdv_addr, li.rdv_port, li.secret, rank_,
                                                     size_, deadline);
         return;
     }
-    // Single host, no address from the launcher: meet through a private file.
+    // Single host, no secret from the launcher: rank 0 makes a random one and hands it over
+    // through a private file, with its server's address (the launcher's, if any).
     if (rank_ == 0) {
         std::string secret = bootstrap::random_secret();
-        server_ = std::make_shared<bootstrap::KvServer>("127.0.0.1", 0, secret, size_,
-                                                        config_.bootstrap_timeout_ms);
-        bootstrap::publish_rendezvous(li.job_id, {"127.0.0.1", server_->port(), secret});
+        std::string addr = li.rdv_addr.empty() ? "127.0.0.1" : li.rdv_addr;
+        server_ = listen_rendezvous(addr, li.rdv_port, secret, size_, config_.bootstrap_timeout_ms);
+        bootstrap::publish_rendezvous(li.job_id, {addr, server_->port(), secret});
         rendezvous_file_job_ = li.job_id;
     }
     for (;;) {

@@ -5,12 +5,15 @@
 # environment variables (no HVD_* ones), and passes when every copy exits 0 within 120 s.
 #   openmpi   : the real `mpirun` of Open MPI
 #   torchrun  : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+#   torchrun_hosts : the same, but each rank told it is alone on its host (LOCAL_WORLD_SIZE=1),
+#               as when torchrun spreads a job over hosts
 #   slurm     : SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_ID, SLURM_STEP_ID
 #   pmi       : PMI_RANK, PMI_SIZE (MPICH/Hydra) plus HVD_JOB_ID
 set -u
 style=$1 np=$2
 shift 2
-unset HVD_RANK HVD_SIZE HVD_RENDEZVOUS_ADDR HVD_RENDEZVOUS_PORT HVD_SECRET HVD_JOB_ID
+unset HVD_RANK HVD_SIZE HVD_RENDEZVOUS_ADDR HVD_RENDEZVOUS_PORT HVD_SECRET HVD_JOB_ID \
+      HVD_ALLOW_UNAUTHENTICATED
 
 if [ "$style" = openmpi ]; then
   command -v mpirun >/dev/null || { echo "launch_as: mpirun not installed" >&2; exit 1; }
@@ -26,6 +29,8 @@ pids=()
 for ((r = 0; r < np; r++)); do
   case $style in
     torchrun) env RANK=$r WORLD_SIZE=$np LOCAL_RANK=$r LOCAL_WORLD_SIZE=$np \
+                  MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$@" & ;;
+    torchrun_hosts) env RANK=$r WORLD_SIZE=$np LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
                   MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$@" & ;;
     slurm)    env SLURM_PROCID=$r SLURM_NTASKS=$np SLURM_LOCALID=$r SLURM_JOB_ID=$job \
                   SLURM_STEP_ID=0 "$@" & ;;

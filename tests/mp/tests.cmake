@@ -133,6 +133,27 @@ foreach(style openmpi torchrun slurm pmi)
   endforeach()
 endforeach()
 
+# Launches without HVD_SECRET. On one host with an address (torchrun style): rank 0's secret
+# is random, so an outsider who computes the one derivable from the run id and address is
+# refused, and the job still completes. Ranks on (what look like) several hosts: hvd_init
+# fails, asking for HVD_SECRET.
+add_executable(mp_rdv_intruder ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_rdv_intruder.cc)
+target_link_libraries(mp_rdv_intruder PRIVATE hvd_internal)
+target_compile_options(mp_rdv_intruder PRIVATE ${HVD_WARNINGS})
+add_test(NAME mp.launch_torchrun_intruder.np2
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_intruder.sh $<TARGET_FILE:mp_rdv_intruder>
+          $<TARGET_FILE:mp_collectives>)
+set_tests_properties(mp.launch_torchrun_intruder.np2 PROPERTIES
+  LABELS mp TIMEOUT 150 ENVIRONMENT "${HVD_MP_ENV}" PASS_REGULAR_EXPRESSION "launch_intruder: ok")
+hvd_mp_program(mp_init_fails)
+foreach(np 2 3)
+  add_test(NAME mp.launch_torchrun_hosts_no_secret.np${np}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh torchrun_hosts ${np}
+            $<TARGET_FILE:mp_init_fails> "Set HVD_SECRET")
+  set_tests_properties(mp.launch_torchrun_hosts_no_secret.np${np} PROPERTIES
+    LABELS mp TIMEOUT 150 PASS_REGULAR_EXPRESSION "launch_as: torchrun_hosts np=${np} ok")
+endforeach()
+
 # A single-host rendezvous (no address from the launcher) whose directory someone else made
 # first: skipped, and the job still meets.
 foreach(style slurm pmi)

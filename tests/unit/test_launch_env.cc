@@ -83,7 +83,7 @@ void test_horovod_aliases(void **) {
     assert_string_equal(info.secret.c_str(), "wins");
 }
 
-// Open MPI without an address: file rendezvous named by the job id, derived secret.
+// Open MPI without an address: file rendezvous named by the job id.
 void test_openmpi_file_rendezvous(void **) {
     LaunchInfo info = detect_ok({{"OMPI_COMM_WORLD_RANK", "3"},
                                  {"OMPI_COMM_WORLD_SIZE", "8"},
@@ -99,9 +99,10 @@ void test_openmpi_file_rendezvous(void **) {
     assert_string_equal(info.rdv_addr.c_str(), "");
     assert_int_equal(info.rdv_port, 0);
     assert_string_equal(info.job_id.c_str(), "3141592653");
-    assert_true(info.secret_derived);
-    assert_string_equal(info.secret.c_str(),
-                        sha256_hex("hvd derived secret|3141592653|:0").c_str());
+    // No address: a single-host job; rank 0's random secret travels through the file.
+    assert_true(info.secret_from_file);
+    assert_false(info.secret_derived);
+    assert_string_equal(info.secret.c_str(), "");
 }
 
 void test_openmpi_pmix_namespace(void **) {
@@ -162,11 +163,14 @@ void test_torchrun(void **) {
     assert_string_equal(info.rdv_addr.c_str(), "127.0.0.1");
     assert_int_equal(info.rdv_port, 29501);
     assert_string_equal(info.job_id.c_str(), "run42");
-    assert_string_equal(info.secret.c_str(),
-                        sha256_hex("hvd derived secret|run42|127.0.0.1:29501").c_str());
+    // Local size == size: one host, so a random secret through the private file.
+    assert_true(info.secret_from_file);
+    assert_false(info.secret_derived);
+    assert_string_equal(info.secret.c_str(), "");
     // The explicit HVD_ address wins over MASTER_*.
     LaunchInfo over = detect_ok({{"RANK", "0"},
                                  {"WORLD_SIZE", "2"},
+                                 {"HVD_SECRET", "k"},
                                  {"MASTER_ADDR", "a"},
                                  {"MASTER_PORT", "1000"},
                                  {"HVD_RENDEZVOUS_ADDR", "b"},
@@ -224,7 +228,65 @@ void test_empty_counts_as_unset(void **) {
                                  {"HVD_JOB_ID", "x"},
                                  {"HVD_SECRET", ""}});
     assert_string_equal(info.launcher.c_str(), "pmi");
-    assert_true(info.secret_derived);
+    assert_true(info.secret_from_file);
+}
+
+// The secret decision with a rendezvous address and no HVD_SECRET.
+void test_secret_single_host_via_file(void **) {
+    // Known to be on one host, no job id: the file is named after the address.
+    LaunchInfo info = detect_ok({{"RANK", "0"},
+                                 {"WORLD_SIZE", "3"},
+                                 {"LOCAL_WORLD_SIZE", "3"},
+                                 {"MASTER_ADDR", "10.0.0.5"},
+                                 {"MASTER_PORT", "29500"}});
+    assert_true(info.secret_from_file);
+    assert_false(info.secret_derived);
+    assert_string_equal(info.secret.c_str(), "");
+    assert_string_equal(info.job_id.c_str(), "rdv-10.0.0.5:29501");
+    // HVD_SECRET always wins.
+    LaunchInfo given = detect_ok({{"RANK", "0"},
+                                  {"WORLD_SIZE", "3"},
+                                  {"LOCAL_WORLD_SIZE", "3"},
+                                  {"MASTER_ADDR", "10.0.0.5"},
+                                  {"MASTER_PORT", "29500"},
+                                  {"HVD_SECRET", "given"}});
+    assert_false(given.secret_from_file);
+    assert_string_equal(given.secret.c_str(), "given");
+}
+
+void test_secret_multi_host_needs_secret(void **) {
+    Vars v = {{"OMPI_COMM_WORLD_RANK", "1"},       {"OMPI_COMM_WORLD_SIZE", "4"},
+              {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"OMPI_MCA_ess_base_jobid", "99"},
+              {"HVD_RENDEZVOUS_ADDR", "10.0.0.5"}, {"HVD_RENDEZVOUS_PORT", "4000"}};
+    detect_fails(v, "HVD_SECRET");
+    detect_fails(v, "HVD_ALLOW_UNAUTHENTICATED=1");
+    detect_fails(v, "hvdrun");
+    // Unknown local size (Slurm gives none) counts as possibly several hosts.
+    detect_fails({{"SLURM_PROCID", "0"},
+                  {"SLURM_NTASKS", "2"},
+                  {"SLURM_JOB_ID", "5"},
+                  {"HVD_RENDEZVOUS_ADDR", "n1"},
+                  {"HVD_RENDEZVOUS_PORT", "4000"}},
+                 "HVD_SECRET");
+    Vars bad = v;
+    bad["HVD_ALLOW_UNAUTHENTICATED"] = "maybe";
+    detect_fails(bad, "HVD_ALLOW_UNAUTHENTICATED");
+}
+
+void test_secret_unauthenticated_opt_out(void **) {
+    for (const char *name : {"HVD_ALLOW_UNAUTHENTICATED", "HOROVOD_ALLOW_UNAUTHENTICATED"}) {
+        LaunchInfo info = detect_ok({{"OMPI_COMM_WORLD_RANK", "1"},
+                                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                     {"OMPI_MCA_ess_base_jobid", "99"},
+                                     {"HVD_RENDEZVOUS_ADDR", "10.0.0.5"},
+                                     {"HVD_RENDEZVOUS_PORT", "4000"},
+                                     {name, "1"}});
+        assert_true(info.secret_derived);
+        assert_false(info.secret_from_file);
+        assert_string_equal(info.secret.c_str(),
+                            sha256_hex("hvd derived secret|99|10.0.0.5:4000").c_str());
+    }
 }
 
 void test_error_no_launcher(void **) {
@@ -295,6 +357,9 @@ int main(void) {
         cmocka_unit_test(test_precedence),
         cmocka_unit_test(test_job_id_precedence),
         cmocka_unit_test(test_empty_counts_as_unset),
+        cmocka_unit_test(test_secret_single_host_via_file),
+        cmocka_unit_test(test_secret_multi_host_needs_secret),
+        cmocka_unit_test(test_secret_unauthenticated_opt_out),
         cmocka_unit_test(test_error_no_launcher),
         cmocka_unit_test(test_error_half_set),
         cmocka_unit_test(test_error_malformed_numbers),
