@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/launch_env.h"
 
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 
 #include "bootstrap/sha256.h"
 #include "common/env.h"
 #include "common/error.h"
+#include "config/read.h"
 #include "config/settings.h"
 
 namespace hvd::bootstrap {
@@ -161,11 +161,8 @@ bool env_bool(const Env &env, config::Setting s) {
     std::string name;
     const char *v = env.setting(s, &name);
     if (!v) return config::info(s).default_number != 0;
-    std::string t = v;
-    for (char &c : t)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (t == "1" || t == "true" || t == "yes" || t == "on") return true;
-    if (t == "0" || t == "false" || t == "no" || t == "off") return false;
+    bool value = false;
+    if (config::parse_bool(v, &value)) return value;
     invalid(strprintf("%s=%s is not a boolean (1 or 0)", name.c_str(), v));
 }
 

@@ -81,15 +81,25 @@ bool get_bool(Setting s) {
     return get_bool(s, info(s).default_number != 0);
 }
 
+bool parse_bool(const char *text, bool *value) {
+    if (!std::strcmp(text, "1") || !strcasecmp(text, "true") || !strcasecmp(text, "yes") ||
+        !strcasecmp(text, "on")) {
+        *value = true;
+        return true;
+    }
+    if (!std::strcmp(text, "0") || !strcasecmp(text, "false") || !strcasecmp(text, "no") ||
+        !strcasecmp(text, "off")) {
+        *value = false;
+        return true;
+    }
+    return false;
+}
+
 bool get_bool(Setting s, bool dflt) {
     const char *v = env_value(s);
     if (!v) return dflt;
-    if (!std::strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
-        !strcasecmp(v, "on"))
-        return true;
-    if (!std::strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") ||
-        !strcasecmp(v, "off"))
-        return false;
+    bool value = dflt;
+    if (parse_bool(v, &value)) return value;
     warn_ignored(info(s), v, "not a boolean");
     return dflt;
 }

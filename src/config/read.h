@@ -27,8 +27,12 @@ int64_t get_int(Setting s, int64_t dflt);
 // s of Type::kDouble: as get_int ("not a number"); NaN gives the default.
 double get_double(Setting s);
 
-// s of Type::kBool: 1/true/yes/on or 0/false/no/off (any case); anything else warns
-// ("not a boolean") and gives the default.
+// A boolean setting's text: 1/true/yes/on or 0/false/no/off (any case) into *value; false
+// (and *value untouched) for anything else.
+bool parse_bool(const char *text, bool *value);
+
+// s of Type::kBool, as parse_bool reads it; anything else warns ("not a boolean") and gives
+// the default.
 bool get_bool(Setting s);
 bool get_bool(Setting s, bool dflt);
 
