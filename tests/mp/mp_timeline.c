@@ -36,7 +36,9 @@ static void run_named(const char *name, int kind) {
 static void test_timeline_records_every_op(void **state) {
     (void)state;
     char path[512];
-    snprintf(path, sizeof path, "%s/timeline.%d.json", g_dir, mp_rank);
+    // The job size in the name: the 1-, 2- and 3-rank tests share the directory and may run
+    // at once.
+    snprintf(path, sizeof path, "%s/timeline.np%d.%d.json", g_dir, mp_size, mp_rank);
     assert_int_equal(hvd_timeline_start(mp_ctx, path, 1), HVD_OK);
     assert_int_equal(hvd_timeline_start(mp_ctx, path, 1), HVD_ERR_BUSY);
     run_named("allreduce.w \"quoted\"", 0);
