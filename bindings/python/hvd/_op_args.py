@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Argument handling Horovod's collectives share across array types."""
 
+import operator
 from hvd import _runtime
 
 
@@ -53,14 +54,22 @@ def check_name(name):
 
 
 def splits_list(splits):
-    """Alltoall splits as a list of ints (None: an even split)."""
+    """Alltoall splits as a list of ints (None: an even split).
+
+    As in Horovod, splits must be integers: a tensor or array of floats (or bools), or a float
+    in a sequence, is a ValueError at the call rather than a rounded row count.
+    """
     if splits is None:
         return None
-    if hasattr(splits, "tolist"):
+    dtype = getattr(splits, "dtype", None)
+    if dtype is not None:
+        name = str(dtype).replace("torch.", "")
+        if not name.startswith(("int", "uint")):
+            raise ValueError("splits must hold integers (int32), got %s" % name)
         splits = splits.tolist()
     try:
-        out = [int(s) for s in splits]
-    except (TypeError, ValueError):
+        out = [operator.index(s) for s in splits]
+    except TypeError:
         raise ValueError("splits must be a sequence of ints, got %r" % (splits,)) from None
     return out
 

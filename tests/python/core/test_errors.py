@@ -40,6 +40,15 @@ def test_alltoall_wrong_number_of_splits():
         hvd.alltoall(np.ones(4), splits=[1] * (hvd.size() + 1))
 
 
+def test_alltoall_splits_must_be_integers():
+    n = hvd.size()
+    for splits in (np.ones(n, dtype=np.float32), [1.5] * n, np.ones(n, dtype=bool)):
+        with pytest.raises(ValueError, match="splits"):
+            hvd.alltoall(np.ones(n), splits=splits)
+    out, received = hvd.alltoall(np.arange(n, dtype=np.float64), splits=np.ones(n, np.int64))
+    assert out.tolist() == [float(hvd.rank())] * n and list(received) == [1] * n
+
+
 def test_allgather_of_scalar():
     with pytest.raises(ValueError):
         hvd.allgather(np.float32(1))

@@ -253,6 +253,17 @@ def test_errors_raise_on_this_rank():
         hvd.alltoall(torch.ones(4), splits=[1] * (hvd.size() + 1))
     with pytest.raises(ValueError):
         hvd.allreduce(torch.ones(2), op=17)
+    n = hvd.size()
+    for splits in (torch.full((n,), 1.0), torch.ones(n, dtype=torch.bool), [1.0] * n):
+        with pytest.raises(ValueError, match="splits"):
+            hvd.alltoall(torch.ones(n), splits=splits)
+    for op in (hvd.Adasum, hvd.Max, hvd.Min, hvd.Product):
+        with pytest.raises(ValueError):
+            hvd.reducescatter(torch.ones(n, 2), op=op)
+        with pytest.raises(ValueError):
+            hvd.grouped_reducescatter([torch.ones(n, 2)], op=op)
+    # Nothing was queued by the calls above: the next collective runs as usual.
+    assert torch.equal(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full((3,), float(n)))
 
 
 def test_mismatch_raises_horovod_internal_error_on_every_rank():
