@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# deb_contents.sh OUT VERSION WITH_BENCH: each package built by deb_build.sh holds what it
+# deb_contents.sh OUT VERSION LIBRARY_VERSION WITH_BENCH: each package built by deb_build.sh holds what it
 # should (and not its neighbour's files), depends on what it should and ships the symbols file.
 source "$(dirname "$0")/common.sh"
-out=$1 version=$2 with_bench=$3
+out=$1 version=$2 libversion=$3 with_bench=$4
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 lib=/usr/lib/$ma
 
@@ -15,8 +15,8 @@ for deb in "$out"/*.deb; do
 done
 
 runtime=$out/libhvd1.list dev=$out/libhvd-dev.list tools=$out/libhvd-tools.list
-pkg_require_file "$runtime" "$lib/libhvd.so.$version"
-pkg_require_file "$runtime" "$lib/libhvd.so.1 -> libhvd.so.$version"
+pkg_require_file "$runtime" "$lib/libhvd.so.$libversion"
+pkg_require_file "$runtime" "$lib/libhvd.so.1 -> libhvd.so.$libversion"
 pkg_require_file "$runtime" "/usr/share/doc/libhvd1/copyright"
 pkg_require_file "$dev" "/usr/include/hvd/hvd.h"
 pkg_require_file "$dev" "/usr/include/hvd/hvd_version.h"

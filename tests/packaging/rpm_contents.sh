@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# rpm_contents.sh OUT VERSION WITH_BENCH: the RPMs built by rpm_build.sh hold what they should.
+# rpm_contents.sh OUT VERSION LIBRARY_VERSION WITH_BENCH: the RPMs built by rpm_build.sh hold what they should.
 source "$(dirname "$0")/common.sh"
-out=$1 version=$2 with_bench=$3
+out=$1 version=$2 libversion=$3 with_bench=$4
 rpms=$out/rpmbuild/RPMS
 lib=$(rpm --eval '%{_libdir}')
 rpm_of() {
@@ -19,7 +19,7 @@ for p in libhvd libhvd-devel libhvd-tools python3-hvd; do
 done
 
 pkg_require_file "$out/libhvd.list" "$lib/libhvd.so.1"
-pkg_require_file "$out/libhvd.list" "$lib/libhvd.so.$version"
+pkg_require_file "$out/libhvd.list" "$lib/libhvd.so.$libversion"
 ! grep -q '^/usr/bin/' "$out/libhvd.list" || pkg_fail "libhvd holds programs (libhvd-tools' files)"
 pkg_require_file "$out/libhvd-tools.list" "/usr/bin/hvdrun"
 if [ "$with_bench" = 1 ]; then pkg_require_file "$out/libhvd-tools.list" "/usr/bin/hvd_bench"; fi

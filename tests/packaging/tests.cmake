@@ -37,7 +37,7 @@ hvd_pkg_test(deb_build NONE deb_build.sh ${PROJECT_SOURCE_DIR} ${HVD_PKG_OUT}/de
 set_tests_properties(packaging.deb_build PROPERTIES FIXTURES_SETUP hvd_debs PROCESSORS 2
   TIMEOUT 600)
 hvd_pkg_test(deb_contents hvd_debs deb_contents.sh ${HVD_PKG_OUT}/deb ${PROJECT_VERSION}
-  ${HVD_PKG_WITH_BENCH})
+  ${HVD_LIBRARY_VERSION} ${HVD_PKG_WITH_BENCH})
 hvd_pkg_test(deb_lintian hvd_debs deb_lintian.sh ${HVD_PKG_OUT}/deb)
 hvd_pkg_test(deb_pkgconfig hvd_debs deb_consumer.sh pkgconfig ${HVD_PKG_OUT}/deb ${CMAKE_COMMAND})
 hvd_pkg_test(deb_find_package hvd_debs deb_consumer.sh cmake ${HVD_PKG_OUT}/deb ${CMAKE_COMMAND})
@@ -46,5 +46,5 @@ hvd_pkg_test(rpm_build NONE rpm_build.sh ${PROJECT_SOURCE_DIR} ${HVD_PKG_OUT}/rp
 set_tests_properties(packaging.rpm_build PROPERTIES FIXTURES_SETUP hvd_rpms PROCESSORS 2
   TIMEOUT 600)
 hvd_pkg_test(rpm_contents hvd_rpms rpm_contents.sh ${HVD_PKG_OUT}/rpm ${PROJECT_VERSION}
-  ${HVD_PKG_WITH_BENCH})
+  ${HVD_LIBRARY_VERSION} ${HVD_PKG_WITH_BENCH})
 hvd_pkg_test(deb_python hvd_debs deb_python.sh ${HVD_PKG_OUT}/deb)
