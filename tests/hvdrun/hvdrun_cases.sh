@@ -348,5 +348,89 @@ case_remote() {
     expect_once out "[1]<stdout>: addr=$(hostname)"
 }
 
+# horovodrun's tuning flags and config file reach every rank as HVD_* settings; a later source
+# wins: config file, then flags, then -x.
+case_tuning_flags() {
+    cat >"$T/hvd.yaml" <<'YAML'
+params:
+  fusion_threshold_mb: 8
+  cycle_time_ms: 3
+  hierarchical_allreduce: true
+timeline:
+  filename: /tmp/from-config.json
+stall_check:
+  enabled: false
+YAML
+    show='echo "F=$HVD_FUSION_THRESHOLD C=$HVD_CYCLE_TIME T=$HVD_TIMELINE S=$HVD_STALL_CHECK_DISABLE L=$HVD_LOG_LEVEL A=${HVD_AUTOTUNE-unset}"'
+    HVD_CYCLE_TIME=99 run -np 2 --config-file "$T/hvd.yaml" --cycle-time-ms 1.5 \
+        --log-level ERROR -x HVD_TIMELINE=/tmp/from-x.json sh -c "$show"
+    expect_rc 0
+    for r in 0 1; do
+        expect_once out "[$r]<stdout>: F=8388608 C=1.5 T=/tmp/from-x.json S=1 L=error A=unset"
+    done
+    expect_once err "hvdrun: warning: $T/hvd.yaml:4: params.hierarchical_allreduce has no effect: libhvd has no hierarchical collectives"
+    # A bad file is a usage error naming the line; nothing starts.
+    printf 'params:\n  cycle_time_ms: soon\n' >"$T/bad.yaml"
+    run -np 1 --config-file "$T/bad.yaml" sh -c 'echo started'
+    expect_rc 2
+    expect_once err "hvdrun: $T/bad.yaml:2: invalid value 'soon' for params.cycle_time_ms (expected milliseconds, 0 to 86400000)"
+    [ ! -s "$T/out" ] || fail "a rank started despite the bad config file"
+    run -np 1 --fusion-threshold-mb lots true
+    expect_rc 2
+    expect_once err "hvdrun: invalid --fusion-threshold-mb value 'lots' (expected whole MiB, 0 to 1048576)"
+}
+
+# --network-interfaces: UCX_NET_DEVICES for every rank; an interface this host or a remote
+# host lacks stops the job before the program starts, naming the host and the interface.
+case_network_interfaces() {
+    run -np 2 --network-interfaces lo sh -c 'echo "D=$UCX_NET_DEVICES"'
+    expect_rc 0
+    expect_once out "[0]<stdout>: D=lo"
+    expect_once out "[1]<stdout>: D=lo"
+    run -np 1 --network-interfaces lo,hvdnosuch0 sh -c 'echo started'
+    expect_rc 2
+    expect_once err "hvdrun: host $(hostname) has no network interface hvdnosuch0 (--network-interfaces)"
+    [ ! -s "$T/out" ] || fail "a rank started without its interface"
+    mkdir -p "$T/bin"
+    cp "$HERE/fake_ssh.sh" "$T/bin/ssh"
+    export HVDRUN_FAKE_SSH_LOG="$T/ssh.log"
+    PATH="$T/bin:$PATH" run -np 1 -H fakehost-a --network-interfaces hvdnosuch0 \
+        sh -c 'echo started'
+    expect_rc 2
+    expect_match err "^\[0\]<stderr>: hvdrun: host .* has no network interface hvdnosuch0 \(--network-interfaces\)$"
+    ! grep -q started "$T/out" || fail "the remote rank started without its interface"
+}
+
+# --ssh-identity-file goes to ssh as -i; a key that cannot be read is a usage error.
+case_ssh_identity() {
+    mkdir -p "$T/bin"
+    cp "$HERE/fake_ssh.sh" "$T/bin/ssh"
+    export HVDRUN_FAKE_SSH_LOG="$T/ssh.log"
+    : >"$T/id_test"
+    PATH="$T/bin:$PATH" run -np 1 -H fakehost-a --ssh-identity-file "$T/id_test" -p 2200 \
+        sh -c 'echo "rank $HVD_RANK"'
+    expect_rc 0
+    expect_once out "[0]<stdout>: rank 0"
+    grep -qxF "opt $T/id_test" "$T/ssh.log" && grep -qxF "opt -i" "$T/ssh.log" ||
+        fail "ssh was not given -i $T/id_test: $(cat "$T/ssh.log")"
+    run -np 1 -H fakehost-a -i "$T/no_such_key" true
+    expect_rc 2
+    expect_once err "hvdrun: --ssh-identity-file $T/no_such_key: No such file or directory"
+}
+
+# --check-build loads the library and prints what it supports.
+case_check_build() {
+    [ -n "${HVD_LIBRARY-}" ] || fail "the test needs HVD_LIBRARY (set by ctest)"
+    run --check-build
+    expect_rc 0
+    expect_match out "^libhvd v[0-9]+\.[0-9]+\.[0-9]+ \($HVD_LIBRARY\)$"
+    expect_once out "    [X] C API (hvd/hvd.h)"
+    expect_once out "    [X] UCX"
+    expect_once out "    [ ] NCCL"
+    HVD_LIBRARY=/nonexistent/libhvd.so.1 run -cb
+    expect_rc 1
+    expect_match err "^  /nonexistent/libhvd.so.1: "
+}
+
 "case_$CASE" || fail "case failed"
 echo "PASS [$CASE]"

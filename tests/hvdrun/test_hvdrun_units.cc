@@ -113,7 +113,7 @@ void test_options_help_version(void **) {
                      static_cast<int>(ParseOutcome::kHelp));
     assert_int_equal(static_cast<int>(parse({"--version"}, &o, &err)),
                      static_cast<int>(ParseOutcome::kVersion));
-    assert_non_null(strstr(usage_text(), "--grace-seconds"));
+    assert_non_null(strstr(usage_text().c_str(), "--grace-seconds"));
 }
 
 void test_options_errors(void **) {

@@ -11,6 +11,8 @@ add_executable(test_hvdrun_units
     ${HVDRUN_SOURCE_DIR}/hosts.cc
     ${HVDRUN_SOURCE_DIR}/rank_env.cc
     ${HVDRUN_SOURCE_DIR}/remote_command.cc
+    ${HVDRUN_SOURCE_DIR}/network_interfaces.cc
+    ${HVDRUN_SOURCE_DIR}/tuning.cc
     ${HVDRUN_SOURCE_DIR}/output_relay.cc)
 target_include_directories(test_hvdrun_units PRIVATE ${HVDRUN_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(test_hvdrun_units PRIVATE PkgConfig::CMOCKA)
@@ -18,12 +20,27 @@ target_compile_options(test_hvdrun_units PRIVATE ${HVD_WARNINGS})
 add_test(NAME hvdrun.units COMMAND test_hvdrun_units)
 set_tests_properties(hvdrun.units PROPERTIES LABELS hvdrun TIMEOUT 30)
 
+# horovodrun's flags: tuning flags, the config file, host arguments, the grouped help.
+add_executable(test_hvdrun_flags
+    ${HVDRUN_TEST_DIR}/test_hvdrun_flags.cc
+    ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/tuning.cc
+    ${HVDRUN_SOURCE_DIR}/config_file.cc
+    ${HVDRUN_SOURCE_DIR}/network_interfaces.cc
+    ${HVDRUN_SOURCE_DIR}/remote_command.cc)
+target_include_directories(test_hvdrun_flags PRIVATE ${HVDRUN_SOURCE_DIR})
+target_link_libraries(test_hvdrun_flags PRIVATE PkgConfig::CMOCKA)
+target_compile_options(test_hvdrun_flags PRIVATE ${HVD_WARNINGS})
+add_test(NAME hvdrun.flags COMMAND test_hvdrun_flags)
+set_tests_properties(hvdrun.flags PROPERTIES LABELS hvdrun TIMEOUT 30)
+
 # End-to-end cases: hvdrun starting real processes (see hvdrun_cases.sh for each case).
 set(HVDRUN_CASES env output no_prefix whole_lines exit_code signal sigkill_escalation
     forward_signals hvdrun_killed usage_errors missing_program placement hostfile aliases_and_info exports
-    remote bind rendezvous_port)
+    remote bind rendezvous_port tuning_flags network_interfaces ssh_identity check_build)
 foreach(case ${HVDRUN_CASES})
   add_test(NAME hvdrun.${case}
            COMMAND sh ${HVDRUN_TEST_DIR}/hvdrun_cases.sh $<TARGET_FILE:hvdrun> ${case})
   set_tests_properties(hvdrun.${case} PROPERTIES LABELS hvdrun TIMEOUT 60)
 endforeach()
+set_tests_properties(hvdrun.check_build PROPERTIES ENVIRONMENT "HVD_LIBRARY=$<TARGET_FILE:hvd>")

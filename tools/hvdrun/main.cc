@@ -12,9 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "check_build.h"
+#include "config_file.h"
 #include "cpu_binding.h"
 #include "hosts.h"
 #include "launch_plan.h"
+#include "network_interfaces.h"
 #include "options.h"
 #include "rank_env.h"
 #include "signals.h"
@@ -45,19 +48,72 @@ std::string current_dir() {
     return buf;
 }
 
-LaunchContext make_context(const Options &opts, const std::vector<Placement> &ranks) {
+// The settings every rank gets, a later one winning: the config file's, the tuning flags',
+// UCX_NET_DEVICES for --network-interfaces, then the -x exports.
+bool collect_settings(const Options &opts, std::vector<EnvVar> *settings, std::string *err) {
+    std::vector<std::string> warnings;
+    if (!opts.config_file.empty() &&
+        !read_config_file(opts.config_file, settings, &warnings, err)) {
+        return false;
+    }
+    for (const std::string &w : warnings)
+        std::fprintf(stderr, "hvdrun: warning: %s\n", w.c_str());
+    settings->insert(settings->end(), opts.settings.begin(), opts.settings.end());
+    if (!opts.network_interfaces.empty()) {
+        std::string list;
+        for (const std::string &name : opts.network_interfaces)
+            list += (list.empty() ? "" : ",") + name;
+        settings->emplace_back("UCX_NET_DEVICES", list);
+    }
+    std::vector<std::string> unset;
+    std::vector<EnvVar> exports = resolve_exports(opts.exports, std::getenv, &unset);
+    for (const std::string &name : unset) {
+        std::fprintf(stderr, "hvdrun: warning: -x %s: not set in this environment, skipped\n",
+                     name.c_str());
+    }
+    settings->insert(settings->end(), exports.begin(), exports.end());
+    return true;
+}
+
+// Checks what --network-interfaces and --ssh-identity-file name on this machine; with
+// interfaces, a rank 0 here is reached at its first interface's address (unless given).
+bool check_host_arguments(const Options &opts, const std::vector<Placement> &ranks,
+                          const std::string &this_host, std::string *rdv_addr, std::string *err) {
+    bool any_local = false, any_remote = false;
+    for (const Placement &p : ranks) {
+        (is_local_host(p.host, this_host) ? any_local : any_remote) = true;
+    }
+    if (!opts.ssh_identity_file.empty() && access(opts.ssh_identity_file.c_str(), R_OK) != 0) {
+        *err = "--ssh-identity-file " + opts.ssh_identity_file + ": " + std::strerror(errno);
+        return false;
+    }
+    *rdv_addr = opts.rendezvous_addr;
+    if (opts.network_interfaces.empty()) return true;
+    std::string missing = any_local ? missing_local_interface(opts.network_interfaces) : "";
+    if (!missing.empty()) {
+        *err = "host " + this_host + " has no network interface " + missing +
+               " (--network-interfaces)";
+        return false;
+    }
+    if (rdv_addr->empty() && any_remote && is_local_host(ranks.at(0).host, this_host)) {
+        for (const std::string &name : opts.network_interfaces) {
+            if (rdv_addr->empty()) *rdv_addr = interface_ipv4_address(name);
+        }
+    }
+    return true;
+}
+
+LaunchContext make_context(const Options &opts, const std::vector<Placement> &ranks,
+                           const std::string &rdv_addr, std::vector<EnvVar> settings) {
     LaunchContext ctx;
     ctx.this_host = this_host_name();
     ctx.cwd = current_dir();
     ctx.ssh.port = opts.ssh_port;
     ctx.ssh.connect_timeout = opts.start_timeout;
-    std::vector<std::string> unset;
-    ctx.exports = resolve_exports(opts.exports, std::getenv, &unset);
-    for (const std::string &name : unset) {
-        std::fprintf(stderr, "hvdrun: warning: -x %s: not set in this environment, skipped\n",
-                     name.c_str());
-    }
-    ctx.job.rdv_addr = choose_rendezvous_addr(opts.rendezvous_addr, ranks, ctx.this_host);
+    ctx.ssh.identity_file = opts.ssh_identity_file;
+    ctx.ssh.interfaces = opts.network_interfaces;
+    ctx.exports = std::move(settings);
+    ctx.job.rdv_addr = choose_rendezvous_addr(rdv_addr, ranks, ctx.this_host);
     // For a local rank 0 the port stays reserved while the job runs: another job's hvdrun
     // cannot pick it while rank 0 starts (e.g. imports a framework) or between its sessions.
     if (is_local_host(ranks.at(0).host, ctx.this_host)) {
@@ -98,11 +154,17 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan)
     std::string err;
     switch (parse_options(std::vector<std::string>(argv + 1, argv + argc), opts, &err)) {
         case ParseOutcome::kHelp:
-            std::fputs(usage_text(), stdout);
+            std::fputs(usage_text().c_str(), stdout);
             return 0;
         case ParseOutcome::kVersion:
             std::printf("hvdrun (libhvd) %s\n", HVD_VERSION_STRING_DEF);
             return 0;
+        case ParseOutcome::kCheckBuild: {
+            std::string report;
+            bool found = check_build_report(argv[0], &report);
+            std::fputs(report.c_str(), found ? stdout : stderr);
+            return found ? 0 : 1;
+        }
         case ParseOutcome::kError:
             std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
             return kUsageError;
@@ -117,7 +179,14 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan)
         std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
         return kUsageError;
     }
-    LaunchContext ctx = make_context(*opts, ranks);
+    std::vector<EnvVar> settings;
+    std::string rdv_addr;
+    if (!collect_settings(*opts, &settings, &err) ||
+        !check_host_arguments(*opts, ranks, this_host_name(), &rdv_addr, &err)) {
+        std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
+        return kUsageError;
+    }
+    LaunchContext ctx = make_context(*opts, ranks, rdv_addr, std::move(settings));
     *plan = plan_launch(ranks, opts->command, ctx);
     if (opts->bind_core && !assign_cpus(ranks, allowed_cpus(), plan, &err)) {
         std::fprintf(stderr, "hvdrun: %s\n", err.c_str());

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "options.h"
 
+#include "network_interfaces.h"
+#include "tuning.h"
+
 #include <cmath>
 #include <cstdlib>
 
@@ -48,12 +51,14 @@ bool set_hosts(const std::string &flag, const std::string &v, Options *o, std::s
     return true;
 }
 
-bool set_hostfile(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+// A file name into the Options member `Field` (--hostfile, --config-file, -i).
+template <std::string Options::*Field>
+bool set_file(const std::string &flag, const std::string &v, Options *o, std::string *err) {
     if (v.empty()) {
         *err = flag + " needs a file name";
         return false;
     }
-    o->hostfile = v;
+    o->*Field = v;
     return true;
 }
 
@@ -123,6 +128,10 @@ bool set_verbose(const std::string &, const std::string &, Options *o, std::stri
     return true;
 }
 
+bool set_interfaces(const std::string &, const std::string &v, Options *o, std::string *err) {
+    return parse_interface_list(v, &o->network_interfaces, err);
+}
+
 struct OptionSpec {
     const char *name;
     bool takes_value;
@@ -136,7 +145,7 @@ constexpr OptionSpec kOptions[] = {
     {"--num-proc", true, set_num_proc},
     {"-H", true, set_hosts},
     {"--hosts", true, set_hosts},
-    {"--hostfile", true, set_hostfile},
+    {"--hostfile", true, set_file<&Options::hostfile>},
     {"-x", true, set_export},
     {"--rendezvous-addr", true, set_rdv_addr},
     {"--grace-seconds", true, set_grace},
@@ -146,6 +155,11 @@ constexpr OptionSpec kOptions[] = {
     {"--no-prefix", false, set_no_prefix},
     {"--bind-to", true, set_bind_to},
     {"--verbose", false, set_verbose},
+    {"-i", true, set_file<&Options::ssh_identity_file>},
+    {"--ssh-identity-file", true, set_file<&Options::ssh_identity_file>},
+    {"--config-file", true, set_file<&Options::config_file>},
+    {"--network-interfaces", true, set_interfaces},
+    {"--network-interface", true, set_interfaces},
 };
 
 const OptionSpec *find_option(const std::string &name) {
@@ -171,20 +185,23 @@ bool parse_one(const std::vector<std::string> &args, size_t *i, Options *out, st
         inline_value = true;
     }
     const OptionSpec *spec = find_option(name);
-    if (spec == nullptr) {
+    const TuningFlag *tuning = spec == nullptr ? find_tuning_flag(name) : nullptr;
+    if (spec == nullptr && tuning == nullptr) {
         *err = "unknown option '" + name + "' (see hvdrun --help)";
         return false;
     }
-    if (spec->takes_value && !inline_value) {
+    bool takes_value = spec != nullptr ? spec->takes_value : tuning_flag_takes_value(*tuning);
+    if (takes_value && !inline_value) {
         if (*i + 1 >= args.size()) {
             *err = "option " + name + " needs a value";
             return false;
         }
         value = args[++*i];
-    } else if (!spec->takes_value && inline_value) {
+    } else if (!takes_value && inline_value) {
         *err = "option " + name + " takes no value";
         return false;
     }
+    if (tuning != nullptr) return add_tuning_flag(*tuning, value, &out->settings, err);
     return spec->set(name, value, out, err);
 }
 
@@ -217,6 +234,7 @@ ParseOutcome parse_options(const std::vector<std::string> &args, Options *out, s
         const std::string &arg = args[i];
         if (arg == "-h" || arg == "--help") return ParseOutcome::kHelp;
         if (arg == "--version") return ParseOutcome::kVersion;
+        if (arg == "-cb" || arg == "--check-build") return ParseOutcome::kCheckBuild;
         if (arg == "--" || !is_option(arg)) {
             size_t first = arg == "--" ? i + 1 : i;
             out->command.assign(args.begin() + static_cast<std::ptrdiff_t>(first), args.end());
@@ -243,35 +261,53 @@ bool apply_bind_env(const char *bind_env, Options *opts, std::string *err) {
     return false;
 }
 
-const char *usage_text() {
-    return "usage: hvdrun -np N [options] [--] prog [args...]\n"
-           "\n"
-           "Starts N ranks of prog and sets HVD_RANK, HVD_SIZE, HVD_LOCAL_RANK, HVD_LOCAL_SIZE,\n"
-           "HVD_CROSS_RANK, HVD_CROSS_SIZE, HVD_HOSTNAME, HVD_RENDEZVOUS_ADDR/PORT, HVD_SECRET\n"
-           "and HVD_JOB_ID for each. Output lines are prefixed \"[rank]<stdout>: \".\n"
-           "\n"
-           "options:\n"
-           "  -np, -n, --num-proc N    number of ranks (required)\n"
+std::string usage_text() {
+    return std::string(
+               "usage: hvdrun -np N [options] [--] prog [args...]\n"
+               "       hvdrun --check-build\n"
+               "\n"
+               "Starts N ranks of prog and sets HVD_RANK, HVD_SIZE, HVD_LOCAL_RANK, "
+               "HVD_LOCAL_SIZE,\n"
+               "HVD_CROSS_RANK, HVD_CROSS_SIZE, HVD_HOSTNAME, HVD_RENDEZVOUS_ADDR/PORT, "
+               "HVD_SECRET\n"
+               "and HVD_JOB_ID for each. Output lines are prefixed \"[rank]<stdout>: \".\n"
+               "Flags and config-file keys have horovodrun's names; settings apply in the order\n"
+               "config file, tuning flags, -x (a later one wins).\n"
+               "\n"
+               "optional arguments:\n"
+               "  -h, --help               print this help\n"
+               "  --version                print the version\n"
+               "  -cb, --check-build       print what this libhvd supports (library, features,\n"
+               "                           frameworks) and exit\n"
+               "  -np, -n, --num-proc N    number of ranks (required)\n"
+               "  --config-file FILE       horovodrun's YAML file of settings (params, autotune,\n"
+               "                           timeline, stall_check, logging)\n"
+               "  -x NAME[=VALUE]          export a variable to every rank (remote ranks get\n"
+               "                           only HVD_* and these); repeatable\n"
+               "  --grace-seconds S        after the first rank fails, wait S seconds for the\n"
+               "                           others to exit before SIGTERM (default 5, or\n"
+               "                           HVD_RUN_GRACE_SECONDS)\n"
+               "  --no-prefix              pass rank output through without the rank prefix\n"
+               "  --bind-to core|none      core: pin each rank to one CPU (local rank mod the\n"
+               "                           CPUs hvdrun may use), as mpirun --bind-to core;\n"
+               "                           ranks on this host only (default none, or\n"
+               "                           HVD_RUN_BIND_TO)\n"
+               "  --verbose                print the rank placement and remote commands\n") +
+           tuning_usage() +
+           "\nhost arguments:\n"
            "  -H, --hosts LIST         hosts and slots, e.g. host1:4,host2:4 (default: all\n"
            "                           local); ranks fill the hosts in order\n"
            "  --hostfile FILE          one host per line: \"host slots=N\" or \"host:N\"\n"
-           "  -x NAME[=VALUE]          export a variable to every rank (remote ranks get\n"
-           "                           only HVD_* and these); repeatable\n"
-           "  --rendezvous-addr ADDR   address ranks use to reach rank 0's rendezvous\n"
-           "                           (default: 127.0.0.1 if all local, else rank 0's host)\n"
-           "  --grace-seconds S        after the first rank fails, wait S seconds for the\n"
-           "                           others to exit before SIGTERM (default 5, or\n"
-           "                           HVD_RUN_GRACE_SECONDS)\n"
-           "  --no-prefix              pass rank output through without the rank prefix\n"
-           "  --bind-to core|none      core: pin each rank to one CPU (local rank mod the\n"
-           "                           CPUs hvdrun may use), as mpirun --bind-to core;\n"
-           "                           ranks on this host only (default none, or\n"
-           "                           HVD_RUN_BIND_TO)\n"
            "  -p, --ssh-port PORT      ssh port for remote hosts\n"
+           "  -i, --ssh-identity-file FILE\n"
+           "                           ssh private key for remote hosts\n"
            "  --start-timeout S        ssh connect timeout for remote hosts\n"
-           "  --verbose                print the rank placement and remote commands\n"
-           "  -h, --help               print this help\n"
-           "  --version                print the version\n"
+           "  --network-interfaces LIST\n"
+           "                           interfaces for traffic between hosts, e.g. eth0,ib0\n"
+           "                           (UCX_NET_DEVICES; checked on every host first)\n"
+           "  --rendezvous-addr ADDR   address ranks use to reach rank 0's rendezvous\n"
+           "                           (default: 127.0.0.1 if all local, else rank 0's host\n"
+           "                           or its first --network-interfaces address)\n"
            "\n"
            "exit status: 0 when every rank exits 0; else the first failing rank's code\n"
            "(128+signal when killed); 2 for a usage error; 127 when prog cannot be executed.\n";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hvdrun {
@@ -20,16 +21,22 @@ struct Options {
     int ssh_port = 0;                  // -p / --ssh-port; 0: ssh's default
     int start_timeout = 0;             // --start-timeout seconds for ssh to connect; 0: default
     bool verbose = false;              // --verbose: print placement and remote commands
+    std::string ssh_identity_file;     // -i / --ssh-identity-file for remote hosts
+    std::string config_file;           // --config-file: horovodrun's YAML settings file
+    std::vector<std::string> network_interfaces;  // --network-interfaces / --network-interface
+    // HVD_* settings from horovodrun's tuning flags (--cycle-time-ms ...), in order given
+    std::vector<std::pair<std::string, std::string>> settings;
     bool bind_core = false;            // --bind-to core (true) or none (false, the default)
     bool bind_given = false;           // true when --bind-to was on the command line
     std::vector<std::string> command;  // program and its arguments, untouched
 };
 
-enum class ParseOutcome { kRun, kHelp, kVersion, kError };
+enum class ParseOutcome { kRun, kHelp, kVersion, kCheckBuild, kError };
 
-// Parses argv[1..] (args excludes the program name). Options end at the first argument that
-// is not an option, or at "--"; everything after belongs to the launched program. Long
-// options accept both "--name value" and "--name=value". On kError *err says what is wrong.
+// Parses argv[1..] (args excludes the program name). -h/--help, --version and
+// -cb/--check-build among the options end parsing with their outcome. Options end at the first
+// argument that is not an option, or at "--"; everything after belongs to the launched program.
+// Long options accept both "--name value" and "--name=value". On kError *err says what is wrong.
 ParseOutcome parse_options(const std::vector<std::string> &args, Options *out, std::string *err);
 
 // Applies HVD_RUN_GRACE_SECONDS (value of the variable, nullptr when unset) unless the
@@ -44,6 +51,6 @@ bool apply_bind_env(const char *bind_env, Options *opts, std::string *err);
 bool parse_seconds(const std::string &text, double *out);
 
 // The text printed by -h / --help.
-const char *usage_text();
+std::string usage_text();
 
 }  // namespace hvdrun

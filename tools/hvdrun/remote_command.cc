@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "remote_command.h"
 
+#include "network_interfaces.h"
+
 namespace hvdrun {
 namespace {
 
@@ -30,11 +32,14 @@ std::string shell_quote(const std::string &word) {
 }
 
 std::string remote_shell_command(const std::string &cwd, const std::vector<EnvVar> &env,
-                                 const std::vector<std::string> &command) {
+                                 const std::vector<std::string> &command,
+                                 const std::vector<std::string> &interfaces) {
     // `env` stops reading options at the first NAME=VALUE, so a program whose name starts
     // with '-' is still run, not parsed as an option. HVD_RANK always comes first.
-    std::string line =
-        "read -r HVD_SECRET && export HVD_SECRET && cd " + shell_quote(cwd) + " && exec env";
+    std::string check = interface_check_command(interfaces);
+    std::string line = (check.empty() ? "" : check + " && ") +
+                       "read -r HVD_SECRET && export HVD_SECRET && cd " + shell_quote(cwd) +
+                       " && exec env";
     for (const EnvVar &var : env) {
         line += " " + shell_quote(var.first + "=" + var.second);
     }
@@ -52,8 +57,9 @@ std::vector<std::string> ssh_argv(const std::string &host, const SshOptions &ssh
         argv.insert(argv.end(), {"-o", "ConnectTimeout=" + std::to_string(ssh.connect_timeout)});
     }
     if (ssh.port > 0) argv.insert(argv.end(), {"-p", std::to_string(ssh.port)});
+    if (!ssh.identity_file.empty()) argv.insert(argv.end(), {"-i", ssh.identity_file});
     argv.push_back(host);
-    argv.push_back(remote_shell_command(cwd, env, command));
+    argv.push_back(remote_shell_command(cwd, env, command, ssh.interfaces));
     return argv;
 }
 

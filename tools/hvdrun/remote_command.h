@@ -10,8 +10,10 @@
 namespace hvdrun {
 
 struct SshOptions {
-    int port = 0;             // 0: ssh's default
-    int connect_timeout = 0;  // seconds; 0: ssh's default
+    int port = 0;                         // 0: ssh's default
+    int connect_timeout = 0;              // seconds; 0: ssh's default
+    std::string identity_file;            // ssh -i; empty: ssh's default keys
+    std::vector<std::string> interfaces;  // --network-interfaces the remote host must have
 };
 
 // Quotes `word` for a POSIX shell: 'word', with each ' written as '\''. Words made only of
@@ -19,14 +21,19 @@ struct SshOptions {
 std::string shell_quote(const std::string &word);
 
 // The remote shell command, every word quoted:
-//   read -r HVD_SECRET && export HVD_SECRET && cd <cwd> && exec env VAR=... prog args </dev/null
+//   [<interface check> && ]read -r HVD_SECRET && export HVD_SECRET && cd <cwd> &&
+//   exec env VAR=... prog args </dev/null
+// The interface check (interface_check_command) makes a host without one of `interfaces`
+// fail before the program starts.
 // The job secret comes as the first line of ssh's stdin, not on the command line, where `ps`
 // on either host would show it; the rank's own stdin is /dev/null as for local ranks. `env`
 // must not contain HVD_SECRET. Assumes a POSIX login shell on the remote host.
 std::string remote_shell_command(const std::string &cwd, const std::vector<EnvVar> &env,
-                                 const std::vector<std::string> &command);
+                                 const std::vector<std::string> &command,
+                                 const std::vector<std::string> &interfaces = {});
 
-// argv for the local ssh process: ssh -o BatchMode=yes [-o ConnectTimeout=S] [-p port] host
+// argv for the local ssh process: ssh -o BatchMode=yes [-o ConnectTimeout=S] [-p port]
+// [-i identity_file] host
 // '<remote_shell_command>'. BatchMode makes a missing key fail at once instead of prompting.
 std::vector<std::string> ssh_argv(const std::string &host, const SshOptions &ssh,
                                   const std::string &cwd, const std::vector<EnvVar> &env,
