@@ -7,7 +7,8 @@ output file per case and repetition, in the format of bench/peers/bench_common.h
 median over repetitions of every (case, size) and prints, per collective and rank count, libhvd's
 busbw beside the best standard Open MPI configuration (run_all.sh's THP and out-of-place
 diagnostic variants are left out of "best"), Gloo, torch.distributed and the one-process
-memcpy rate, the ratios, and the issue's targets with PASS / MISS. Labels ending in ".more"
+memcpy rate, the ratios, and the targets with PASS / MISS; then the Python path (hvd.torch,
+bench/python_allreduce_perf.py) against the C path, Horovod and torch.distributed. Labels ending in ".more"
 are extra repetitions of the case without the suffix and are pooled with it. Only the
 standard library is used.
 """
@@ -102,7 +103,7 @@ def load(dirs):
 
 def standard(c):
     """Not one of run_all.sh's diagnostic variants (THP-backed malloc, out of place): the
-    configurations a user runs, which the issue's peer numbers describe."""
+    configurations a user runs."""
     return "_thp" not in c.label and "_oop" not in c.label
 
 
@@ -178,7 +179,7 @@ def check_range(t, cases, hvd, fam, lo, hi, goal, what):
 
 
 def targets(cases, np_, prefix):
-    """The issue's targets for libhvd's cases named <prefix>_..._np<np_>."""
+    """The targets for libhvd's cases named <prefix>_..._np<np_>."""
     t = Targets()
     hvd = cases.get(f"{prefix}_np{np_}")
     if not hvd:
@@ -230,6 +231,52 @@ def targets(cases, np_, prefix):
     return t
 
 
+def python_section(cases, np_):
+    """hvd.torch per call and per 256-tensor step against libhvd's C path (hvdrun, unbound, as
+    the Python cases run), Horovod's own Python path and torch.distributed (Gloo)."""
+    py = cases.get(f"hvdpy_np{np_}")
+    if not py or not py.runs:
+        return []
+    c, hrv = cases.get(f"hvd_np{np_}"), cases.get(f"horovod_np{np_}")
+    rows = []
+    for s in py.sizes():
+        p = py.med(s, 0)
+        cv = c.med(s, 0) if c else None
+        hv = hrv.med(s, 0) if hrv else None
+        tv, _ = best(cases, "torch", py.key(), s, 0, lowest=True)
+        rows.append([human(s), fmt(p), fmt(cv), fmt(p - cv if cv is not None else None),
+                     fmt(hv), fmt(ratio(hv, p)), fmt(tv), fmt(ratio(tv, p))])
+    out = [f"## Python (hvd.torch allreduce_), {np_} ranks: time per call, us\n",
+           table(["size", "hvd.torch", "C (hvd_np)", "Python cost", "Horovod",
+                  "Horovod/hvd", "torch gloo", "torch/hvd"], rows) + "\n"]
+    t = Targets()
+    p8, c8 = py.med(8, 0), c.med(8, 0) if c else None
+    if p8 is not None and c8 is not None:
+        t.add("8 B: Python cost over C", f"{fmt(p8 - c8)} us ({fmt(p8)} vs {fmt(c8)})",
+              "<= 3 us", p8 - c8 <= 3)
+    h8 = hrv.med(8, 0) if hrv else None
+    t.add("8 B: vs Horovod", f"{fmt(ratio(h8, p8))}x faster" if h8 else "not measured",
+          "(reference)", None)
+    pstep, cstep = cases.get(f"hvdpy_many256_np{np_}"), cases.get(f"hvd_many256_np{np_}")
+    if pstep and pstep.sizes():
+        n = int(pstep.meta.get("many", "1"))
+        ps = pstep.med(pstep.sizes()[0], 0)
+        cs = cstep.med(cstep.sizes()[0], 0) if cstep and cstep.sizes() else None
+        if cs:
+            t.add(f"{n} x {human(pstep.sizes()[0] // n)} step vs the C step",
+                  f"{fmt(ps)} vs {fmt(cs)} us: {fmt(ratio(ps, cs))}x", "<= 3x", ps <= 3 * cs)
+            t.add("  Python cost per op", f"{fmt((ps - cs) / n)} us", "<= 1.5 us",
+                  (ps - cs) / n <= 1.5)
+        hstep = cases.get(f"horovod_many256_np{np_}")
+        if hstep and hstep.sizes():
+            hs = hstep.med(hstep.sizes()[0], 0)
+            t.add("  the step vs Horovod's", f"{fmt(hs)} us: {fmt(ratio(hs, ps))}x faster",
+                  "(reference)", None)
+    out += [f"## Python targets, {np_} ranks\n", table(["target", "measured", "goal", ""], t.rows)
+            + "\n"]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-o", "--out")
@@ -251,8 +298,9 @@ def main():
                             ("hvd_mem", "hvdrun, tensors from hvd_mem_alloc (-R 1)")):
             t = targets(cases, np_, prefix)
             if t.rows:
-                out.append(f"## Targets of issue 6, {np_} ranks, {how} ({prefix}_*)\n")
+                out.append(f"## Targets, {np_} ranks, {how} ({prefix}_*)\n")
                 out.append(table(["target", "measured", "goal", ""], t.rows) + "\n")
+        out += python_section(cases, np_)
     text = "\n".join(out)
     print(text)
     if args.out:

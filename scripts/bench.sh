@@ -2,10 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs hvd_bench and the peer baselines of bench/peers (Open MPI, Gloo, torch.distributed,
 # memcpy, UCX) side by side on this host, interleaved, and prints per size the median busbw of
-# each and the ratio libhvd / peer, with the targets of issue 6.
+# each and the ratio libhvd / peer, with the targets. The Python path is measured too:
+# hvd.torch's allreduce_ and a 256-tensor step (bench/python_allreduce_perf.py), against
+# Horovod itself when it is built (--horovod) and against the C path.
 #
 #   scripts/bench.sh              full run, 2 ranks, REPS=3 (about 10 minutes on 2 vCPUs)
-#   scripts/bench.sh --quick      smoke run: sizes up to 1 MiB, one repetition (~1 minute)
+#   scripts/bench.sh --quick      smoke run: sizes up to 1 MiB, one repetition (a few minutes)
+#   scripts/bench.sh --horovod    also Horovod 0.28.1 (PyPI source, gloo + MPI, against
+#                                 Debian's torch), built once into $BUILD_DIR/horovod-venv
+#                                 (about 5 minutes); used whenever it is there
 #   scripts/bench.sh --np4        also libhvd on 4 ranks (the peers' 4-rank cases always run)
 #   scripts/bench.sh --reps N     repetitions of the key cases (median reported)
 #   scripts/bench.sh --only "memcpy mpi gloo"   peer groups (memcpy pingpong ucx mpi gloo torch)
@@ -20,14 +25,17 @@ source "$(dirname "$0")/common.sh"
 QUICK=${QUICK:-0}
 REPS=${REPS:-3}
 NP4=${NP4:-0}
+HOROVOD=${HOROVOD:-0}
+HOROVOD_VENV=${HOROVOD_VENV:-}
 ONLY=${ONLY:-"memcpy pingpong ucx mpi gloo torch"}
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --np4) NP4=1 ;;
+    --horovod) HOROVOD=1 ;;
     --reps) REPS=$2; shift ;;
     --only) ONLY=$2; shift ;;
-    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -36,12 +44,25 @@ done
 
 # ---------------------------------------------------------------- dependencies and build
 HVD_APT_PACKAGES+=(libgloo-dev)   # a benchmark peer only: not in the test script's list
+# Horovod's PyTorch extension compiles against Debian's torch headers.
+[ "$HOROVOD" = 1 ] && HVD_APT_PACKAGES+=(libtorch-dev)
 hvd_install_missing
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   hvd_log "no torch for /usr/bin/python3: the torch.distributed peer is skipped"
   ONLY=$(echo " $ONLY " | sed 's/ torch / /')
 fi
 hvd_build -DHVD_BUILD_PEER_BENCH=ON
+HOROVOD_VENV=${HOROVOD_VENV:-$BUILD_DIR/horovod-venv}
+# Horovod from PyPI's source, against Debian's torch (the one /usr/bin/python3 imports) and
+# Debian's cmake; pip's wheel cache makes a rebuild after `rm -rf build` quicker.
+if [ "$HOROVOD" = 1 ] && [ ! -x "$HOROVOD_VENV/bin/horovodrun" ]; then
+  hvd_log "building Horovod 0.28.1 into $HOROVOD_VENV"
+  /usr/bin/python3 -m venv --system-site-packages "$HOROVOD_VENV"
+  (cd /tmp && PATH=/usr/bin:$PATH HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 \
+    HOROVOD_WITH_MPI=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 MAKEFLAGS=-j"$JOBS" \
+    "$HOROVOD_VENV/bin/pip" install -q --no-build-isolation horovod==0.28.1) ||
+    { echo "bench.sh: building Horovod failed" >&2; exit 1; }
+fi
 HVDRUN="$BUILD_DIR/tools/hvdrun/hvdrun"
 HVD_BENCH="$BUILD_DIR/bench/hvd_bench"
 PEER_BIN="$BUILD_DIR/bench/peers"   # the peer programs and run_all.sh, built from bench/peers
@@ -65,6 +86,15 @@ has_symbol() { nm -D --defined-only "$BUILD_DIR/src/libhvd.so" | grep -qE " $1(@
   echo "HVD=(\"$HVDRUN\" --no-prefix -np)"
   echo "B=\"$HVD_BENCH\""
   echo "NP4=$NP4"
+  # The Python path on Debian's torch, as Horovod is built: the same torch for both.
+  echo "PYB=(/usr/bin/python3 \"$HVD_ROOT/bench/python_allreduce_perf.py\")"
+  echo "PYPATH=\"$BUILD_DIR/python\""
+  if /usr/bin/python3 -c 'import torch' 2>/dev/null; then echo "HAS_torch=1"; else echo "HAS_torch=0"; fi
+  if [ -x "$HOROVOD_VENV/bin/horovodrun" ]; then
+    echo "HOROVODRUN=\"$HOROVOD_VENV/bin/horovodrun\" HOROVOD_PY=\"$HOROVOD_VENV/bin/python\""
+  else
+    echo "HOROVODRUN="
+  fi
   for c in alltoall reducescatter; do
     has_symbol "hvd_${c}_enqueue" && echo "HAS_$c=1" || echo "HAS_$c=0"
   done
@@ -85,6 +115,19 @@ for c in allgather broadcast alltoall reducescatter; do
   v=HAS_$c
   [ "${!v:-1}" = 1 ] && add_case coll "hvd_bind_${c}_np2" "$REPS" "${HVD[@]}" 2 "$B" --bind -c $c "${SWEEP[@]}"
 done
+# Python: hvd.torch per call and per 256-tensor step; Horovod's own the same way (horovodrun
+# prefixes every line with the rank: the filter takes it off).
+if [ "$HAS_torch" = 1 ]; then
+  PY_HVD=(env PYTHONPATH="$PYPATH" "${HVD[@]}" 2 "${PYB[@]}" --module hvd.torch)
+  add_case coll hvdpy_np2 "$REPS" "${PY_HVD[@]}" "${SWEEP[@]}"
+  add_case coll hvdpy_many256_np2 "$REPS" "${PY_HVD[@]}" --many 256 "${SWEEP[@]}" "${FUSION[@]}"
+  if [ -n "$HOROVODRUN" ]; then
+    UNPREFIX='"$@" | sed -E "s/^\[[0-9,]+\]<std(out|err)>://"'
+    PY_HRV=(bash -c "$UNPREFIX" - "$HOROVODRUN" -np 2 --gloo "$HOROVOD_PY" "${PYB[1]}" --module horovod.torch)
+    add_case coll horovod_np2 "$REPS" "${PY_HRV[@]}" "${SWEEP[@]}"
+    add_case coll horovod_many256_np2 "$REPS" "${PY_HRV[@]}" --many 256 "${SWEEP[@]}" "${FUSION[@]}"
+  fi
+fi
 # tensors from hvd_mem_alloc, which the ranks reduce in place in each other's buffers
 add_case coll hvd_bind_mem_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind -R 1 "${SWEEP[@]}"
 add_case coll hvd_bind_mem_many256_np2 "$REPS" "${HVD[@]}" 2 "$B" --bind -R 1 --many 256 "${SWEEP[@]}" "${FUSION[@]}"

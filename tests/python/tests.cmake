@@ -57,6 +57,19 @@ foreach(interp ${HVD_PYTHON_TORCH_INTERPRETERS})
   list(APPEND hvd_torch_labels ${label})
   hvd_python_suite(torch ${interp} ${label})
   set(hvd_core_interpreter ${interp})
+  if(NOT TEST bench.python_np2)
+    # bench/python_allreduce_perf.py (scripts/bench.sh's Python cases) in the benchmarks'
+    # format, results checked: per call on 2 ranks, a 16-tensor step on 3.
+    foreach(spec "np2;2;4;-b;8;-e;512;-x;none" "many16_np3;3;1;--many;16;-b;1K")
+      list(POP_FRONT spec tname np nsizes)
+      add_test(NAME bench.python_${tname}
+        COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/bench/check_bench_output.sh ${nsizes} --
+                $<TARGET_FILE:hvdrun> -np ${np} --no-prefix ${interp}
+                ${PROJECT_SOURCE_DIR}/bench/python_allreduce_perf.py -t 0.02 ${spec})
+      set_tests_properties(bench.python_${tname} PROPERTIES LABELS "bench;python" TIMEOUT 120
+        ENVIRONMENT "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1")
+    endforeach()
+  endif()
 endforeach()
 
 execute_process(COMMAND ${hvd_core_interpreter} -c "import numpy, pytest"
