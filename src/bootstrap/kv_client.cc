@@ -12,8 +12,10 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "bootstrap/kv_auth.h"
+#include "bootstrap/kv_messages.h"
 #include "bootstrap/kv_protocol.h"
 #include "bootstrap/kv_store.h"
 #include "bootstrap/socket_io.h"
@@ -68,7 +70,7 @@ struct KvClient::Impl {
     Frame read_handshake_frame(const Deadline &deadline, const char *what_missing);
     void send(const std::string &bytes, const Deadline &deadline);
     bool pump(const Deadline &deadline, bool wait);
-    void dispatch(const Frame &f);
+    void dispatch(Frame f);
     void lose_server(const std::string &why);
     void close_socket();
     void check_usable(const char *op);
@@ -108,7 +110,7 @@ bool KvClient::Impl::pump(const Deadline &deadline, bool wait) {
     try {
         Frame f;
         while (in.next(&f))
-            dispatch(f);
+            dispatch(std::move(f));
     } catch (const Error &e) {
         lose_server(strprintf("protocol error: %s", e.what()));
         close_socket();
@@ -121,19 +123,16 @@ bool KvClient::Impl::pump(const Deadline &deadline, bool wait) {
     return false;
 }
 
-void KvClient::Impl::dispatch(const Frame &f) {
-    if (f.type == KvMsg::kValue) {
-        expect_frame(f, KvMsg::kValue, 2, "rendezvous at " + where);
-        uint64_t id = decode_u64(f.fields[0]);
+void KvClient::Impl::dispatch(Frame f) {
+    ServerNotice n = read_server_notice(std::move(f), where);
+    if (n.type == KvMsg::kValue) {
         // Answers to GETs that already timed out are dropped here.
-        if (awaited.erase(id)) answers[id] = f.fields[1];
+        if (awaited.erase(n.request_id)) answers[n.request_id] = std::move(n.value);
         return;
     }
-    expect_frame(f, KvMsg::kFailed, 1, "rendezvous at " + where);
-    auto dead = static_cast<int32_t>(decode_u32(f.fields[0]));
-    if (std::find(failed.begin(), failed.end(), dead) != failed.end()) return;
-    failed.push_back(dead);
-    unreported.push_back(dead);
+    if (std::find(failed.begin(), failed.end(), n.failed_rank) != failed.end()) return;
+    failed.push_back(n.failed_rank);
+    unreported.push_back(n.failed_rank);
 }
 
 // ------------------------------------------------------------------ handshake
@@ -174,16 +173,7 @@ void KvClient::Impl::handshake(const std::string &secret, const Deadline &deadli
                       where.c_str(), rank, static_cast<long long>(challenge_wait_ms)),
             true);
     }
-    expect_frame(challenge, KvMsg::kChallenge, 2, "rendezvous at " + where);
-    uint32_t version = decode_u32(challenge.fields[0]);
-    if (version != kKvProtocolVersion)
-        throw Error(HVD_ERR_TRANSPORT,
-                    strprintf("rendezvous at %s speaks protocol %u, rank %d speaks %u",
-                              where.c_str(), version, rank, kKvProtocolVersion));
-    const std::string &server_nonce = challenge.fields[1];
-    if (server_nonce.size() != kNonceBytes)
-        throw Error(HVD_ERR_TRANSPORT,
-                    strprintf("rendezvous at %s sent a malformed challenge", where.c_str()));
+    const std::string server_nonce = read_challenge(challenge, where, rank);
 
     std::string client_nonce = new_nonce();
     std::string hello = encode_frame(
@@ -201,19 +191,11 @@ void KvClient::Impl::handshake(const std::string &secret, const Deadline &deadli
     }
 
     Frame answer = read_handshake_frame(deadline, "answer to its HELLO");
-    if (answer.type == KvMsg::kReject && answer.fields.size() == 1 &&
-        answer.fields[0].rfind(kRejectRetryPrefix, 0) == 0)
+    HelloAnswer verdict =
+        read_hello_answer(answer, secret, client_nonce, server_nonce, where, rank);
+    if (verdict.retry)
         throw SessionEnded(strprintf("rendezvous at %s: rank %d: %s", where.c_str(), rank,
-                                     answer.fields[0].c_str()));
-    if (answer.type == KvMsg::kReject && answer.fields.size() == 1)
-        throw Error(HVD_ERR_TRANSPORT, strprintf("rendezvous at %s rejected rank %d: %s",
-                                                 where.c_str(), rank, answer.fields[0].c_str()));
-    expect_frame(answer, KvMsg::kWelcome, 1, "rendezvous at " + where);
-    if (!proof_matches(answer.fields[0], server_proof(secret, client_nonce, server_nonce)))
-        throw Error(HVD_ERR_TRANSPORT,
-                    strprintf("rendezvous at %s could not prove it knows the job secret "
-                              "(different secret, or not this job's server)",
-                              where.c_str()));
+                                     verdict.reason.c_str()));
     in.set_max_frame_bytes(kMaxFrameBytes);
 }
 

@@ -24,8 +24,10 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "bootstrap/kv_auth.h"
+#include "bootstrap/kv_messages.h"
 #include "bootstrap/kv_protocol.h"
 #include "bootstrap/kv_store.h"
 #include "bootstrap/kv_table.h"
@@ -128,10 +130,10 @@ struct KvServer::Impl {
     int poll_timeout_ms() const;
     void accept_new();
     void on_readable(Conn &c);
-    void handle_frame(Conn &c, const Frame &f);
+    void handle_frame(Conn &c, Frame f);
     void handle_hello(Conn &c, const Frame &f);
-    void handle_put(const Frame &f);
-    void handle_get(Conn &c, const Frame &f);
+    void handle_put(const RankRequest &req);
+    void handle_get(Conn &c, const RankRequest &req);
     void accept_rank(Conn &c, int32_t rank, const std::string &client_nonce);
     void reject(Conn &c, const std::string &reason);
     void queue(Conn &c, const std::string &frame);
@@ -317,7 +319,7 @@ void KvServer::Impl::on_readable(Conn &c) {
     try {
         Frame f;
         while (!c.dead && c.in.next(&f))
-            handle_frame(c, f);
+            handle_frame(c, std::move(f));
     } catch (const Error &e) {
         // Garbage from an unauthenticated peer, or a protocol violation by a rank: the
         // connection goes; for a rank this counts as a failure the others must hear of.
@@ -331,41 +333,32 @@ void KvServer::Impl::on_readable(Conn &c) {
     if (r == ReadResult::kClosed) kill(c, "connection closed");
 }
 
-void KvServer::Impl::handle_frame(Conn &c, const Frame &f) {
+void KvServer::Impl::handle_frame(Conn &c, Frame f) {
     if (!c.authed) return handle_hello(c, f);
-    switch (f.type) {
+    RankRequest req = read_rank_request(std::move(f), c.peer);
+    switch (req.type) {
         case KvMsg::kPut:
-            return handle_put(f);
+            return handle_put(req);
         case KvMsg::kGet:
-            return handle_get(c, f);
-        case KvMsg::kBye:
-            expect_frame(f, KvMsg::kBye, 0, c.peer);
+            return handle_get(c, req);
+        default:  // kBye
             c.said_bye = true;
             return kill(c, "said BYE");
-        default:
-            throw Error(HVD_ERR_TRANSPORT, strprintf("unexpected %s message", kv_msg_name(f.type)));
     }
 }
 
 void KvServer::Impl::handle_hello(Conn &c, const Frame &f) {
-    expect_frame(f, KvMsg::kHello, 5, c.peer);
-    uint32_t version = decode_u32(f.fields[0]);
-    auto rank = static_cast<int32_t>(decode_u32(f.fields[1]));
-    auto claimed_size = static_cast<int32_t>(decode_u32(f.fields[2]));
-    const std::string &client_nonce = f.fields[3];
-    if (version != kKvProtocolVersion)
-        return reject(
-            c, strprintf("protocol version %u, the server speaks %u", version, kKvProtocolVersion));
-    if (client_nonce.size() != kNonceBytes) return reject(c, "malformed HELLO nonce");
-    if (!proof_matches(f.fields[4], client_proof(secret, c.nonce, rank, claimed_size)))
-        return reject(c, "authentication failed (wrong job secret?)");
-    if (size == 0 && claimed_size > 0) {  // the first authenticated client sets the job size
-        size = claimed_size;
+    HelloClaim claim;
+    std::string refusal = read_hello(f, secret, c.nonce, c.peer, &claim);
+    if (!refusal.empty()) return reject(c, refusal);
+    const int32_t rank = claim.rank;
+    if (size == 0 && claim.size > 0) {  // the first authenticated client sets the job size
+        size = claim.size;
         ranks.assign(static_cast<size_t>(size), RankState::kAbsent);
     }
-    if (claimed_size != size)
+    if (claim.size != size)
         return reject(c, strprintf("rank %d claims a job of %d ranks, this job has %d", rank,
-                                   claimed_size, size));
+                                   claim.size, size));
     if (rank < 0 || rank >= size)
         return reject(c, strprintf("rank %d is outside [0, %d)", rank, size));
     if (ranks[rank] == RankState::kLeft)
@@ -373,7 +366,7 @@ void KvServer::Impl::handle_hello(Conn &c, const Frame &f) {
                                    kRejectRetryPrefix, rank));
     if (ranks[rank] != RankState::kAbsent)
         return reject(c, strprintf("rank %d has already joined this job", rank));
-    accept_rank(c, rank, client_nonce);
+    accept_rank(c, rank, claim.client_nonce);
 }
 
 void KvServer::Impl::accept_rank(Conn &c, int32_t rank, const std::string &client_nonce) {
@@ -392,21 +385,18 @@ void KvServer::Impl::accept_rank(Conn &c, int32_t rank, const std::string &clien
             queue(c, encode_frame(KvMsg::kFailed, {encode_u32(static_cast<uint32_t>(r))}));
 }
 
-void KvServer::Impl::handle_put(const Frame &f) {
-    expect_frame(f, KvMsg::kPut, 2, "PUT");
-    std::vector<KvWaiter> waiters = table.put(f.fields[0], f.fields[1]);
+void KvServer::Impl::handle_put(const RankRequest &req) {
+    std::vector<KvWaiter> waiters = table.put(req.key, req.value);
     for (const KvWaiter &w : waiters) {
         auto it = conns.find(w.conn_id);
         if (it == conns.end()) continue;
-        queue(*it->second, encode_frame(KvMsg::kValue, {encode_u64(w.request_id), f.fields[1]}));
+        queue(*it->second, encode_frame(KvMsg::kValue, {encode_u64(w.request_id), req.value}));
     }
 }
 
-void KvServer::Impl::handle_get(Conn &c, const Frame &f) {
-    expect_frame(f, KvMsg::kGet, 2, "GET");
-    uint64_t request_id = decode_u64(f.fields[0]);
-    const std::string *value = table.get_or_park(f.fields[1], KvWaiter{c.id, request_id});
-    if (value) queue(c, encode_frame(KvMsg::kValue, {encode_u64(request_id), *value}));
+void KvServer::Impl::handle_get(Conn &c, const RankRequest &req) {
+    const std::string *value = table.get_or_park(req.key, KvWaiter{c.id, req.request_id});
+    if (value) queue(c, encode_frame(KvMsg::kValue, {encode_u64(req.request_id), *value}));
 }
 
 // ------------------------------------------------------------------ the loop
