@@ -13,10 +13,14 @@ class Deadline {
   public:
     using Clock = std::chrono::steady_clock;
 
-    // timeout_ms < 0: never expires.
+    // Timeouts from this on (146 years) never expire either: the clock's time points (64-bit
+    // nanoseconds) cannot hold now plus one much longer.
+    static constexpr int64_t kNeverMs = INT64_MAX / 2000000;
+
+    // timeout_ms < 0 or >= kNeverMs: never expires.
     static Deadline after_ms(int64_t timeout_ms) {
         Deadline d;
-        d.infinite_ = timeout_ms < 0;
+        d.infinite_ = timeout_ms < 0 || timeout_ms >= kNeverMs;
         if (!d.infinite_) d.at_ = Clock::now() + std::chrono::milliseconds(timeout_ms);
         return d;
     }
@@ -25,7 +29,7 @@ class Deadline {
     // timeout is a second or more: the same clock, behind by at most one kernel tick, so the
     // deadline comes at most that much early. Shorter timeouts read the precise clock.
     static Deadline after_ms_coarse(int64_t timeout_ms) {
-        if (timeout_ms < 1000) return after_ms(timeout_ms);
+        if (timeout_ms < 1000 || timeout_ms >= kNeverMs) return after_ms(timeout_ms);
         struct timespec ts;
         if (::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0) return after_ms(timeout_ms);
         Deadline d;

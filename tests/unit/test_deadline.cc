@@ -58,6 +58,19 @@ void test_coarse_short_and_infinite(void **) {
     assert_int_equal(Deadline::after_ms_coarse(0).remaining_ms(100), 0);
 }
 
+// A timeout too long for the clock's time points (an op's timeout_ms from the caller) never
+// expires, instead of overflowing into the past.
+void test_longest_timeouts_never_expire(void **) {
+    for (int64_t ms : {INT64_MAX, Deadline::kNeverMs, int64_t{33495796838039552}}) {
+        assert_true(Deadline::after_ms(ms).infinite());
+        assert_true(Deadline::after_ms_coarse(ms).infinite());
+        assert_false(Deadline::after_ms_coarse(ms).expired());
+    }
+    Deadline year = Deadline::after_ms_coarse(Deadline::kNeverMs - 1);
+    assert_false(year.infinite());
+    assert_true(year.at() > Deadline::Clock::now() + std::chrono::hours(24 * 365 * 100));
+}
+
 }  // namespace
 
 int main(void) {
@@ -65,6 +78,7 @@ int main(void) {
         cmocka_unit_test(test_after_ms_brackets_the_clock),
         cmocka_unit_test(test_coarse_is_within_a_tick),
         cmocka_unit_test(test_coarse_short_and_infinite),
+        cmocka_unit_test(test_longest_timeouts_never_expire),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
