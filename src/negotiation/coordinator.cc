@@ -228,6 +228,19 @@ Response Coordinator::complete_with_joined(const Key &key, std::vector<OpMeta> &
 // it: other ranks may use a new set as soon as they have run its response.
 void Coordinator::apply_membership(Response &resp, const OpMeta &meta) {
     if (resp.type == OpType::kProcessSetCreate) {
+        // Each rank checked its ranks at enqueue and validate_op that all members sent the
+        // same; checked again here because they came over the wire and become a set's members.
+        const int32_t size = static_cast<int32_t>(sets_.at(0).size());
+        for (size_t i = 0; i < meta.splits.size() || meta.splits.empty(); ++i) {
+            int32_t r = meta.splits.empty() ? -1 : meta.splits[i];
+            if (r >= 0 && r < size && (i == 0 || meta.splits[i - 1] < r)) continue;
+            resp.status = HVD_ERR_INVALID_ARG;
+            resp.message = strprintf(
+                "process_set_create '%s': ranks %s are not ascending ranks of a job of "
+                "%d ranks",
+                meta.name.c_str(), ranks_string(meta.splits).c_str(), size);
+            return;
+        }
         if (sets_.size() >= 0xffff) {
             resp.status = HVD_ERR_NO_MEMORY;
             resp.message = "too many process sets (65535)";
@@ -240,8 +253,14 @@ void Coordinator::apply_membership(Response &resp, const OpMeta &meta) {
         resp.first_dims = {id};
     } else {
         const uint16_t id = static_cast<uint16_t>(meta.root);
+        if (id == 0 || meta.root != id || sets_.count(id) == 0) {
+            // The global set is never destroyed (each rank refuses it at enqueue).
+            resp.status = HVD_ERR_INVALID_ARG;
+            resp.message = strprintf("process_set_destroy '%s': no process set %d to destroy",
+                                     meta.name.c_str(), meta.root);
+            return;
+        }
         sets_.erase(id);
-        if (id == 0) return;
         // Ops some members reported on the set can never complete now (each member's engine
         // fails its own as it runs this response): forget them, or they would wait here for
         // good, and the stall inspector report them (a stall shutdown end the job for them).

@@ -125,5 +125,7 @@ ResponseBatch decode_batch(const std::string &bytes);
 
 // "[4,3]"
 std::string shape_string(const Shape &shape);
+// "[0,2,3]"
+std::string ranks_string(const std::vector<int32_t> &ranks);
 
 }  // namespace hvd::negotiation

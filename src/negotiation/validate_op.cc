@@ -44,11 +44,6 @@ std::string dims_from_second(const Shape &shape) {
     return shape_string(std::vector<int64_t>(shape.begin() + 1, shape.end()));
 }
 
-std::string ranks_string(const std::vector<int32_t> &ranks) {
-    std::vector<int64_t> wide(ranks.begin(), ranks.end());
-    return shape_string(wide);
-}
-
 std::string Comparison::same_trailing_dims() const {
     if (m_.shape.size() != ref_.shape.size())
         return differ("rank (ndim)", std::to_string(m_.shape.size()),
@@ -260,6 +255,11 @@ std::string check_gather_outputs(const std::vector<OpMeta> &by_member,
         before += first_dims[i];
     }
     return "";
+}
+
+std::string ranks_string(const std::vector<int32_t> &ranks) {
+    std::vector<int64_t> wide(ranks.begin(), ranks.end());
+    return shape_string(wide);
 }
 
 }  // namespace hvd::negotiation
