@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: Apache-2.0
+# Fuzz targets: one LLVMFuzzerTestOneInput per tests/fuzz/fuzz_<name>.cc, each over the parsers
+# of bytes that come from another process or the network (and the C API's argument checks).
+# They link their own copy of the library's objects, built with the sanitizers, so the normal
+# build stays as it is. Two ways to run them:
+#  - here (any compiler): with standalone_driver.cc, which replays tests/fuzz/corpus/<name>
+#    and mutates it for a few seconds: ctest label fuzz. AddressSanitizer and
+#    UndefinedBehaviorSanitizer where the compiler has them (gcc and clang do).
+#  - HVD_FUZZ_LIBFUZZER=ON (clang): with libFuzzer instead of the driver; scripts/fuzz.sh.
+option(HVD_BUILD_FUZZ "Build the fuzz targets (ctest label fuzz)" ON)
+option(HVD_FUZZ_LIBFUZZER "Link the fuzz targets with libFuzzer (clang) instead of the driver"
+  OFF)
+set(HVD_FUZZ_SECONDS 4 CACHE STRING "Seconds of mutations per fuzz target under ctest")
+if(NOT HVD_BUILD_FUZZ)
+  return()
+endif()
+
+include(CheckCXXSourceCompiles)
+set(HVD_FUZZ_SANITIZERS -fsanitize=address,undefined)
+set(CMAKE_REQUIRED_FLAGS "${HVD_FUZZ_SANITIZERS}")
+set(CMAKE_REQUIRED_LINK_OPTIONS ${HVD_FUZZ_SANITIZERS})
+check_cxx_source_compiles("int main() { return 0; }" HVD_FUZZ_HAVE_SANITIZERS)
+unset(CMAKE_REQUIRED_FLAGS)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
+
+set(fuzz_compile)
+set(fuzz_link)
+if(HVD_FUZZ_HAVE_SANITIZERS)
+  # Undefined behaviour stops the run (and so counts as a failure), like a memory error.
+  list(APPEND fuzz_compile ${HVD_FUZZ_SANITIZERS} -fno-sanitize-recover=all
+    -fno-omit-frame-pointer)
+  list(APPEND fuzz_link ${HVD_FUZZ_SANITIZERS})
+endif()
+if(HVD_FUZZ_LIBFUZZER)
+  list(APPEND fuzz_compile -fsanitize=fuzzer-no-link)
+  list(APPEND fuzz_link -fsanitize=fuzzer)
+endif()
+
+add_library(hvd_fuzz_objects OBJECT EXCLUDE_FROM_ALL ${HVD_CORE_SOURCES})
+target_include_directories(hvd_fuzz_objects PUBLIC
+  ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
+target_compile_options(hvd_fuzz_objects PRIVATE ${HVD_WARNINGS} ${fuzz_compile})
+target_link_libraries(hvd_fuzz_objects PUBLIC PkgConfig::UCX PkgConfig::HWLOC Threads::Threads)
+add_library(hvd_fuzz_lib STATIC EXCLUDE_FROM_ALL $<TARGET_OBJECTS:hvd_fuzz_objects>)
+target_link_libraries(hvd_fuzz_lib PUBLIC hvd_fuzz_objects)
+
+set(HVD_FUZZ_CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus)
+set(HVD_FUZZ_TARGETS)
+file(GLOB fuzz_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_*.cc)
+foreach(src ${fuzz_sources})
+  get_filename_component(name ${src} NAME_WE)
+  string(REGEX REPLACE "^fuzz_" "" corpus ${name})
+  if(HVD_FUZZ_LIBFUZZER)
+    add_executable(${name} ${src})
+  else()
+    add_executable(${name} ${src} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/standalone_driver.cc)
+  endif()
+  target_link_libraries(${name} PRIVATE hvd_fuzz_lib)
+  target_compile_options(${name} PRIVATE ${HVD_WARNINGS} ${fuzz_compile})
+  target_link_options(${name} PRIVATE ${fuzz_link})
+  list(APPEND HVD_FUZZ_TARGETS ${name})
+  if(NOT HVD_FUZZ_LIBFUZZER)
+    add_test(NAME fuzz.${corpus}
+      COMMAND ${name} -artifact_dir=${CMAKE_CURRENT_BINARY_DIR} ${HVD_FUZZ_SECONDS}
+              ${HVD_FUZZ_CORPUS}/${corpus})
+    # LeakSanitizer needs ptrace, which some containers forbid; leaks are libFuzzer's to find.
+    set_tests_properties(fuzz.${corpus} PROPERTIES LABELS fuzz TIMEOUT 300
+      ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
+  endif()
+endforeach()
+add_custom_target(hvd_fuzz_targets DEPENDS ${HVD_FUZZ_TARGETS})
+
+# Writes the seed corpora from the library's own encoders (tests/fuzz/corpus was made by it).
+add_executable(fuzz_make_corpus ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/make_corpus.cc)
+target_link_libraries(fuzz_make_corpus PRIVATE hvd_internal)
+target_compile_options(fuzz_make_corpus PRIVATE ${HVD_WARNINGS})
