@@ -36,6 +36,7 @@ for src in "$HVD_ROOT"/tests/fuzz/fuzz_*.cc; do
   hvd_log "fuzzing $name for $SECONDS_PER_TARGET s ($seeds seeds)"
   rc=0
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+    LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$HVD_ROOT/tests/fuzz/lsan.supp} \
     "$FUZZ_BUILD_DIR/tests/$target" -max_total_time="$SECONDS_PER_TARGET" -timeout=60 \
     -print_final_stats=1 -artifact_prefix="$run/" "$run/corpus" >"$run/log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$run/log" | tail -1)
