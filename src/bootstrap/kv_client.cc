@@ -9,11 +9,13 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
 #include <utility>
 
+#include "bootstrap/frame_mac.h"
 #include "bootstrap/kv_auth.h"
 #include "bootstrap/kv_messages.h"
 #include "bootstrap/kv_protocol.h"
@@ -55,6 +57,7 @@ struct KvClient::Impl {
     Fd fd;
     std::atomic<int> fd_num{-1};  // fd() without the lock: get() may hold it for long
     FrameDecoder in{kMaxHandshakeFrameBytes};
+    std::optional<FrameMac> mac;  // after the handshake: seals and verifies every frame
     std::mutex mu;
 
     uint64_t next_request = 1;
@@ -63,6 +66,7 @@ struct KvClient::Impl {
     std::vector<int32_t> failed;              // every rank reported failed, in arrival order
     std::vector<int32_t> unreported;          // failures poll_failures() has not returned yet
     bool server_lost = false;
+    std::string lost_why;  // why the server was lost, for the errors that follow
     bool lost_reported = false;
     bool left = false;  // bye() called
 
@@ -72,6 +76,7 @@ struct KvClient::Impl {
     bool pump(const Deadline &deadline, bool wait);
     void dispatch(Frame f);
     void lose_server(const std::string &why);
+    std::string lost_detail() const { return lost_why.empty() ? "" : " (" + lost_why + ")"; }
     void close_socket();
     void check_usable(const char *op);
     void check_failures(const std::string &key);
@@ -89,6 +94,7 @@ void KvClient::Impl::close_socket() {
 void KvClient::Impl::lose_server(const std::string &why) {
     if (server_lost) return;
     server_lost = true;
+    lost_why = why;
     HVD_LOG(kWarning, rank, "lost the rendezvous server at %s: %s", where.c_str(), why.c_str());
 }
 
@@ -109,7 +115,7 @@ bool KvClient::Impl::pump(const Deadline &deadline, bool wait) {
     ReadResult r = read_available(fd.get(), in.buffer(), kMaxReadPerCall);
     try {
         Frame f;
-        while (in.next(&f))
+        while (mac->next(&in, &f))
             dispatch(std::move(f));
     } catch (const Error &e) {
         lose_server(strprintf("protocol error: %s", e.what()));
@@ -197,6 +203,7 @@ void KvClient::Impl::handshake(const std::string &secret, const Deadline &deadli
         throw SessionEnded(strprintf("rendezvous at %s: rank %d: %s", where.c_str(), rank,
                                      verdict.reason.c_str()));
     in.set_max_frame_bytes(kMaxFrameBytes);
+    mac.emplace(secret, server_nonce, client_nonce, FrameMac::Side::kClient);
 }
 
 // ------------------------------------------------------------------ requests
@@ -207,8 +214,8 @@ void KvClient::Impl::check_usable(const char *op) {
                     strprintf("rendezvous: rank %d called %s after bye()", rank, op));
     if (server_lost || !fd.valid())
         throw Error(HVD_ERR_PEER_FAILED,
-                    strprintf("rendezvous: rank %d cannot %s: the server at %s is gone", rank, op,
-                              where.c_str()));
+                    strprintf("rendezvous: rank %d cannot %s: the server at %s is gone%s", rank, op,
+                              where.c_str(), lost_detail().c_str()));
 }
 
 void KvClient::Impl::check_failures(const std::string &key) {
@@ -220,8 +227,8 @@ void KvClient::Impl::check_failures(const std::string &key) {
     if (server_lost)
         throw Error(HVD_ERR_PEER_FAILED,
                     strprintf("the rendezvous server at %s went away while rank %d waited for "
-                              "key '%s'",
-                              where.c_str(), rank, key.c_str()));
+                              "key '%s'%s",
+                              where.c_str(), rank, key.c_str(), lost_detail().c_str()));
 }
 
 std::vector<std::string> KvClient::Impl::get_many(const std::vector<std::string> &keys,
@@ -232,7 +239,7 @@ std::vector<std::string> KvClient::Impl::get_many(const std::vector<std::string>
     for (const std::string &key : keys) {
         ids.push_back(next_request++);
         awaited.insert(ids.back());
-        frames += encode_frame(KvMsg::kGet, {encode_u64(ids.back()), key});
+        frames += mac->seal(KvMsg::kGet, {encode_u64(ids.back()), key});
     }
     auto abandon = [&] {
         for (uint64_t id : ids) {
@@ -289,6 +296,7 @@ KvClient::KvClient(const std::string &addr, int port, const std::string &secret,
     for (;;) {
         impl_->fd = connect_tcp(addr, port, deadline);  // closes the previous connection
         impl_->in = FrameDecoder(kMaxHandshakeFrameBytes);
+        impl_->mac.reset();
         ++connections;
         try {
             impl_->handshake(secret, deadline, challenge_wait_ms);
@@ -316,7 +324,7 @@ void KvClient::put(const std::string &key, const std::string &value) {
         throw Error(HVD_ERR_INVALID_ARG,
                     strprintf("rendezvous: rank %d put of '%s': %zu bytes exceed the %zu limit",
                               impl_->rank, key.c_str(), value.size(), kMaxFrameBytes));
-    impl_->send(encode_frame(KvMsg::kPut, {key, value}), Deadline::after_ms(kPutTimeoutMs));
+    impl_->send(impl_->mac->seal(KvMsg::kPut, {key, value}), Deadline::after_ms(kPutTimeoutMs));
 }
 
 std::string KvClient::get(const std::string &key, const Deadline &deadline) {
@@ -364,7 +372,7 @@ void KvClient::bye() {
     if (!impl_->fd.valid()) return;
     Deadline deadline = Deadline::after_ms(kByeTimeoutMs);
     try {
-        impl_->send(encode_frame(KvMsg::kBye, {}), deadline);
+        impl_->send(impl_->mac->seal(KvMsg::kBye, {}), deadline);
         // The server closes after BYE; waiting for that EOF proves that everything sent
         // before was processed (closing first could reset the connection and lose it).
         while (impl_->pump(deadline, true) && !deadline.expired()) {

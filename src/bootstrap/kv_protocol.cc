@@ -17,26 +17,11 @@ void append_le32(std::string *out, uint32_t v) {
         out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-bool known_type(uint8_t t) {
-    return t >= static_cast<uint8_t>(KvMsg::kChallenge) && t <= static_cast<uint8_t>(KvMsg::kBye);
-}
-
-// Splits a frame body (type byte already checked) into its fields.
-Frame parse_body(const char *body, size_t len) {
-    Frame f;
-    f.type = static_cast<KvMsg>(static_cast<uint8_t>(body[0]));
-    size_t off = 1;
-    while (off < len) {
-        if (len - off < 4 || f.fields.size() == kMaxFrameFields)
-            throw Error(HVD_ERR_TRANSPORT, "rendezvous protocol: malformed frame fields");
-        uint32_t flen = load_le32(body + off);
-        off += 4;
-        if (flen > len - off)
-            throw Error(HVD_ERR_TRANSPORT, "rendezvous protocol: field runs past its frame");
-        f.fields.emplace_back(body + off, flen);
-        off += flen;
-    }
-    return f;
+void check_known_type(char type_byte) {
+    auto t = static_cast<uint8_t>(type_byte);
+    if (t < static_cast<uint8_t>(KvMsg::kChallenge) || t > static_cast<uint8_t>(KvMsg::kBye))
+        throw Error(HVD_ERR_TRANSPORT, strprintf("rendezvous protocol: unknown message type %u",
+                                                 static_cast<unsigned>(t)));
 }
 
 }  // namespace
@@ -105,23 +90,26 @@ std::string encode_frame(KvMsg type, std::initializer_list<std::string_view> fie
     return out;
 }
 
-bool FrameDecoder::next(Frame *out) {
-    size_t avail = buf_.size() - pos_;
-    if (avail < 4) return false;
-    uint32_t body_len = load_le32(buf_.data() + pos_);
-    if (body_len == 0 || body_len > max_frame_bytes_)
-        throw Error(HVD_ERR_TRANSPORT,
-                    strprintf("rendezvous protocol: frame of %u bytes (limit %zu)", body_len,
-                              max_frame_bytes_));
-    if (avail < 5) return false;
-    const char *body = buf_.data() + pos_ + 4;
-    if (!known_type(static_cast<uint8_t>(body[0])))
-        throw Error(HVD_ERR_TRANSPORT,
-                    strprintf("rendezvous protocol: unknown message type %u",
-                              static_cast<unsigned>(static_cast<uint8_t>(body[0]))));
-    if (avail - 4 < body_len) return false;
-    *out = parse_body(body, body_len);
-    pos_ += 4 + body_len;
+Frame parse_frame_body(std::string_view body) {
+    if (body.empty()) throw Error(HVD_ERR_TRANSPORT, "rendezvous protocol: empty frame");
+    check_known_type(body[0]);
+    Frame f;
+    f.type = static_cast<KvMsg>(static_cast<uint8_t>(body[0]));
+    size_t off = 1;
+    while (off < body.size()) {
+        if (body.size() - off < 4 || f.fields.size() == kMaxFrameFields)
+            throw Error(HVD_ERR_TRANSPORT, "rendezvous protocol: malformed frame fields");
+        uint32_t flen = load_le32(body.data() + off);
+        off += 4;
+        if (flen > body.size() - off)
+            throw Error(HVD_ERR_TRANSPORT, "rendezvous protocol: field runs past its frame");
+        f.fields.emplace_back(body.data() + off, flen);
+        off += flen;
+    }
+    return f;
+}
+
+std::string *FrameDecoder::buffer() {
     // Compact once the consumed prefix dominates, keeping appends amortised O(1).
     if (pos_ == buf_.size()) {
         buf_.clear();
@@ -130,6 +118,29 @@ bool FrameDecoder::next(Frame *out) {
         buf_.erase(0, pos_);
         pos_ = 0;
     }
+    return &buf_;
+}
+
+bool FrameDecoder::next(Frame *out) {
+    // An unknown type is refused as soon as its byte arrives, not once its whole frame has.
+    if (buf_.size() - pos_ >= 5) check_known_type(buf_[pos_ + 4]);
+    std::string_view body;
+    if (!next_body(&body)) return false;
+    *out = parse_frame_body(body);
+    return true;
+}
+
+bool FrameDecoder::next_body(std::string_view *body) {
+    size_t avail = buf_.size() - pos_;
+    if (avail < 4) return false;
+    uint32_t body_len = load_le32(buf_.data() + pos_);
+    if (body_len == 0 || body_len > max_frame_bytes_)
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("rendezvous protocol: frame of %u bytes (limit %zu)", body_len,
+                              max_frame_bytes_));
+    if (avail - 4 < body_len) return false;
+    *body = std::string_view(buf_.data() + pos_ + 4, body_len);
+    pos_ += 4 + body_len;
     return true;
 }
 

@@ -10,6 +10,8 @@
 // Then:       C->S PUT(key, value) | GET(request_id u64, key) | BYE
 //             S->C VALUE(request_id, value)   (when the key exists; GETs wait on the server)
 //                  FAILED(rank)               (a rank's connection closed without BYE)
+// Every frame after WELCOME, both ways (the FAILEDs that follow WELCOME too), ends with a MAC
+// of the connection and of its place in the stream (frame_mac.h).
 // After BYE the server closes the connection; the client waits for that EOF, which proves that
 // everything it sent before was processed.
 #pragma once
@@ -23,7 +25,9 @@
 
 namespace hvd::bootstrap {
 
-constexpr uint32_t kKvProtocolVersion = 1;
+// Changes with the wire format (frame MACs are part of it), so ends of different versions
+// fail at the handshake, each naming both versions.
+constexpr uint32_t kKvProtocolVersion = 2;
 constexpr size_t kNonceBytes = 32;
 // Limits that keep a garbage or hostile peer from making either side allocate without bound.
 constexpr size_t kMaxHandshakeFrameBytes = 4096;
@@ -68,18 +72,26 @@ class FrameDecoder {
     explicit FrameDecoder(size_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}
     void set_max_frame_bytes(size_t max) { max_frame_bytes_ = max; }
 
-    // The raw buffer to append received bytes to.
-    std::string *buffer() { return &buf_; }
+    // The raw buffer to append received bytes to. Drops the bytes of frames already taken
+    // first, which ends the views next_body returned.
+    std::string *buffer();
     // Takes the next complete frame. Returns false when more bytes are needed. Throws
     // hvd::Error(HVD_ERR_TRANSPORT) on a malformed frame (too long, bad field lengths, unknown
     // type); the stream is unusable afterwards.
     bool next(Frame *out);
+    // Takes the next complete frame's body (from its type byte on), unparsed: for a frame that
+    // is authenticated before it is parsed. The view lasts until the next buffer() call.
+    // Returns false when more bytes are needed; throws as next() does on a bad length.
+    bool next_body(std::string_view *body);
 
   private:
     std::string buf_;
     size_t pos_ = 0;  // start of the first unconsumed byte
     size_t max_frame_bytes_;
 };
+
+// Parses a frame body as next_body returns it; throws as next() does when it is malformed.
+Frame parse_frame_body(std::string_view body);
 
 // Checks the type and field count of a received frame; throws hvd::Error(HVD_ERR_TRANSPORT)
 // naming `from` otherwise.

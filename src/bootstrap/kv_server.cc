@@ -23,9 +23,11 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
+#include "bootstrap/frame_mac.h"
 #include "bootstrap/kv_auth.h"
 #include "bootstrap/kv_messages.h"
 #include "bootstrap/kv_protocol.h"
@@ -65,6 +67,7 @@ struct Conn {
     size_t preauth_read = 0;  // bytes read before authentication
     std::string out;          // frames not yet taken by the socket
     bool authed = false;
+    std::optional<FrameMac> mac;  // once authenticated: seals and verifies its frames
     int32_t rank = -1;
     bool said_bye = false;
     bool dead = false;  // to be closed by reap()
@@ -137,6 +140,7 @@ struct KvServer::Impl {
     void accept_rank(Conn &c, int32_t rank, const std::string &client_nonce);
     void reject(Conn &c, const std::string &reason);
     void queue(Conn &c, const std::string &frame);
+    void send_sealed(Conn &c, KvMsg type, std::initializer_list<std::string_view> fields);
     void kill(Conn &c, const std::string &why);
     void expire_handshakes();
     void reap();
@@ -154,6 +158,12 @@ void KvServer::Impl::queue(Conn &c, const std::string &frame) {
     c.out += frame;
     if (!send_some(c.fd.get(), &c.out)) return kill(c, "connection lost while sending");
     if (c.out.size() > kMaxOutboundBytes) kill(c, "it stopped reading its messages");
+}
+
+// A frame to an authenticated connection, with its MAC.
+void KvServer::Impl::send_sealed(Conn &c, KvMsg type,
+                                 std::initializer_list<std::string_view> fields) {
+    if (!c.dead) queue(c, c.mac->seal(type, fields));
 }
 
 void KvServer::Impl::kill(Conn &c, const std::string &why) {
@@ -286,9 +296,10 @@ void KvServer::Impl::depart(Conn &c) {
             "rendezvous server: rank %d (%s) disconnected without BYE (%s); telling the other "
             "ranks",
             c.rank, c.peer.c_str(), c.why.c_str());
-    std::string notice = encode_frame(KvMsg::kFailed, {encode_u32(static_cast<uint32_t>(c.rank))});
+    std::string dead_rank = encode_u32(static_cast<uint32_t>(c.rank));
     for (auto &kv : conns)
-        if (kv.second->authed && kv.second.get() != &c) queue(*kv.second, notice);
+        if (kv.second->authed && kv.second.get() != &c)
+            send_sealed(*kv.second, KvMsg::kFailed, {dead_rank});
 }
 
 void KvServer::Impl::expire_handshakes() {
@@ -318,7 +329,7 @@ void KvServer::Impl::on_readable(Conn &c) {
     if (!c.authed) c.preauth_read += c.in.buffer()->size() - before;
     try {
         Frame f;
-        while (!c.dead && c.in.next(&f))
+        while (!c.dead && (c.mac ? c.mac->next(&c.in, &f) : c.in.next(&f)))
             handle_frame(c, std::move(f));
     } catch (const Error &e) {
         // Garbage from an unauthenticated peer, or a protocol violation by a rank: the
@@ -379,10 +390,11 @@ void KvServer::Impl::accept_rank(Conn &c, int32_t rank, const std::string &clien
     HVD_LOG(kDebug, -1, "rendezvous server: rank %d joined from %s", rank, c.peer.c_str());
     queue(c, encode_frame(KvMsg::kWelcome,
                           {proof_field(server_proof(secret, client_nonce, c.nonce))}));
+    c.mac.emplace(secret, c.nonce, client_nonce, FrameMac::Side::kServer);
     // A late joiner must learn of ranks that already died, or it would wait for their keys.
     for (size_t r = 0; r < ranks.size(); ++r)
         if (ranks[r] == RankState::kDied)
-            queue(c, encode_frame(KvMsg::kFailed, {encode_u32(static_cast<uint32_t>(r))}));
+            send_sealed(c, KvMsg::kFailed, {encode_u32(static_cast<uint32_t>(r))});
 }
 
 void KvServer::Impl::handle_put(const RankRequest &req) {
@@ -390,13 +402,13 @@ void KvServer::Impl::handle_put(const RankRequest &req) {
     for (const KvWaiter &w : waiters) {
         auto it = conns.find(w.conn_id);
         if (it == conns.end()) continue;
-        queue(*it->second, encode_frame(KvMsg::kValue, {encode_u64(w.request_id), req.value}));
+        send_sealed(*it->second, KvMsg::kValue, {encode_u64(w.request_id), req.value});
     }
 }
 
 void KvServer::Impl::handle_get(Conn &c, const RankRequest &req) {
     const std::string *value = table.get_or_park(req.key, KvWaiter{c.id, req.request_id});
-    if (value) queue(c, encode_frame(KvMsg::kValue, {encode_u64(req.request_id), *value}));
+    if (value) send_sealed(c, KvMsg::kValue, {encode_u64(req.request_id), *value});
 }
 
 // ------------------------------------------------------------------ the loop

@@ -8,6 +8,10 @@
 //    answers HMAC-SHA256(secret, "hvd-kv server"|nonce_c|nonce_s) (kv_auth.h). The secret never
 //    crosses the wire. A peer failing authentication is dropped and logged; it never sees any
 //    value.
+//  - Every frame after the handshake, both ways, carries an HMAC-SHA256 under a key of this
+//    connection (from the secret and both nonces) over its sequence number and its bytes
+//    (frame_mac.h): a frame altered, replayed, reordered or spliced from another connection
+//    closes the connection ("frame authentication failed"); a rank's counts as its failure.
 //  - PUT key value / GET key (answered when the key exists; the client's wait is bounded).
 //    A PUT of an existing key replaces its value.
 //  - BYE: the client leaves cleanly.
