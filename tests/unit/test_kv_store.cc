@@ -32,54 +32,18 @@ extern "C" {
 #include "bootstrap/kv_store.h"
 #include "bootstrap/socket_io.h"
 #include "common/error.h"
+#include "kv_test_util.h"
 
 using namespace hvd;
 using namespace hvd::bootstrap;
+using namespace kvtest;
 
 namespace {
-
-const std::string kSecret = "0123456789abcdef-job-secret";
-const std::string kLoopback = "127.0.0.1";
-constexpr int64_t kTimeoutMs = 5000;  // generous bound for anything that should succeed
 
 using Clock = std::chrono::steady_clock;
 
 int64_t ms_since(Clock::time_point t0) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-}
-
-// The status and message an action throws, or HVD_OK.
-struct Outcome {
-    hvd_status_t status = HVD_OK;
-    std::string message;
-};
-
-Outcome catching(const std::function<void()> &action) {
-    Outcome o;
-    try {
-        action();
-    } catch (const Error &e) {
-        o.status = e.status();
-        o.message = e.what();
-    }
-    return o;
-}
-
-std::unique_ptr<KvClient> connect_rank(int port, int32_t rank, int32_t size,
-                                       const std::string &secret = kSecret) {
-    return std::make_unique<KvClient>(kLoopback, port, secret, rank, size,
-                                      Deadline::after_ms(kTimeoutMs));
-}
-
-// Waits (bounded) for failure notices on a client, as the engine's event loop would.
-std::vector<int32_t> wait_failures(KvClient &c, int64_t timeout_ms) {
-    Deadline deadline = Deadline::after_ms(timeout_ms);
-    for (;;) {
-        std::vector<int32_t> f = c.poll_failures();
-        if (!f.empty() || deadline.expired()) return f;
-        pollfd p{c.fd(), POLLIN, 0};
-        poll(&p, 1, static_cast<int>(deadline.remaining_ms(100)));
-    }
 }
 
 // A port nobody listens on right now.
@@ -483,57 +447,11 @@ void test_abuse_preauth_bounds(void **) {
     assert_true(server.wait_finished(Deadline::after_ms(kTimeoutMs)));
 }
 
-// Lines of a text file (no <fstream>: cmocka's fail() macro breaks it).
-std::vector<std::string> read_lines(const std::string &path) {
-    std::vector<std::string> lines;
-    FILE *f = std::fopen(path.c_str(), "r");
-    if (!f) return lines;
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, f))
-        lines.emplace_back(buf);
-    std::fclose(f);
-    return lines;
-}
-
 int64_t vm_rss_kib() {
     for (const std::string &line : read_lines("/proc/self/status"))
         if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
     return -1;
 }
-
-// Redirects stderr (where log lines go) to a file while alive; counts lines containing `tag`.
-class StderrCapture {
-  public:
-    StderrCapture() {
-        path_ = "/tmp/hvd_test_kv_abuse_" + std::to_string(::getpid()) + ".log";
-        std::fflush(stderr);
-        saved_ = ::dup(2);
-        FILE *f = std::fopen(path_.c_str(), "w");
-        ::dup2(::fileno(f), 2);
-        std::fclose(f);
-    }
-    ~StderrCapture() {
-        restore();
-        std::remove(path_.c_str());
-    }
-    void restore() {
-        if (saved_ < 0) return;
-        std::fflush(stderr);
-        ::dup2(saved_, 2);
-        ::close(saved_);
-        saved_ = -1;
-    }
-    int count(const std::string &tag) const {
-        int n = 0;
-        for (const std::string &line : read_lines(path_))
-            if (line.find(tag) != std::string::npos) ++n;
-        return n;
-    }
-
-  private:
-    std::string path_;
-    int saved_ = -1;
-};
 
 // 1,000 abusive connections (garbage, oversized lengths, slow senders, wrong secrets), all
 // held open by the abuser, while a 2-rank job joins and exchanges keys: the job completes in
