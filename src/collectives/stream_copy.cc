@@ -8,6 +8,7 @@
 namespace hvd::collectives {
 
 void stream_copy(void *dst, const void *src, size_t bytes) {
+    if (bytes == 0) return;  // an empty tensor's pointers may be null: no memcpy of them
     char *d = static_cast<char *>(dst);
     const char *s = static_cast<const char *>(src);
     if (bytes < kStreamMinBytes) {
@@ -18,6 +19,7 @@ void stream_copy(void *dst, const void *src, size_t bytes) {
 }
 
 void StreamCopies::add(void *dst, const void *src, size_t bytes) {
+    if (bytes == 0) return;
     if (bytes >= kStreamMinBytes) {
         stream_copy(dst, src, bytes);
         return;

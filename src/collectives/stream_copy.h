@@ -9,7 +9,8 @@
 
 namespace hvd::collectives {
 
-// memcpy(dst, src, bytes), in streams from kStreamMinBytes up. dst and src must not overlap.
+// memcpy(dst, src, bytes), in streams from kStreamMinBytes up. dst and src must not overlap;
+// with bytes 0 either may be null.
 void stream_copy(void *dst, const void *src, size_t bytes);
 
 // Many short copies (the tensors of a fused op), kStreams at a time with their blocks interleaved
