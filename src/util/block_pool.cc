@@ -5,6 +5,11 @@
 
 namespace hvd::util {
 
+BlockPool::~BlockPool() {
+    for (void *p : free_)
+        drop(p);
+}
+
 void *BlockPool::take_kept_shared() {
     std::lock_guard<std::mutex> lock(mu_);
     if (free_.empty()) return nullptr;

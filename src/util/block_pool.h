@@ -33,6 +33,8 @@ class BlockPool {
         : block_bytes_(block_bytes), max_cached_(max_cached), discard_(discard) {}
     BlockPool(const BlockPool &) = delete;
     BlockPool &operator=(const BlockPool &) = delete;
+    // Frees the kept blocks (live ones and those in thread stocks are their holders').
+    ~BlockPool();
 
     // Through the calling thread's stock, which must be this pool's. Thread-safe; take()
     // throws std::bad_alloc like operator new, and give()'s p came from take(bytes).

@@ -5,7 +5,7 @@
 // to its deadline); a wait after one that timed out; a grouped op's parent completed by its
 // members on several threads;
 // blocks taken on one thread and freed on another through the threads' own stocks; a thread's
-// stock returned to the pool when the thread ends.
+// stock returned to the pool when the thread ends; a pool's kept blocks freed with it.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,6 +210,33 @@ void test_pool_across_threads(void **) {
     assert_int_equal(other.n, 0);
 }
 
+// A pool that goes away frees the blocks it kept (through its discard hook here), not those
+// still taken.
+std::atomic<int> g_discarded{0};
+void count_discard(void *p) noexcept {
+    g_discarded.fetch_add(1);
+    ::operator delete(p);
+}
+
+void test_pool_frees_kept_blocks(void **) {
+    g_discarded = 0;
+    void *live = nullptr;
+    {
+        BlockPool pool(64, 16, count_discard);
+        ThreadStock s{};
+        std::vector<void *> blocks;
+        for (int i = 0; i < 10; ++i)
+            blocks.push_back(pool.take(s, 64));
+        live = pool.take(s, 64);
+        for (void *p : blocks)
+            pool.give(s, p, 64);
+        pool.close(s);  // the stock's 10 blocks go to the pool's list
+        assert_int_equal(g_discarded.load(), 0);
+    }
+    assert_int_equal(g_discarded.load(), 10);
+    ::operator delete(live);
+}
+
 // A thread that ends gives its stock back: the next thread takes the same blocks.
 void test_stock_returned_at_thread_exit(void **) {
     std::vector<hvd::engine::Request *> first;
@@ -245,6 +272,7 @@ int main(void) {
         cmocka_unit_test(test_wakes_every_waiter),
         cmocka_unit_test(test_pool_across_threads),
         cmocka_unit_test(test_stock_returned_at_thread_exit),
+        cmocka_unit_test(test_pool_frees_kept_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
