@@ -277,12 +277,14 @@ void test_join_with_cached_ops(void **) {
                 if (it < 8 + 3 * r) want += static_cast<float>(r + 1) * 100 + it;
             if (value != want) err = "result wrong at iteration " + std::to_string(it);
         }
+        if (!err.empty()) return err;
         hvd_request_h join;
+        if (hvd_join_enqueue(ctx, nullptr, &join) != HVD_OK) return std::string("join enqueue");
         int64_t last = -1;
-        if (err.empty() && (hvd_join_enqueue(ctx, nullptr, &join) != HVD_OK ||
-                            hvd_request_wait(join, 30000) != HVD_OK ||
-                            hvd_request_value(join, &last) != HVD_OK || last != n - 1))
+        if (hvd_request_wait(join, 30000) != HVD_OK || hvd_request_value(join, &last) != HVD_OK ||
+            last != n - 1)
             err = "join failed";
+        hvd_request_release(join);
         return err;
     });
 }
