@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # HVD_SANITIZE: build the library, its tools and its tests under a sanitizer.
-#   address  AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer; undefined
-#            behaviour aborts the process, so it fails the test that hit it
+#   address  AddressSanitizer (with LeakSanitizer) and UndefinedBehaviorSanitizer (with
+#            float-cast-overflow); undefined behaviour aborts the process, so it fails the
+#            test that hit it
 #   thread   ThreadSanitizer
 # The tests get the sanitizers' options and the suppressions of tests/sanitizers/ (third-party
 # code only) through hvd_sanitizer_test_env().
@@ -9,7 +10,10 @@ set(HVD_SANITIZE "" CACHE STRING "Sanitizer build: empty (none), address (ASan+U
 set_property(CACHE HVD_SANITIZE PROPERTY STRINGS "" address thread)
 
 if(HVD_SANITIZE STREQUAL "address")
-  set(HVD_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined)
+  # float-cast-overflow (a float converted to an integer type that cannot hold it) is not
+  # part of GCC's "undefined"; the scaling of integer tensors converts that way.
+  set(HVD_SANITIZE_FLAGS -fsanitize=address,undefined,float-cast-overflow
+                         -fno-sanitize-recover=undefined,float-cast-overflow)
 elseif(HVD_SANITIZE STREQUAL "thread")
   set(HVD_SANITIZE_FLAGS -fsanitize=thread)
 elseif(NOT HVD_SANITIZE STREQUAL "")
