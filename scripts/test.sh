@@ -5,7 +5,7 @@
 #   scripts/test.sh -L unit    extra arguments go to ctest
 #   scripts/test.sh --sanitize[=address|thread] [ctest arguments]
 #       a sanitized build in its own directory (build-asan, build-tsan): ASan+UBSan runs the
-#       unit, mp and hvdrun suites; TSan the unit tests that run threads (label threads)
+#       unit, mp, hvdrun and fuzz suites; TSan the unit tests that run threads (label threads)
 set -euo pipefail
 
 sanitize=""
@@ -39,7 +39,7 @@ else
   # tests/python/tests.cmake).
   hvd_build -DHVD_SANITIZE=$sanitize -DHVD_BUILD_PYTHON=OFF
   if [ "$sanitize" = address ]; then
-    ctest_args=(-L '^(unit|mp|hvdrun)$')
+    ctest_args=(-L '^(unit|mp|hvdrun|fuzz)$')
   else
     ctest_args=(-L '^threads$')
   fi

@@ -73,7 +73,6 @@ bool check_build_report(const std::string &hvdrun_path, std::string *report) {
     auto features = reinterpret_cast<FeaturesFn>(dlsym(lib, "hvd_features"));
     if (version == nullptr || features == nullptr) {
         *report = "libhvd: " + loaded + " lacks hvd_version_string or hvd_features\n";
-        dlclose(lib);
         return false;
     }
     uint64_t f = features();
@@ -93,7 +92,8 @@ bool check_build_report(const std::string &hvdrun_path, std::string *report) {
     text += "\nTopology:\n";
     text += mark((f & HVD_FEATURE_HWLOC) != 0) + "hwloc\n";
     *report = text;
-    dlclose(lib);
+    // The library stays loaded until hvdrun exits, right after the report: unloading it would
+    // orphan what its static constructors (and UCX's) allocated.
     return true;
 }
 
