@@ -23,11 +23,15 @@ constexpr auto kStaleCheckPeriod = std::chrono::milliseconds(100);
 
 using negotiation::RoundOutcome;
 using negotiation::RoundVote;
+using negotiation::SetOutcome;
 
 CacheNegotiator::CacheNegotiator(const NegotiatorParts &parts)
     : CoordinatorNegotiator(parts), rounds_(parts.size) {
-    if (parts.rank == negotiation::kCoordinator)
-        cache_bits_ = std::make_unique<negotiation::CacheBitAllocator>();
+    std::vector<int32_t> all(static_cast<size_t>(parts.size));
+    for (int32_t r = 0; r < parts.size; ++r)
+        all[static_cast<size_t>(r)] = r;
+    members_[0] = std::move(all);
+    global_ = sets_.emplace(0, std::make_unique<SetCache>(0)).first->second.get();
 }
 
 void CacheNegotiator::report(const std::vector<RequestPtr> &reqs) {
@@ -39,35 +43,43 @@ void CacheNegotiator::report(const std::vector<RequestPtr> &reqs) {
             continue;
         }
         const RequestPtr &req = reqs[i++];
+        SetCache *sc = set_cache(req->meta.set_id);
         uint32_t bit = 0;
-        Lookup found = look_up(*req, &bit);
-        if (found == Lookup::kHit && !cache_suspended_ &&
-            cached_waiting_.try_emplace(bit, CachedWait{req, now, false, nullptr})) {
+        Lookup found = look_up(sc, *req, &bit);
+        if (found == Lookup::kHit && !sc->suspended &&
+            sc->waiting.try_emplace(bit, CachedWait{req, now, false, nullptr})) {
             cache_news_ = true;
             continue;
         }
-        hand_to_coordinator(*req, found, bit, &to_coordinator);
+        hand_to_coordinator(sc, *req, found, bit, &to_coordinator);
     }
     report_metas(to_coordinator, report_round());
 }
 
-CacheNegotiator::Lookup CacheNegotiator::look_up(Request &req, uint32_t *bit) {
+CacheNegotiator::Lookup CacheNegotiator::look_up(SetCache *sc, Request &req, uint32_t *bit) {
+    if (sc == nullptr) return Lookup::kMiss;
     // A name in flight remembers where the cache had it: no search by name each step.
-    return req.in_flight != nullptr ? cache_.lookup(req.meta, bit, &req.in_flight->cache_memo)
-                                    : cache_.lookup(req.meta, bit);
+    return req.in_flight != nullptr ? sc->cache.lookup(req.meta, bit, &req.in_flight->cache_memo)
+                                    : sc->cache.lookup(req.meta, bit);
 }
 
-void CacheNegotiator::hand_to_coordinator(const Request &req, Lookup found, uint32_t bit,
-                                          std::vector<OpMeta> *to_coordinator) {
-    // Other ranks may hold the same op as a cache hit: an invalid vote sends theirs to the
+void CacheNegotiator::hand_to_coordinator(SetCache *sc, const Request &req, Lookup found,
+                                          uint32_t bit, std::vector<OpMeta> *to_coordinator) {
+    // Other members may hold the same op as a cache hit: an invalid vote sends theirs to the
     // coordinator too.
     if (found != Lookup::kMiss) {
-        invalid_.set(bit);
+        sc->invalid.set(bit);
         cache_news_ = true;
     }
-    // Other ranks wait in rounds for nothing from a joined rank; its vote tells them.
-    if (req.meta.type == OpType::kJoin && req.meta.set_id == 0) cache_news_ = true;
+    // The set's other members wait in rounds for nothing from a joined rank; its vote tells
+    // them.
+    if (req.meta.type == OpType::kJoin) cache_news_ = true;
     to_coordinator->push_back(req.meta);
+}
+
+void CacheNegotiator::drop_waiting() {
+    for (auto &entry : sets_)
+        entry.second->waiting.clear();
 }
 
 bool CacheNegotiator::receive() {
@@ -119,7 +131,7 @@ bool CacheNegotiator::advance_cache(util::Fifo<Response> &agreed) {
             any = true;
         }
         if (rounds_.complete(next) && rounds_.batches_before(next) <= batches_scheduled()) {
-            run_round(rounds_.take(next), agreed);
+            run_round(rounds_.take(next, [this](uint16_t id) { return members(id); }), agreed);
             any = true;
             continue;
         }
@@ -132,20 +144,31 @@ bool CacheNegotiator::advance_cache(util::Fifo<Response> &agreed) {
 void CacheNegotiator::cast_vote() {
     RoundVote vote;
     vote.round = ++rounds_voted_;
-    cached_waiting_.for_each([&](uint32_t bit, const CachedWait &w) {
-        if (!w.stale) vote.ready.set(bit);
-    });
-    vote.invalid = std::exchange(invalid_, BitVector());
-    std::vector<uint32_t> invalid = vote.invalid.bits();
-    voted_invalid_ = std::set<uint32_t>(invalid.begin(), invalid.end());
-    vote.joined = parts_.pending->join_in(0) != nullptr;
+    for (auto &[id, sc] : sets_) {  // ascending set ids
+        negotiation::SetVote sv;
+        sv.set_id = id;
+        sc->waiting.for_each([&](uint32_t bit, const CachedWait &w) {
+            if (!w.stale) sv.ready.set(bit);
+        });
+        sv.invalid = std::exchange(sc->invalid, BitVector());
+        std::vector<uint32_t> invalid = sv.invalid.bits();
+        sc->voted_invalid = std::set<uint32_t>(invalid.begin(), invalid.end());
+        sv.joined = parts_.pending->join_in(id) != nullptr;
+        if (sv.ready.empty() && invalid.empty() && !sv.joined) continue;
+        vote.sets.push_back(std::move(sv));
+    }
     vote.fusion_threshold = parts_.config->fusion_threshold_bytes.load();
     cache_news_ = false;
     const bool coordinates = coordinator() != nullptr;
+    const std::string bytes = coordinates ? std::string() : encode_vote(vote);
     for (int32_t peer = 0; peer < parts_.size; ++peer) {
-        if (coordinates) vote.batches = batches_sent(peer);
-        if (peer != parts_.rank)
+        if (peer == parts_.rank) continue;
+        if (coordinates) {
+            vote.batches = batches_sent(peer);
             parts_.control->send(peer, negotiation::kVoteMessage, encode_vote(vote));
+        } else {
+            parts_.control->send(peer, negotiation::kVoteMessage, bytes);
+        }
     }
     if (coordinates) vote.batches = batches_sent(parts_.rank);
     rounds_.add(parts_.rank, std::move(vote), rounds_done_);
@@ -156,124 +179,175 @@ void CacheNegotiator::run_round(const RoundOutcome &outcome, util::Fifo<Response
     // strings; a copy per step and tensor showed in the 256-tensor step).
     const size_t first = agreed.size();
     bool vote_again = false;
-    BitVector group_tried;  // bits of groups already tried in this round (run or not)
-    for (uint32_t bit : outcome.ready_everywhere.bits()) {
-        CachedWait *wait = cached_waiting_.find(bit);
-        if (wait == nullptr && group_tried.test(bit)) continue;  // ran with its group
-        // A bit changed since the last round may have meant another op when some rank voted.
-        if (cache_.touched(bit) || outcome.invalid.test(bit)) {
-            vote_again |= wait != nullptr;
+    for (const SetOutcome &o : outcome.sets) {
+        SetCache *sc = set_cache(o.set_id);
+        if (sc == nullptr) {
+            mark_used_elsewhere(o);
             continue;
         }
-        if (wait == nullptr || cache_.response(bit) == nullptr)
-            throw Error(
-                HVD_ERR_INTERNAL,
-                strprintf("rank %d: cache round %llu agreed on bit %u, which this rank "
-                          "did not vote for",
-                          parts_.rank, static_cast<unsigned long long>(rounds_done_ + 1), bit));
-        if (wait->group_bits) {
-            // Its members in member order, all of them or (some bit not agreed or changed,
-            // the same on every rank) none yet; tried once per round, at its first bit.
-            if (group_tried.test(bit)) continue;
-            std::shared_ptr<const std::vector<uint32_t>> group = wait->group_bits;
-            for (uint32_t b : *group)
-                group_tried.set(b);
-            if (!run_group(*group, outcome, agreed)) vote_again = true;
-            continue;
-        }
-        queue_cached(bit, agreed);
+        // Created or destroyed since the last round: votes may have meant the set before.
+        if (sets_changed_.count(o.set_id) != 0) continue;
+        run_set(*sc, o, agreed, &vote_again);
     }
+    // Sets run one after the other, and fusion never joins two sets' ops (fusable_together),
+    // so a set's runs are the same on all its members.
     negotiation::plan_fusion(agreed, first, static_cast<size_t>(outcome.fusion_threshold));
     cache_hits_.fetch_add(agreed.size() - first, std::memory_order_relaxed);
-    for (uint32_t bit : outcome.invalid.bits()) {
-        if (cache_.touched(bit)) {
-            // Some votes may have meant the op the bit held before: keep the entry, and vote
-            // again where this rank's vote meant the current one.
-            if (voted_invalid_.count(bit) != 0) {
-                invalid_.set(bit);
-                vote_again = true;
-            }
-            continue;
-        }
-        flush_cached(bit);
-        if (const Response *cached = cache_.response(bit)) {
-            if (cache_bits_) cache_bits_->release(bit, cached->name);
-            cache_.erase(bit);
-        }
-    }
-    voted_invalid_.clear();
-    // While a rank is joined it never has cached ops ready: use the coordinator, which knows
-    // how joined ranks take part.
-    cache_suspended_ = outcome.any_joined;
-    if (cache_suspended_)
-        while (!cached_waiting_.empty())
-            flush_cached(cached_waiting_.any_key());
-    cache_.clear_touched();
+    finish_round(outcome, &vote_again);
     ++rounds_done_;
     if (vote_again) cache_news_ = true;
 }
 
+void CacheNegotiator::run_set(SetCache &sc, const SetOutcome &outcome, util::Fifo<Response> &agreed,
+                              bool *vote_again) {
+    BitVector group_tried;  // bits of groups already tried in this round (run or not)
+    for (uint32_t bit : outcome.ready_everywhere.bits()) {
+        CachedWait *wait = sc.waiting.find(bit);
+        if (wait == nullptr && group_tried.test(bit)) continue;  // ran with its group
+        // A bit changed since the last round may have meant another op when some rank voted.
+        if (sc.cache.touched(bit) || outcome.invalid.test(bit)) {
+            *vote_again |= wait != nullptr;
+            continue;
+        }
+        if (wait == nullptr || sc.cache.response(bit) == nullptr)
+            throw Error(HVD_ERR_INTERNAL,
+                        strprintf("rank %d: cache round %llu agreed on bit %u of process set "
+                                  "%u, which this rank did not vote for",
+                                  parts_.rank, static_cast<unsigned long long>(rounds_done_ + 1),
+                                  bit, outcome.set_id));
+        if (wait->group_bits) {
+            // Its members in member order, all of them or (some bit not agreed or changed,
+            // the same on every member) none yet; tried once per round, at its first bit.
+            if (group_tried.test(bit)) continue;
+            std::shared_ptr<const std::vector<uint32_t>> group = wait->group_bits;
+            for (uint32_t b : *group)
+                group_tried.set(b);
+            if (!run_group(sc, *group, outcome, agreed)) *vote_again = true;
+            continue;
+        }
+        queue_cached(sc, bit, agreed);
+    }
+    negotiation::CacheBitAllocator *bits = cache_bits(outcome.set_id);
+    for (uint32_t bit : outcome.invalid.bits()) {
+        if (sc.cache.touched(bit)) {
+            // Some votes may have meant the op the bit held before: keep the entry, and vote
+            // again where this rank's vote meant the current one.
+            if (sc.voted_invalid.count(bit) != 0) {
+                sc.invalid.set(bit);
+                *vote_again = true;
+            }
+            continue;
+        }
+        flush_cached(sc, bit);
+        if (const Response *cached = sc.cache.response(bit)) {
+            if (bits != nullptr) bits->release(bit, cached->name);
+            sc.cache.erase(bit);
+        }
+    }
+}
+
+void CacheNegotiator::finish_round(const RoundOutcome &outcome, bool *vote_again) {
+    auto o = outcome.sets.begin();
+    for (auto &[id, sc] : sets_) {  // ascending, as outcome.sets
+        while (o != outcome.sets.end() && o->set_id < id)
+            ++o;
+        const bool voted = o != outcome.sets.end() && o->set_id == id;
+        if (sets_changed_.count(id) != 0) {
+            // Its votes were not counted: what this rank voted, it votes again.
+            for (uint32_t bit : sc->voted_invalid)
+                sc->invalid.set(bit);
+            *vote_again |= !sc->voted_invalid.empty() || !sc->waiting.empty();
+        } else {
+            // While a member is joined it never has the set's cached ops ready: use the
+            // coordinator, which knows how joined ranks take part.
+            sc->suspended = voted && o->any_joined;
+            if (sc->suspended)
+                while (!sc->waiting.empty())
+                    flush_cached(*sc, sc->waiting.any_key());
+        }
+        sc->voted_invalid.clear();
+        sc->cache.clear_touched();
+    }
+    sets_changed_.clear();
+}
+
 void CacheNegotiator::scheduled(Response &resp) {
+    if (resp.status == HVD_OK && resp.request != nullptr) {
+        if (resp.type == OpType::kProcessSetCreate && !resp.first_dims.empty())
+            set_created(static_cast<uint16_t>(resp.first_dims[0]), resp.request->meta.splits);
+        else if (resp.type == OpType::kProcessSetDestroy)
+            set_destroyed(static_cast<uint16_t>(resp.request->meta.root));
+    }
     if (resp.cache_bit < 0) return;
+    SetCache *sc = set_cache(resp.set_id);
+    if (sc == nullptr) return;  // a set's responses reach its members only
     const OpMeta *mine = resp.request ? &resp.request->meta : nullptr;
-    for (uint32_t bit : cache_.put(static_cast<uint32_t>(resp.cache_bit), resp, mine))
-        cache_bit_changed(bit);
+    for (uint32_t bit : sc->cache.put(static_cast<uint32_t>(resp.cache_bit), resp, mine))
+        cache_bit_changed(*sc, bit);
 }
 
 // A bit now means another op (or none): a request waiting on it goes to the coordinator,
 // and an invalid vote this rank cast or meant to cast for it is moot.
-void CacheNegotiator::cache_bit_changed(uint32_t bit) {
-    flush_cached(bit);
-    voted_invalid_.erase(bit);
-    invalid_.reset(bit);
+void CacheNegotiator::cache_bit_changed(SetCache &sc, uint32_t bit) {
+    flush_cached(sc, bit);
+    sc.voted_invalid.erase(bit);
+    sc.invalid.reset(bit);
 }
 
-void CacheNegotiator::queue_cached(uint32_t bit, util::Fifo<Response> &agreed) {
-    CachedWait *wait = cached_waiting_.find(bit);
-    agreed.push_back(*cache_.response(bit));
+void CacheNegotiator::queue_cached(SetCache &sc, uint32_t bit, util::Fifo<Response> &agreed) {
+    CachedWait *wait = sc.waiting.find(bit);
+    agreed.push_back(*sc.cache.response(bit));
+    // Numbered per set: every member runs the set's cached ops in one order.
     agreed.back().seq =
-        negotiation::kCachedSeqFlag | (cached_seq_++ & (negotiation::kCachedSeqFlag - 1));
+        negotiation::kCachedSeqFlag | (sc.cached_seq++ & (negotiation::kCachedSeqFlag - 1));
     agreed.back().request = std::move(wait->req);
-    cached_waiting_.erase(bit);
-    if (cache_bits_) cache_bits_->used(bit);
+    sc.waiting.erase(bit);
+    if (negotiation::CacheBitAllocator *bits = cache_bits(sc.cache.set_id())) bits->used(bit);
 }
 
-void CacheNegotiator::flush_cached(uint32_t bit) {
-    CachedWait *wait = cached_waiting_.find(bit);
+void CacheNegotiator::flush_cached(SetCache &sc, uint32_t bit) {
+    CachedWait *wait = sc.waiting.find(bit);
     if (wait == nullptr) return;
     std::shared_ptr<const std::vector<uint32_t>> group = std::move(wait->group_bits);
     flushed_.push_back(wait->req->meta);
-    cached_waiting_.erase(bit);
+    sc.waiting.erase(bit);
     if (!group) return;
     // The rest of its group goes too: the coordinator holds a group until all of it is ready.
     for (uint32_t b : *group) {
-        CachedWait *w = cached_waiting_.find(b);
+        CachedWait *w = sc.waiting.find(b);
         if (w == nullptr || w->group_bits != group) continue;
         flushed_.push_back(w->req->meta);
-        cached_waiting_.erase(b);
+        sc.waiting.erase(b);
     }
 }
 
 void CacheNegotiator::mark_stale_cached() {
-    if (cached_waiting_.empty()) return;
     auto now = std::chrono::steady_clock::now();
     if (now < next_stale_check_) return;
-    next_stale_check_ = now + kStaleCheckPeriod;
-    cached_waiting_.for_each([&](uint32_t bit, CachedWait &w) {
-        if (w.stale || now - w.since < kCachedWaitLimit) return;
-        w.stale = true;
-        invalid_.set(bit);
-        cache_news_ = true;
-        // A group's members start and stop waiting together (report_group, run_group,
-        // flush_cached), so they go stale in the same pass: one line, at its first member.
-        const std::vector<uint32_t> *group = w.group_bits.get();
-        if (group != nullptr && bit != group->front()) return;
-        HVD_LOG(kDebug, parts_.rank,
-                "'%s'%s waited %lld ms as a cached op; handing it to the coordinator",
-                w.req->meta.name.c_str(), group != nullptr ? " (with the rest of its group)" : "",
+    bool any = false;
+    for (auto &[id, sc] : sets_) {
+        if (sc->waiting.empty()) continue;
+        any = true;
+        sc->waiting.for_each([&, id = id, sc = sc.get()](uint32_t bit, CachedWait &w) {
+            if (w.stale || now - w.since < kCachedWaitLimit) return;
+            w.stale = true;
+            sc->invalid.set(bit);
+            cache_news_ = true;
+            // A group's members start and stop waiting together (report_group, run_group,
+            // flush_cached), so they go stale in the same pass: one line, at its first member.
+            const std::vector<uint32_t> *group = w.group_bits.get();
+            if (group != nullptr && bit != group->front()) return;
+            HVD_LOG(
+                kDebug, parts_.rank,
+                "'%s' (process set %u)%s waited %lld ms as a cached op; handing it to the "
+                "coordinator",
+                w.req->meta.name.c_str(), id,
+                group != nullptr ? " (with the rest of its group)" : "",
                 static_cast<long long>(
                     std::chrono::duration_cast<std::chrono::milliseconds>(now - w.since).count()));
-    });
+        });
+    }
+    if (any) next_stale_check_ = now + kStaleCheckPeriod;
 }
 
 }  // namespace hvd::engine

@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// Negotiation with Horovod's response cache (negotiation/response_cache.h, cache_round.h):
-// a ready op the job ran before (same name and parameters, global process set) waits on its
-// cache bit, and rounds of bit-vector votes among all ranks agree which of them every rank
-// has ready, with no coordinator round trip. Everything else, and cached ops that changed or
+// Negotiation with Horovod's response cache (negotiation/response_cache.h, cache_round.h),
+// one cache per process set: a ready op whose set ran it before (same name and parameters)
+// waits on its bit in the set's cache, and rounds of votes among all ranks agree which of
+// them every member of the set has ready, with no coordinator round trip. Each set this rank
+// is a member of has its own cache, bit space, waiting ops and invalid bits (SetCache);
+// rank 0 keeps one bit allocator per set. Everything else, and cached ops that changed or
 // waited too long (invalid votes), goes to the coordinator (the base class). Every rank puts
 // coordinator batches and finished rounds into the agreed order in rank 0's order: a batch
-// stamped s after round s, round k after the batches rank 0 sent before starting it.
+// stamped s after round s, round k after the batches rank 0 sent before starting it. Within
+// a round, the sets' ops run in ascending set id, each set's in ascending bit order, so ranks
+// sharing several sets run them in one order. Process sets created or destroyed enter this
+// rank's view at their point of the agreed order (cache_negotiator_sets.cc); a destroyed
+// set's cache and waiting ops are dropped (the runner fails its requests). A rank that has
+// joined a set suspends that set's cache: its ops go to the coordinator while the join lasts.
 // Grouped ops (cache_negotiator_groups.cc) wait on their bits and run from the cache all
 // together, or all go to the coordinator, which holds a group until all of it is ready.
 #pragma once
@@ -13,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <vector>
@@ -33,14 +41,14 @@ class CacheNegotiator : public CoordinatorNegotiator {
     bool receive() override;
     bool advance(util::Fifo<Response> &agreed) override;
     bool take_agreed(util::Fifo<Response> &agreed) override { return advance_cache(agreed); }
-    void drop_waiting() override { cached_waiting_.clear(); }
+    void drop_waiting() override;
     uint64_t cache_hits() const override { return cache_hits_.load(); }
 
   protected:
     uint64_t rounds_started() const override { return rounds_voted_; }
-    negotiation::CacheBitAllocator *cache_bits() override { return cache_bits_.get(); }
-    // A coordinator response entering the agreed order updates the cache (every rank at the
-    // same point of the order).
+    negotiation::CacheBitAllocator *cache_bits(uint16_t set_id) override;
+    // A coordinator response entering the agreed order updates the caches and the process
+    // sets (every rank at the same point of the order).
     void scheduled(Response &resp) override;
 
   private:
@@ -52,16 +60,33 @@ class CacheNegotiator : public CoordinatorNegotiator {
         // A grouped op's members' bits, shared by their waits; null for a single op.
         std::shared_ptr<const std::vector<uint32_t>> group_bits;
     };
+    // The cache state of one process set this rank is a member of; bits are the set's own.
+    struct SetCache {
+        explicit SetCache(uint16_t id) : cache(id) {}
+        negotiation::ResponseCache cache;
+        util::BitTable<CachedWait> waiting;  // by bit
+        negotiation::BitVector invalid;      // to vote invalid in the next round
+        // Invalid bits of this rank's vote in the round in flight that still mean the op they
+        // meant when voted (the bit has not changed since).
+        std::set<uint32_t> voted_invalid;
+        bool suspended = false;   // a member has joined the set: its ops go to the coordinator
+        uint32_t cached_seq = 0;  // numbers the set's ops run from the cache (data tags)
+    };
 
     // Batches and rounds into the agreed order, as far as both allow.
     bool advance_cache(util::Fifo<Response> &agreed);
     bool receive_votes();
     void cast_vote();
     void run_round(const negotiation::RoundOutcome &outcome, util::Fifo<Response> &agreed);
+    // One set's part of a round: its agreed ops into agreed, its invalid bits handled.
+    void run_set(SetCache &sc, const negotiation::SetOutcome &outcome, util::Fifo<Response> &agreed,
+                 bool *vote_again);
+    // After a round: the sets' joins, and votes to repeat where a set changed.
+    void finish_round(const negotiation::RoundOutcome &outcome, bool *vote_again);
     // The request waiting on `bit` goes to the coordinator instead (its group with it).
-    void flush_cached(uint32_t bit);
+    void flush_cached(SetCache &sc, uint32_t bit);
     // A bit now means another op (or none).
-    void cache_bit_changed(uint32_t bit);
+    void cache_bit_changed(SetCache &sc, uint32_t bit);
     void mark_stale_cached();
     // After `first` in reqs: the group's members, waiting on their bits or handed to the
     // coordinator together. Returns how many members it took.
@@ -70,35 +95,46 @@ class CacheNegotiator : public CoordinatorNegotiator {
                         std::vector<OpMeta> *to_coordinator);
     // The group's members into agreed if every one's bit is agreed and unchanged; false
     // (nothing queued) otherwise.
-    bool run_group(const std::vector<uint32_t> &bits, const negotiation::RoundOutcome &outcome,
-                   util::Fifo<Response> &agreed);
-    // The cache's answer for req, and its bit.
-    Lookup look_up(Request &req, uint32_t *bit);
+    bool run_group(SetCache &sc, const std::vector<uint32_t> &bits,
+                   const negotiation::SetOutcome &outcome, util::Fifo<Response> &agreed);
+    // The cache's answer for req (kMiss where this rank holds no cache of its set), and its
+    // bit.
+    Lookup look_up(SetCache *sc, Request &req, uint32_t *bit);
     // req goes to the coordinator, with an invalid vote for its bit if the cache knew its name.
-    void hand_to_coordinator(const Request &req, Lookup found, uint32_t bit,
+    void hand_to_coordinator(SetCache *sc, const Request &req, Lookup found, uint32_t bit,
                              std::vector<OpMeta> *to_coordinator);
     // The cached response of the request waiting on `bit` into agreed, with that request; the
     // wait ends.
-    void queue_cached(uint32_t bit, util::Fifo<Response> &agreed);
+    void queue_cached(SetCache &sc, uint32_t bit, util::Fifo<Response> &agreed);
     // The cache round after which ops reported now run.
     uint64_t report_round() const { return rounds_voted_ + (cache_news_ ? 1 : 0); }
 
-    negotiation::ResponseCache cache_;
-    std::unique_ptr<negotiation::CacheBitAllocator> cache_bits_;  // rank 0
+    // Process sets (cache_negotiator_sets.cc). This rank's cache of the set, or null where
+    // it is not a member (or the set is unknown).
+    SetCache *set_cache(uint16_t id) {
+        if (id == 0) return global_;
+        auto it = sets_.find(id);
+        return it == sets_.end() ? nullptr : it->second.get();
+    }
+    const std::vector<int32_t> *members(uint16_t id) const;
+    void set_created(uint16_t id, const std::vector<int32_t> &ranks);
+    void set_destroyed(uint16_t id);
+    // Rank 0, for a set it is not a member of: the bits the set's members ran from the cache
+    // become the most recently used.
+    void mark_used_elsewhere(const negotiation::SetOutcome &outcome);
+
+    std::map<uint16_t, std::unique_ptr<SetCache>> sets_;  // the sets this rank is in, by id
+    SetCache *global_ = nullptr;                          // sets_[0]
+    std::map<uint16_t, std::vector<int32_t>> members_;    // every set this rank knows, by id
+    std::set<uint16_t> sets_changed_;  // created or destroyed since the last round
+    std::map<uint16_t, negotiation::CacheBitAllocator> cache_bits_;  // rank 0: by set
     negotiation::RoundTable rounds_;
-    uint64_t rounds_voted_ = 0;                  // rounds this rank voted in (rank 0: started)
-    uint64_t rounds_done_ = 0;                   // rounds put into the agreed order
-    util::BitTable<CachedWait> cached_waiting_;  // by bit
-    negotiation::BitVector invalid_;             // to vote invalid in the next round
-    // Invalid bits of this rank's vote in the round in flight that still mean the op they
-    // meant when voted (the bit has not changed since).
-    std::set<uint32_t> voted_invalid_;
+    uint64_t rounds_voted_ = 0;        // rounds this rank voted in (rank 0: started)
+    uint64_t rounds_done_ = 0;         // rounds put into the agreed order
     bool cache_news_ = false;          // something to vote on that the last vote did not have
-    bool cache_suspended_ = false;     // a rank has joined: everything goes to the coordinator
     std::vector<OpMeta> flushed_;      // cached requests to report to the coordinator
     std::vector<Lookup> group_found_;  // report_group's lookups (no allocation)
     std::chrono::steady_clock::time_point next_stale_check_{};
-    uint32_t cached_seq_ = 0;
     std::atomic<uint64_t> cache_hits_{0};
 };
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Grouped ops and the response cache. A group is negotiated and completed as one unit: the
-// coordinator holds its responses until every member is ready (coordinator.cc), so a group
-// must never be split between the cache and the coordinator. On every rank its members wait
-// on their bits together, or all go to the coordinator (with invalid votes for the bits of
-// those that were hits, so that ranks holding them as cached ops hand them over too), and
-// they run from the cache only in a round that agreed on every member's bit.
+// Grouped ops and the response cache. A group (of one process set, in that set's cache) is
+// negotiated and completed as one unit: the coordinator holds its responses until every member is
+// ready (coordinator.cc), so a group must never be split between the cache and the coordinator. On
+// every rank its members wait on their bits together, or all go to the coordinator (with invalid
+// votes for the bits of those that were hits, so that ranks holding them as cached ops hand them
+// over too), and they run from the cache only in a round that agreed on every member's bit.
 #include <memory>
 #include <vector>
 
@@ -31,39 +31,40 @@ size_t CacheNegotiator::report_group(const std::vector<RequestPtr> &reqs, size_t
                                      std::chrono::steady_clock::time_point now,
                                      std::vector<OpMeta> *to_coordinator) {
     const size_t n = group_run(reqs, first);
+    SetCache *sc = set_cache(reqs[first]->meta.set_id);
     auto bits = std::make_shared<std::vector<uint32_t>>(n);
     group_found_.assign(n, Lookup::kMiss);
     // A run that is not the whole group (not expected) goes to the coordinator, which waits
     // for the rest.
-    bool all_hit = !cache_suspended_ && static_cast<int64_t>(n) == reqs[first]->meta.group_size;
+    bool all_hit =
+        sc != nullptr && !sc->suspended && static_cast<int64_t>(n) == reqs[first]->meta.group_size;
     for (size_t i = 0; i < n; ++i) {
         uint32_t bit = 0;
-        group_found_[i] = look_up(*reqs[first + i], &bit);
+        group_found_[i] = look_up(sc, *reqs[first + i], &bit);
         (*bits)[i] = bit;
-        all_hit =
-            all_hit && group_found_[i] == Lookup::kHit && cached_waiting_.find(bit) == nullptr;
+        all_hit = all_hit && group_found_[i] == Lookup::kHit && sc->waiting.find(bit) == nullptr;
     }
     if (all_hit) {
         for (size_t i = 0; i < n; ++i)
-            cached_waiting_.try_emplace((*bits)[i], CachedWait{reqs[first + i], now, false, bits});
+            sc->waiting.try_emplace((*bits)[i], CachedWait{reqs[first + i], now, false, bits});
         cache_news_ = true;
         return n;
     }
     for (size_t i = 0; i < n; ++i)
-        hand_to_coordinator(*reqs[first + i], group_found_[i], (*bits)[i], to_coordinator);
+        hand_to_coordinator(sc, *reqs[first + i], group_found_[i], (*bits)[i], to_coordinator);
     return n;
 }
 
-bool CacheNegotiator::run_group(const std::vector<uint32_t> &bits,
-                                const negotiation::RoundOutcome &outcome,
+bool CacheNegotiator::run_group(SetCache &sc, const std::vector<uint32_t> &bits,
+                                const negotiation::SetOutcome &outcome,
                                 util::Fifo<Response> &agreed) {
     for (uint32_t bit : bits) {
-        if (cached_waiting_.find(bit) == nullptr || !outcome.ready_everywhere.test(bit) ||
-            outcome.invalid.test(bit) || cache_.touched(bit) || cache_.response(bit) == nullptr)
+        if (sc.waiting.find(bit) == nullptr || !outcome.ready_everywhere.test(bit) ||
+            outcome.invalid.test(bit) || sc.cache.touched(bit) || sc.cache.response(bit) == nullptr)
             return false;
     }
     for (uint32_t bit : bits)
-        queue_cached(bit, agreed);
+        queue_cached(sc, bit, agreed);
     return true;
 }
 

@@ -95,7 +95,6 @@ bool CoordinatorNegotiator::deliver_emitted() {
 
 bool CoordinatorNegotiator::send_undelivered() {
     const uint64_t rounds = rounds_started();
-    negotiation::CacheBitAllocator *bits = cache_bits();
     // A response waits for the cache round its reports named (the coordinator's order is
     // kept: what was emitted after it waits too).
     std::vector<Response> responses;
@@ -106,11 +105,12 @@ bool CoordinatorNegotiator::send_undelivered() {
     if (responses.empty()) return false;
     const config::RuntimeConfig &config = *parts_.config;
     negotiation::plan_fusion(responses, static_cast<size_t>(config.fusion_threshold_bytes.load()));
-    if (bits != nullptr) {
-        size_t capacity = static_cast<size_t>(config.cache_capacity.load());
-        for (Response &r : responses)
-            if (negotiation::ResponseCache::cacheable(r))
-                r.cache_bit = bits->assign(r.name, capacity);
+    // Each set has its own bits, and the capacity is per set.
+    const size_t capacity = static_cast<size_t>(config.cache_capacity.load());
+    for (Response &r : responses) {
+        if (!negotiation::ResponseCache::cacheable(r)) continue;
+        if (negotiation::CacheBitAllocator *bits = cache_bits(r.set_id))
+            r.cache_bit = bits->assign(r.name, capacity);
     }
     // Each rank gets, in emission order, the responses of the sets it belongs to. Membership
     // changes are ops of the global set (0), so they reach every rank.

@@ -42,15 +42,15 @@ class CoordinatorNegotiator : public Negotiator {
     // Rank 0: sends the responses emitted so far whose cache round has started
     // (after_round <= rounds_started()), in emission order, fusion planned; the rest wait for
     // their round, and so does everything emitted after them. Each batch is stamped with
-    // rounds_started(): it runs after that round. Cacheable responses get a bit from
-    // cache_bits() where there is one. Returns whether anything was sent.
+    // rounds_started(): it runs after that round. Cacheable responses get a bit of their
+    // set's bit space from cache_bits() where there is one. Returns whether anything was sent.
     bool deliver_emitted();
     // The sending part of deliver_emitted(), for the responses already waiting.
     bool send_undelivered();
     // The response cache's rounds started so far (none without a cache).
     virtual uint64_t rounds_started() const { return 0; }
-    // Rank 0's allocator of cache bits, or null without a cache.
-    virtual negotiation::CacheBitAllocator *cache_bits() { return nullptr; }
+    // Rank 0's allocator of the cache bits of process set `set_id`, or null without a cache.
+    virtual negotiation::CacheBitAllocator *cache_bits(uint16_t /*set_id*/) { return nullptr; }
     // Whether rank 0 holds emitted responses not yet sent.
     bool has_undelivered() const { return !outbox_.empty() || !undelivered_.empty(); }
     // The next batch in rank 0's order if it has arrived, else null. pop_batch() once the

@@ -69,9 +69,13 @@ BitVector read_bits(WireReader &r) {
 std::string encode_vote(const RoundVote &v) {
     WireWriter w;
     w.u64(v.round);
-    write_bits(w, v.ready);
-    write_bits(w, v.invalid);
-    w.u8(v.joined ? 1 : 0);
+    w.u64(v.sets.size());
+    for (const SetVote &sv : v.sets) {
+        w.u64(sv.set_id);
+        write_bits(w, sv.ready);
+        write_bits(w, sv.invalid);
+        w.u8(sv.joined ? 1 : 0);
+    }
     w.u64(v.batches);
     w.i64(v.fusion_threshold);
     return std::move(w.bytes());
@@ -81,9 +85,23 @@ RoundVote decode_vote(const std::string &bytes) {
     WireReader r(bytes);
     RoundVote v;
     v.round = r.u64();
-    v.ready = read_bits(r);
-    v.invalid = read_bits(r);
-    v.joined = r.u8() != 0;
+    const uint64_t n = r.u64();
+    if (n > kMaxSetId + 1)
+        throw Error(HVD_ERR_TRANSPORT, strprintf("malformed cache vote (%llu process sets)",
+                                                 static_cast<unsigned long long>(n)));
+    for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t id = r.u64();
+        if (id > kMaxSetId || (i > 0 && id <= v.sets.back().set_id))
+            throw Error(HVD_ERR_TRANSPORT,
+                        strprintf("malformed cache vote (process set %llu out of order)",
+                                  static_cast<unsigned long long>(id)));
+        SetVote sv;
+        sv.set_id = static_cast<uint16_t>(id);
+        sv.ready = read_bits(r);
+        sv.invalid = read_bits(r);
+        sv.joined = r.u8() != 0;
+        v.sets.push_back(std::move(sv));
+    }
     v.batches = r.u64();
     v.fusion_threshold = r.i64();
     if (!r.at_end()) throw Error(HVD_ERR_TRANSPORT, "malformed cache vote (trailing bytes)");
@@ -119,21 +137,49 @@ bool RoundTable::complete(uint64_t round) const {
                        [](const std::optional<RoundVote> &v) { return v.has_value(); });
 }
 
-RoundOutcome RoundTable::take(uint64_t round) {
+RoundOutcome RoundTable::take(uint64_t round, const SetMembers &members) {
     auto it = votes_.find(round);
+    std::vector<std::optional<RoundVote>> &votes = it->second;
     RoundOutcome out;
-    bool first = true;
-    for (const std::optional<RoundVote> &v : it->second) {
-        if (first) {
-            out.ready_everywhere = v->ready;
-            out.batches = v->batches;  // rank 0's
-            out.fusion_threshold = v->fusion_threshold;
-            first = false;
-        } else {
-            out.ready_everywhere.and_with(v->ready);
+    out.batches = votes[0]->batches;  // rank 0's
+    out.fusion_threshold = votes[0]->fusion_threshold;
+    // Each vote's sets ascend: a cursor per vote walks them in step.
+    std::vector<size_t> at(votes.size(), 0);
+    for (;;) {
+        uint32_t next = kMaxSetId + 1;
+        for (size_t r = 0; r < votes.size(); ++r)
+            if (at[r] < votes[r]->sets.size())
+                next = std::min<uint32_t>(next, votes[r]->sets[at[r]].set_id);
+        if (next > kMaxSetId) break;
+        const uint16_t id = static_cast<uint16_t>(next);
+        // This set's entry of each rank's vote (null: none), the cursors moved past it.
+        std::vector<const SetVote *> entry(votes.size(), nullptr);
+        for (size_t r = 0; r < votes.size(); ++r)
+            if (at[r] < votes[r]->sets.size() && votes[r]->sets[at[r]].set_id == id)
+                entry[r] = &votes[r]->sets[at[r]++];
+        const std::vector<int32_t> *ranks = members(id);
+        if (ranks == nullptr || ranks->empty()) continue;
+        SetOutcome o;
+        o.set_id = id;
+        bool first = true;
+        for (int32_t m : *ranks) {
+            if (m < 0 || m >= size_) continue;
+            const SetVote *e = entry[static_cast<size_t>(m)];
+            if (e == nullptr) {
+                o.ready_everywhere = BitVector();
+                first = false;
+                continue;
+            }
+            if (first) {
+                o.ready_everywhere = e->ready;
+                first = false;
+            } else {
+                o.ready_everywhere.and_with(e->ready);
+            }
+            o.invalid.or_with(e->invalid);
+            o.any_joined |= e->joined;
         }
-        out.invalid.or_with(v->invalid);
-        out.any_joined |= v->joined;
+        out.sets.push_back(std::move(o));
     }
     votes_.erase(it);
     return out;

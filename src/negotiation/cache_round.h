@@ -1,25 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
-// Negotiation rounds of the response cache. In round k every rank sends every other rank its
-// vote: the cached ops it has ready (a bit vector), the cached ops it found changed or
-// waited on too long (invalid bits), and whether it has joined. Once a rank holds all n votes
-// of round k it knows what every rank knows: the ops every rank has ready (AND) run, the
-// invalid ones (OR) leave the cache and go to the coordinator instead. No coordinator round
-// trip, one message per pair of ranks.
+// Negotiation rounds of the response cache. Every process set has a cache of its own, with
+// its own bit numbers (response_cache.h). In round k every rank sends every other rank its
+// vote: per process set it belongs to, the cached ops of that set it has ready (a bit
+// vector), the cached ops it found changed or waited on too long (invalid bits), and whether
+// it has joined the set. Once a rank holds all n votes of round k it knows what every rank
+// knows: per set, the ops every member of the set has ready (AND over the set's members)
+// run, the invalid ones (OR over the members) leave the set's cache and go to the
+// coordinator instead; the votes of ranks outside a set say nothing about it. No coordinator
+// round trip, one message per pair of ranks.
 //
-// Rank 0's vote also places the round in the job's global order: `batches` is how many
-// batches of coordinator responses rank 0 had sent the recipient before this round, and
-// every batch carries how many rounds rank 0 had started before it. Each rank runs a round
-// after exactly those batches, so rounds and coordinator responses interleave the same way
-// on every rank. Rank 0's vote also carries the fusion threshold all ranks use for the round.
+// Rounds are job-wide: every rank votes in every round, whatever sets it is in. Rank 0's
+// vote also places the round in the job's global order: `batches` is how many batches of
+// coordinator responses rank 0 had sent the recipient before this round, and every batch
+// carries how many rounds rank 0 had started before it. Each rank runs a round after exactly
+// those batches, so rounds and coordinator responses interleave the same way on every rank
+// (a set's responses reach only its members, at the same point relative to the rounds).
+// Rank 0's vote also carries the fusion threshold all ranks use for the round.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace hvd::negotiation {
+
+// Process set ids are 16-bit.
+constexpr uint32_t kMaxSetId = 0xffff;
 
 // A set of cache bits as 64-bit words.
 class BitVector {
@@ -39,11 +48,19 @@ class BitVector {
     std::vector<uint64_t> words_;
 };
 
-struct RoundVote {
-    uint64_t round = 0;
+// One rank's vote on one process set's cache (a set it is a member of).
+struct SetVote {
+    uint16_t set_id = 0;
     BitVector ready;
     BitVector invalid;
     bool joined = false;
+};
+
+struct RoundVote {
+    uint64_t round = 0;
+    // Ascending set ids, one entry at most per set; a set without an entry: nothing ready,
+    // nothing invalid, not joined.
+    std::vector<SetVote> sets;
     // Rank 0 only.
     uint64_t batches = 0;
     int64_t fusion_threshold = 0;
@@ -53,14 +70,24 @@ std::string encode_vote(const RoundVote &v);
 // Throws hvd::Error(HVD_ERR_TRANSPORT) on a malformed vote.
 RoundVote decode_vote(const std::string &bytes);
 
+// What every member of a set concludes about it from the votes of one round.
+struct SetOutcome {
+    uint16_t set_id = 0;
+    BitVector ready_everywhere;  // AND of the members' ready bits
+    BitVector invalid;           // OR of the members' invalid bits
+    bool any_joined = false;     // some member has joined the set
+};
+
 // What every rank concludes from the n votes of one round.
 struct RoundOutcome {
-    BitVector ready_everywhere;  // AND of the ready bits
-    BitVector invalid;           // OR of the invalid bits
-    bool any_joined = false;
-    uint64_t batches = 0;  // from rank 0's vote: batches to run before this round
+    std::vector<SetOutcome> sets;  // ascending set ids: the sets some member voted on
+    uint64_t batches = 0;          // from rank 0's vote: batches to run before this round
     int64_t fusion_threshold = 0;
 };
+
+// The members (global ranks) of a set as this rank knows it at the round, or null for a set
+// it does not know.
+using SetMembers = std::function<const std::vector<int32_t> *(uint16_t set_id)>;
 
 // Votes received, by round. Rounds advance in step: a rank votes in round k + 1 only after
 // running round k, which needs everybody's vote of round k.
@@ -75,8 +102,9 @@ class RoundTable {
     bool complete(uint64_t round) const;
     // Rank 0's `batches` in a round it has voted in.
     uint64_t batches_before(uint64_t round) const { return votes_.at(round)[0]->batches; }
-    // Combines and forgets the votes of a complete round.
-    RoundOutcome take(uint64_t round);
+    // Combines and forgets the votes of a complete round: per set, over its members' votes
+    // (sets unknown to members() are left out).
+    RoundOutcome take(uint64_t round, const SetMembers &members);
 
   private:
     int32_t size_;

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "negotiation/response_cache.h"
 
+#include <atomic>
+
 #include "common/error.h"
 #include "hvd/hvd.h"
 
 namespace hvd::negotiation {
+
+namespace {
+
+// Stamps of puts, unique across every cache of the process.
+std::atomic<uint64_t> g_last_stamp{0};
+
+}  // namespace
 
 bool same_op(const OpMeta &a, const OpMeta &b) {
     return a.name == b.name && a.set_id == b.set_id && a.type == b.type && a.dtype == b.dtype &&
@@ -15,7 +24,7 @@ bool same_op(const OpMeta &a, const OpMeta &b) {
 }
 
 bool ResponseCache::cacheable(const Response &resp) {
-    if (resp.status != HVD_OK || resp.addressee >= 0 || resp.set_id != 0) return false;
+    if (resp.status != HVD_OK || resp.addressee >= 0) return false;
     switch (resp.type) {
         case OpType::kAllreduce:
         case OpType::kAllgather:
@@ -29,7 +38,7 @@ bool ResponseCache::cacheable(const Response &resp) {
 }
 
 ResponseCache::Lookup ResponseCache::lookup(const OpMeta &meta, uint32_t *bit) const {
-    if (meta.set_id != 0) return Lookup::kMiss;
+    if (meta.set_id != set_id_) return Lookup::kMiss;
     auto it = by_name_.find(meta.name);
     if (it == by_name_.end()) return Lookup::kMiss;
     *bit = it->second;
@@ -39,7 +48,7 @@ ResponseCache::Lookup ResponseCache::lookup(const OpMeta &meta, uint32_t *bit) c
 ResponseCache::Lookup ResponseCache::lookup(const OpMeta &meta, uint32_t *bit, Memo *memo) const {
     // The stamp names one put: if the bit still holds it, it holds this name.
     if (memo->stamp != 0 && memo->bit < slots_.size() && slots_[memo->bit].stamp == memo->stamp &&
-        meta.set_id == 0) {
+        meta.set_id == set_id_) {
         *bit = memo->bit;
         return check(slots_[memo->bit], meta);
     }
@@ -52,6 +61,10 @@ ResponseCache::Lookup ResponseCache::lookup(const OpMeta &meta, uint32_t *bit, M
 std::vector<uint32_t> ResponseCache::put(uint32_t bit, const Response &resp, const OpMeta *mine) {
     if (bit >= kMaxBits)
         throw Error(HVD_ERR_INTERNAL, strprintf("response cache bit %u is out of range", bit));
+    if (resp.set_id != set_id_)
+        throw Error(HVD_ERR_INTERNAL,
+                    strprintf("'%s' of process set %u put in the response cache of set %u",
+                              resp.name.c_str(), resp.set_id, set_id_));
     std::vector<uint32_t> changed{bit};
     auto old_name = by_name_.find(resp.name);
     if (old_name != by_name_.end() && old_name->second != bit) {
@@ -66,7 +79,7 @@ std::vector<uint32_t> ResponseCache::put(uint32_t bit, const Response &resp, con
     e.response.request.reset();
     e.has_mine = mine != nullptr;
     if (mine) e.mine = *mine;
-    e.stamp = ++last_stamp_;
+    e.stamp = g_last_stamp.fetch_add(1, std::memory_order_relaxed) + 1;
     by_name_[resp.name] = bit;
     touched_.insert(bit);
     return changed;

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Horovod's response cache, as every rank holds it: once the coordinator agreed on an op of
-// the global process set, its response is kept under a bit number the coordinator chose.
-// A later op of the same name with the same parameters is then negotiated by bit vectors
-// among the ranks (cache_round.h) instead of through the coordinator. Every rank applies the
-// same changes (put, erase) at the same point of the job's global order, so a bit means the
-// same op everywhere between two rounds; bits changed since the last round are reported by
-// touched(), because a vote cast before such a change meant the old op.
+// Horovod's response cache of one process set, as each member of the set holds it: once the
+// coordinator agreed on an op of the set, its response is kept under a bit number the
+// coordinator chose in the set's own bit space. A later op of the same name with the same
+// parameters is then negotiated by bit vectors among the set's members (cache_round.h)
+// instead of through the coordinator. Every member applies the same changes (put, erase) at
+// the same point of the job's global order (a set's responses reach all its members at the
+// same point relative to the rounds), so a bit means the same op on every member between
+// two rounds; bits changed since the last round are reported by touched(), because a vote
+// cast before such a change meant the old op. Non-members hold no cache of the set: bit
+// spaces are per set because they never see the set's responses.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +27,10 @@ bool same_op(const OpMeta &a, const OpMeta &b);
 
 class ResponseCache {
   public:
+    // The cache of process set `set_id`: it holds and finds ops of that set only.
+    explicit ResponseCache(uint16_t set_id = 0) : set_id_(set_id) {}
+    uint16_t set_id() const { return set_id_; }
+
     // Bit numbers a control message may name; the capacity is at most this.
     static constexpr uint32_t kMaxBits = 1u << 16;
 
@@ -60,8 +67,8 @@ class ResponseCache {
     bool touched(uint32_t bit) const { return touched_.count(bit) != 0; }
     void clear_touched() { touched_.clear(); }
 
-    // Only ops like this are cached: data-moving ops of the global set (grouped ones too:
-    // engine_cache_groups.cc keeps a group together) that succeeded for every rank.
+    // Only ops like this are cached: data-moving ops (grouped ones too:
+    // cache_negotiator_groups.cc keeps a group together) that succeeded for every member.
     static bool cacheable(const Response &resp);
 
   private:
@@ -70,14 +77,16 @@ class ResponseCache {
         Response response;
         bool has_mine = false;
         OpMeta mine;
-        uint64_t stamp = 0;  // which put() stored it (unique); 0: the bit is free
+        // Which put() stored it, unique in the process (a memo made with another cache never
+        // matches); 0: the bit is free.
+        uint64_t stamp = 0;
     };
     Lookup check(const Slot &slot, const OpMeta &meta) const {
         return slot.has_mine && same_op(slot.mine, meta) ? Lookup::kHit : Lookup::kChanged;
     }
+    uint16_t set_id_;
     std::vector<Slot> slots_;
     std::unordered_map<std::string, uint32_t> by_name_;
-    uint64_t last_stamp_ = 0;
     std::set<uint32_t> touched_;
 };
 

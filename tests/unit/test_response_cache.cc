@@ -19,53 +19,31 @@
 #include <thread>
 #include <vector>
 
-#include "capi/handles.h"
 #include "common/error.h"
+#include "counted_job.h"
 #include "hvd/hvd.h"
 #include "inprocess_job.h"
 
 namespace {
 
-using inprocess_job::join_job;
 using inprocess_job::tensor;
 
 // ------------------------------------------------------------------ jobs
 
-struct Counters {
-    uint64_t hits = 0;
-    uint64_t negotiated = 0;
-};
+using counted_job::ContextBody;
+using counted_job::wait;
 
-// Each rank records its engine's counters before finalizing.
-std::vector<Counters> g_counters;
+// Each rank's counters of the last job.
+std::vector<counted_job::Counters> &g_counters = counted_job::counters();
 
-// One rank's part of a job on its joined context: "" or what went wrong.
-using ContextBody = std::function<std::string(hvd_context_h ctx, int32_t rank, int32_t size)>;
-
-// Runs body on every rank of a new job of `size` ranks, records each rank's counters, and
-// checks they agree.
+// Runs body on every rank of a new job of `size` ranks and checks that the counters agree.
 void run_counted(int32_t size, const ContextBody &body) {
-    g_counters.assign(static_cast<size_t>(size), Counters());
-    inprocess_job::run_on_ranks(size, [&](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
-        hvd_context_h ctx;
-        if (join_job(id, rank, n, &ctx) != HVD_OK) return std::string("init failed");
-        std::string err = body(ctx, rank, n);
-        g_counters[rank].hits = ctx->ctx->engine().cache_hits();
-        g_counters[rank].negotiated = ctx->ctx->engine().negotiated();
-        if (hvd_finalize(ctx) != HVD_OK && err.empty()) err = "finalize failed";
-        return err;
-    });
+    counted_job::run_recorded(size, body);
     // Rounds and coordinator batches run in one order on every rank: equal counts.
     for (int32_t r = 1; r < size; ++r) {
         assert_int_equal(g_counters[r].hits, g_counters[0].hits);
         assert_int_equal(g_counters[r].negotiated, g_counters[0].negotiated);
     }
-}
-
-hvd_status_t wait(hvd_request_h req) {
-    hvd_status_t s = hvd_request_wait(req, 30000);
-    hvd_request_release(req);
-    return s;
 }
 
 hvd_op_params_t params(uint64_t fields) {

@@ -69,14 +69,48 @@ void expect_transport_error(F f, const char *needle) {
     }
 }
 
-RoundVote vote(uint64_t round, std::initializer_list<uint32_t> ready,
-               std::initializer_list<uint32_t> invalid = {}, bool joined = false) {
-    RoundVote v;
-    v.round = round;
+hvd::negotiation::SetVote set_vote(uint16_t set_id, std::initializer_list<uint32_t> ready,
+                                   std::initializer_list<uint32_t> invalid = {},
+                                   bool joined = false) {
+    hvd::negotiation::SetVote v;
+    v.set_id = set_id;
     v.ready = bits_of(ready);
     v.invalid = bits_of(invalid);
     v.joined = joined;
     return v;
+}
+
+// A vote on the global set only.
+RoundVote vote(uint64_t round, std::initializer_list<uint32_t> ready,
+               std::initializer_list<uint32_t> invalid = {}, bool joined = false) {
+    RoundVote v;
+    v.round = round;
+    v.sets.push_back(set_vote(0, ready, invalid, joined));
+    return v;
+}
+
+// Members of the sets of test_round_table_combines_per_set: 0 = {0,1,2,3}, 1 = {0,1},
+// 2 = {1,2,3}, 3 = {3}; 9 unknown.
+const std::vector<int32_t> *test_members(uint16_t id) {
+    static const std::vector<int32_t> all{0, 1, 2, 3}, one{0, 1}, two{1, 2, 3}, three{3};
+    switch (id) {
+        case 0:
+            return &all;
+        case 1:
+            return &one;
+        case 2:
+            return &two;
+        case 3:
+            return &three;
+        default:
+            return nullptr;
+    }
+}
+
+const hvd::negotiation::SetOutcome *outcome_of(const RoundOutcome &o, uint16_t id) {
+    for (const auto &s : o.sets)
+        if (s.set_id == id) return &s;
+    return nullptr;
 }
 
 void test_round_table_combines_votes(void **) {
@@ -91,10 +125,12 @@ void test_round_table_combines_votes(void **) {
     t.add(2, vote(2, {}), 0);  // a rank already in the next round
     assert_true(t.complete(1));
     assert_true(t.batches_before(1) == 7);
-    RoundOutcome o = t.take(1);
-    assert_true(o.ready_everywhere.bits() == std::vector<uint32_t>({2, 3}));
-    assert_true(o.invalid.bits() == std::vector<uint32_t>({40}));
-    assert_true(o.any_joined);
+    RoundOutcome o = t.take(1, test_members);
+    assert_int_equal(o.sets.size(), 1);
+    assert_int_equal(o.sets[0].set_id, 0);
+    assert_true(o.sets[0].ready_everywhere.bits() == std::vector<uint32_t>({2, 3}));
+    assert_true(o.sets[0].invalid.bits() == std::vector<uint32_t>({40}));
+    assert_true(o.sets[0].any_joined);
     assert_true(o.batches == 7);
     assert_int_equal(o.fusion_threshold, 4096);
     assert_false(t.complete(1));
@@ -105,22 +141,71 @@ void test_round_table_combines_votes(void **) {
     expect_transport_error([&] { t.add(3, vote(2, {}), 1); }, "unknown rank 3");
 }
 
+// Each set's outcome comes from its members' votes alone: a member without an entry has
+// nothing ready, a non-member's entry is not counted, unknown sets are left out.
+void test_round_table_combines_per_set(void **) {
+    RoundTable t(4);
+    RoundVote v0, v1, v2, v3;
+    v0.sets = {set_vote(0, {1, 2}), set_vote(1, {5, 6}, {9}), set_vote(9, {1})};
+    v0.batches = 3;
+    v1.sets = {set_vote(0, {1, 2}), set_vote(1, {5, 7}), set_vote(2, {0, 4}, {}, true)};
+    v2.sets = {set_vote(0, {2}), set_vote(1, {5, 6, 7}, {8}), set_vote(2, {0, 4}, {3})};
+    v3.sets = {set_vote(0, {2, 3}), set_vote(3, {11})};  // none for set 2: nothing ready
+    RoundVote *votes[] = {&v0, &v1, &v2, &v3};
+    for (int32_t r = 0; r < 4; ++r) {
+        votes[r]->round = 1;
+        t.add(r, *votes[r], 0);
+    }
+    RoundOutcome o = t.take(1, test_members);
+    assert_int_equal(o.sets.size(), 4);  // 0, 1, 2, 3; not 9
+    assert_true(o.batches == 3);
+    const auto *s0 = outcome_of(o, 0), *s1 = outcome_of(o, 1), *s2 = outcome_of(o, 2),
+               *s3 = outcome_of(o, 3);
+    assert_non_null(s0);
+    assert_non_null(s1);
+    assert_non_null(s2);
+    assert_non_null(s3);
+    assert_null(outcome_of(o, 9));
+    assert_true(s0->ready_everywhere.bits() == std::vector<uint32_t>({2}));
+    assert_true(s1->ready_everywhere.bits() == std::vector<uint32_t>({5}));  // rank 2 not in 1
+    assert_true(s1->invalid.bits() == std::vector<uint32_t>({9}));           // nor its 8
+    assert_false(s1->any_joined);
+    assert_true(s2->ready_everywhere.empty());
+    assert_true(s2->invalid.bits() == std::vector<uint32_t>({3}));
+    assert_true(s2->any_joined);
+    assert_true(s3->ready_everywhere.bits() == std::vector<uint32_t>({11}));
+}
+
 void test_vote_encoding(void **) {
-    RoundVote v = vote(42, {0, 63, 64, 1000}, {7});
-    v.joined = true;
+    RoundVote v = vote(42, {0, 63, 64, 1000}, {7}, true);
+    v.sets.push_back(set_vote(5, {3}, {}, false));
+    v.sets.push_back(set_vote(65535, {}, {65535}, true));
     v.batches = 9;
     v.fusion_threshold = 1 << 20;
     RoundVote back = hvd::negotiation::decode_vote(hvd::negotiation::encode_vote(v));
     assert_true(back.round == 42);
-    assert_true(back.ready.bits() == v.ready.bits());
-    assert_true(back.invalid.bits() == std::vector<uint32_t>({7}));
-    assert_true(back.joined);
+    assert_int_equal(back.sets.size(), 3);
+    assert_int_equal(back.sets[0].set_id, 0);
+    assert_true(back.sets[0].ready.bits() == v.sets[0].ready.bits());
+    assert_true(back.sets[0].invalid.bits() == std::vector<uint32_t>({7}));
+    assert_true(back.sets[0].joined);
+    assert_int_equal(back.sets[1].set_id, 5);
+    assert_true(back.sets[1].ready.bits() == std::vector<uint32_t>({3}));
+    assert_false(back.sets[1].joined);
+    assert_int_equal(back.sets[2].set_id, 65535);
+    assert_true(back.sets[2].invalid.bits() == std::vector<uint32_t>({65535}));
+    assert_true(back.sets[2].joined);
     assert_true(back.batches == 9);
     assert_int_equal(back.fusion_threshold, 1 << 20);
     std::string bytes = hvd::negotiation::encode_vote(v);
     expect_transport_error(
         [&] { hvd::negotiation::decode_vote(bytes.substr(0, bytes.size() - 3)); }, "truncated");
     expect_transport_error([&] { hvd::negotiation::decode_vote(bytes + "x"); }, "trailing");
+    RoundVote unordered = v;
+    std::swap(unordered.sets[0], unordered.sets[1]);
+    expect_transport_error(
+        [&] { hvd::negotiation::decode_vote(hvd::negotiation::encode_vote(unordered)); },
+        "out of order");
 }
 
 OpMeta meta(const char *name, std::vector<int64_t> shape) {
@@ -180,11 +265,12 @@ void test_cache_lookup_put_and_touched(void **) {
     assert_true(ResponseCache::cacheable(grouped));  // a group is kept together by the engine
     Response in_set = ok;
     in_set.set_id = 1;
+    assert_true(ResponseCache::cacheable(in_set));  // in the cache of set 1
     Response barrier = ok;
     barrier.type = OpType::kBarrier;
     Response one_rank = ok;
     one_rank.addressee = 1;
-    for (const Response &r : {failed, in_set, barrier, one_rank})
+    for (const Response &r : {failed, barrier, one_rank})
         assert_false(ResponseCache::cacheable(r));
 }
 
@@ -241,6 +327,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bit_vector),
         cmocka_unit_test(test_round_table_combines_votes),
+        cmocka_unit_test(test_round_table_combines_per_set),
         cmocka_unit_test(test_vote_encoding),
         cmocka_unit_test(test_cache_lookup_put_and_touched),
         cmocka_unit_test(test_memo_lookup_matches_plain_lookup),
