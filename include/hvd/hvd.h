@@ -476,8 +476,8 @@ typedef enum {
                                            best point) and every rank follows; samples are logged
                                            as CSV to HVD_AUTOTUNE_LOG, what each rank adopted to
                                            HVD_AUTOTUNE_LOG.<rank>. HVD_AUTOTUNE, default 0 */
-    HVD_CONFIG_CACHE_CAPACITY = 5       /* entries of the response cache: an op of the global
-                                           process set that ran once is negotiated again by one
+    HVD_CONFIG_CACHE_CAPACITY = 5       /* entries of the response cache, per process set: an
+                                           op of a set that ran once is negotiated again by one
                                            exchange of bit vectors among the ranks, without the
                                            coordinator, while its name and parameters stay the
                                            same; least recently used entries are evicted. Rank

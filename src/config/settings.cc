@@ -62,7 +62,7 @@ const SettingInfo kTable[] = {
      "waits)."},
     {Setting::kCacheCapacity, "CACHE_CAPACITY", true, kInt, kTuning, 1024, nullptr, 0,
      kMaxCacheCapacity, kClamp, "entries", nullptr, KEY(HVD_CONFIG_CACHE_CAPACITY),
-     "Response cache entries: an op of the global process set that ran before with the same "
+     "Response cache entries per process set: an op of a set that ran before with the same "
      "name and parameters is agreed by one exchange of bit vectors among the ranks instead of a "
      "round trip through rank 0; 0: off. Rank 0's value decides."},
     {Setting::kAutotune, "AUTOTUNE", true, kBool, kTuning, 0, nullptr, 0, 1, kClamp, "", nullptr,

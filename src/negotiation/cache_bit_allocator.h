@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Rank 0's choice of response-cache bits (HVD_CACHE_CAPACITY): a newly agreed op gets its old
-// bit, a free one, or the least recently used op's bit (LRU eviction). The choice travels in
-// the response, so every rank stores the op under the same bit; capacity is rank 0's alone.
+// Rank 0's choice of response-cache bits of one process set (HVD_CACHE_CAPACITY, per set): a
+// newly agreed op gets its old bit, a free one, or the least recently used op's bit (LRU
+// eviction). The choice travels in the response, so every member stores the op under the same
+// bit; capacity is rank 0's alone. Rank 0 keeps one per set, whether it is a member or not.
 #pragma once
 
 #include <cstdint>

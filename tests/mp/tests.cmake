@@ -133,6 +133,14 @@ foreach(style openmpi torchrun slurm pmi)
   endforeach()
 endforeach()
 
+# The response cache in process sets: each rank reads its engine's cache hits, so the program
+# links the internal archive.
+add_executable(mp_set_cache ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_set_cache.cc
+                            ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_check.c)
+target_link_libraries(mp_set_cache PRIVATE hvd_internal m)
+target_compile_options(mp_set_cache PRIVATE ${HVD_WARNINGS})
+hvd_mp_test(mp_set_cache NP 3 4 TIMEOUT 120)
+
 # Launches without HVD_SECRET. On one host with an address (torchrun style): rank 0's secret
 # is random, so an outsider who computes the one derivable from the run id and address is
 # refused, and the job still completes. Ranks on (what look like) several hosts: hvd_init
