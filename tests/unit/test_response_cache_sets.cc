@@ -5,7 +5,7 @@
 // may be in no set but the global one; a changed shape in a set renegotiates and a shape one
 // member alone changes fails as a mismatch; destroying a set while its ops are cached and
 // waiting fails those ops and leaves later sets working; grouped ops of a set run from the
-// cache.
+// cache; a join in a set suspends that set's cache only.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -343,6 +343,62 @@ void test_grouped_ops_in_a_set(void **) {
     }
 }
 
+// In the set {1,2} of 3 ranks, rank 2 runs 5 cached allreduces and joins the set, rank 1 runs
+// 8 and joins: while rank 2 is joined, rank 1's ops go to the coordinator and rank 2 takes
+// part with zeros. A global allreduce every step, on every rank, stays cached throughout: a
+// join suspends the cache of its own set only.
+void test_join_in_a_set(void **) {
+    run_recorded(3, [](hvd_context_h ctx, int32_t rank, int32_t) {
+        std::vector<Set> sets{Set{{1, 2}}};
+        std::string err = create_sets(ctx, rank, &sets);
+        const int mine = rank == 1 ? 8 : rank == 2 ? 5 : 0;
+        hvd_op_params_t jp;
+        std::memset(&jp, 0, sizeof jp);
+        jp.field_mask = HVD_OP_FIELD_PROCESS_SET;
+        jp.process_set = sets[0].handle;
+        hvd_request_h join = nullptr;
+        for (int it = 0; it < 8 && err.empty(); ++it) {
+            std::string where = " at step " + std::to_string(it);
+            int32_t g = rank + it;
+            int64_t one[1] = {1};
+            hvd_tensor_t gt = tensor(&g, HVD_DTYPE_INT32, 1, one);
+            hvd_op_params_t gp = in_set(nullptr, "g");
+            hvd_request_h gr;
+            if (hvd_allreduce_enqueue(ctx, &gt, &gt, &gp, &gr) != HVD_OK) return "g" + where;
+            hvd_op_params_t p = in_set(sets[0].handle, "step");
+            float x = static_cast<float>((rank + 1) * 100 + it);
+            hvd_tensor_t xt = tensor(&x, HVD_DTYPE_FLOAT32, 1, one);
+            hvd_request_h xr = nullptr;
+            if (it < mine && hvd_allreduce_enqueue(ctx, &xt, &xt, &p, &xr) != HVD_OK)
+                return "step enqueue" + where;
+            if (it == mine && mine > 0 && hvd_join_enqueue(ctx, &jp, &join) != HVD_OK)
+                return "join enqueue" + where;
+            if (xr != nullptr) {
+                float want = 200 + static_cast<float>(it) + (it < 5 ? 300 + it : 0);
+                if (wait(xr) != HVD_OK || x != want) err = "set allreduce wrong" + where;
+            }
+            if (wait(gr) != HVD_OK || g != 3 + 3 * it) err = "global allreduce wrong" + where;
+        }
+        if (rank == 1 && err.empty() && hvd_join_enqueue(ctx, &jp, &join) != HVD_OK)
+            err = "join enqueue";
+        int64_t last = -1;
+        if (join != nullptr && err.empty() &&
+            (hvd_request_wait(join, 30000) != HVD_OK || hvd_request_value(join, &last) != HVD_OK ||
+             last != 0))
+            err = "join failed or wrong last rank " + std::to_string(last);
+        if (join != nullptr) hvd_request_release(join);
+        return err;
+    });
+    // The global op: 7 of 8 cached on every rank. The set's: steps 1-4 on both members.
+    for (int32_t r = 0; r < 3; ++r) {
+        const uint64_t cacheable = 7 + (r > 0 ? 4 : 0);
+        if (g_counters[r].hits + kSlack < cacheable || g_counters[r].hits > cacheable)
+            fail_msg("rank %d: %llu cache hits of %llu cacheable ops", r,
+                     static_cast<unsigned long long>(g_counters[r].hits),
+                     static_cast<unsigned long long>(cacheable));
+    }
+}
+
 }  // namespace
 
 int main(void) {
@@ -351,6 +407,7 @@ int main(void) {
         cmocka_unit_test(test_changed_shape_in_a_set),
         cmocka_unit_test(test_destroy_a_set_with_cached_and_waiting_ops),
         cmocka_unit_test(test_grouped_ops_in_a_set),
+        cmocka_unit_test(test_join_in_a_set),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
