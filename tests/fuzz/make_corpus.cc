@@ -155,16 +155,21 @@ void wire_messages() {
 
     RoundVote v;
     v.round = 4;
-    v.ready.set(0);
-    v.ready.set(5);
-    v.ready.set(130);
-    v.invalid.set(7);
+    v.sets.resize(2);
+    v.sets[0].ready.set(0);
+    v.sets[0].ready.set(5);
+    v.sets[0].ready.set(130);
+    v.sets[0].invalid.set(7);
+    v.sets[1].set_id = 3;
+    v.sets[1].ready.set(2);
     v.batches = 2;
     v.fusion_threshold = 64 << 20;
     write(t, "vote", std::string(1, '\2') + encode_vote(v));
     RoundVote joined;
     joined.round = 1;
-    joined.joined = true;
+    joined.sets.resize(1);
+    joined.sets[0].set_id = 1;
+    joined.sets[0].joined = true;
     write(t, "vote_joined", std::string(1, '\2') + encode_vote(joined));
 
     std::string hosts = host_entry("node-a") + '\0' + host_entry("node-b") + '\0' + "old-node" +
