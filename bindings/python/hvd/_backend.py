@@ -15,6 +15,10 @@ shape); received_splits(req, n) -> list; value(req) -> int; message(req) -> str;
 release(req); mem_alloc(nbytes) -> address, mem_free(address). Handles are ints (0: NULL / the global process set). Failed calls raise what
 hvd._errors.error_for() returns; wait and test return statuses instead of raising.
 
+Optional, in the pybind11 extension only: ``requests``, the table of outstanding requests
+behind hvd's integer handles (the ctypes backend uses hvd/_requests.py, with the same
+functions), and ``torch_fast``, hvd.torch's allreduce of the common case in one call.
+
 HVD_PY_BACKEND=ctypes|pybind forces one; by default the pybind11 extension is used when it
 was built, else ctypes.
 """

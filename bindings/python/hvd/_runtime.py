@@ -12,7 +12,7 @@ import atexit
 import os
 import threading
 
-from hvd import _dtypes, _errors
+from hvd import _dtypes, _errors, _requests
 from hvd._backend import backend
 
 # Reduction ops, with Horovod's values.
@@ -28,20 +28,8 @@ Product = 5
 _LAUNCHER_RANK_VARIABLES = ("HVD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
                             "RANK")
 
-# A wait slice: waits return to Python this often so that Ctrl-C is seen.
-_WAIT_SLICE_MS = 500
-
 _FEATURE_CUDA = 1 << 1
 _FEATURE_NCCL = 1 << 2
-
-
-class _Pending:
-    __slots__ = ("req", "keep", "finish")
-
-    def __init__(self, req, keep, finish):
-        self.req = req
-        self.keep = keep  # Python objects whose memory the op reads or writes
-        self.finish = finish  # req -> result, called once the op succeeded
 
 
 class _State:
@@ -51,12 +39,15 @@ class _State:
         self.rank = self.size = self.local_rank = self.local_size = 0
         self.cross_rank = self.cross_size = 0
         self.homogeneous = True
-        self.pending = {}
-        self.next_handle = 1
         self.generation = 0  # bumped by every shutdown: invalidates process sets
 
 
 state = _State()
+
+# The outstanding requests behind the integer handles: the pybind11 backend keeps them in C++
+# (where its fast paths add theirs), the ctypes backend in Python. The same functions either
+# way: add, poll, synchronize, detach_all, release_detached, set_session.
+requests = getattr(backend, "requests", None) or _requests.RequestTable(backend)
 
 
 def _not_initialized():
@@ -95,6 +86,7 @@ def init_context():
         state.local_size = backend.local_size(ctx)
         state.cross_rank = backend.cross_rank(ctx)
         state.cross_size = backend.cross_size(ctx)
+        requests.set_session(ctx, state.generation)
     state.homogeneous = _all_hosts_alike()
     return True
 
@@ -126,15 +118,12 @@ def shutdown_context():
             return
         state.ctx = None
         state.generation += 1
-        pending, state.pending = state.pending, {}
+        requests.set_session(None, state.generation)
+        requests.detach_all()
     try:
         backend.finalize(ctx)
     finally:
-        for p in pending.values():
-            try:
-                backend.release(p.req)
-            except Exception:  # the context is gone: nothing else can be done with it
-                pass
+        requests.release_detached()
 
 
 atexit.register(shutdown_context)
@@ -216,39 +205,18 @@ def enqueue(kind, ins=(), outs=None, keep=None, finish=None, name=None, process_
         outs = list(outs)
     req = backend.enqueue(kind, ctx, ins, outs, name, ps, op, float(prescale), float(postscale),
                           root, splits, None)
-    with state.lock:
-        handle = state.next_handle
-        state.next_handle += 1
-        state.pending[handle] = _Pending(req, keep, finish)
-    return handle
+    return requests.add(req, keep, finish)
 
 
 def poll(handle):
     """True once the op behind handle has finished (successfully or not). Never blocks."""
-    p = state.pending.get(handle)
-    if p is None:
-        raise ValueError("unknown or already synchronized handle %r" % (handle,))
-    return backend.test(p.req) != _errors.INPROGRESS
+    return requests.poll(handle)
 
 
 def synchronize(handle):
     """Waits for the op behind handle and returns its result; HorovodInternalError if it
     failed. The handle is consumed either way."""
-    p = state.pending.get(handle)
-    if p is None:
-        raise ValueError("unknown or already synchronized handle %r" % (handle,))
-    status = backend.wait(p.req, _WAIT_SLICE_MS)
-    while status == _errors.INPROGRESS:
-        status = backend.wait(p.req, _WAIT_SLICE_MS)
-    with state.lock:
-        if state.pending.pop(handle, None) is None:
-            raise ValueError("handle %r was synchronized by another thread" % (handle,))
-    try:
-        if status != _errors.OK:
-            raise _errors.error_for(status, backend.message(p.req), during_wait=True)
-        return p.finish(p.req) if p.finish is not None else None
-    finally:
-        backend.release(p.req)
+    return requests.synchronize(handle)
 
 
 def run(kind, ins=(), outs=None, **kwargs):

@@ -7,6 +7,7 @@ import torch
 
 from hvd import _dtypes, _runtime
 from hvd._backend import backend
+from hvd.process_sets import global_process_set
 
 _CODES = {
     torch.uint8: _dtypes.UINT8,
@@ -23,6 +24,23 @@ _CODES = {
 if hasattr(torch, "uint16"):  # PyTorch >= 2.3
     _CODES[torch.uint16] = _dtypes.UINT16
 _DTYPES = {code: dtype for dtype, code in _CODES.items()}
+
+
+def _no_fast_allreduce(tensor, output, average, name, op, prescale, postscale, process_set):
+    return None
+
+
+# fast_allreduce(tensor, output, average, name, op, prescale, postscale, process_set): output
+# is tensor (in place) or None (a new tensor). The handle of the op when it is the common case
+# (a dense, contiguous CPU tensor, valid arguments, the global or a registered process set),
+# started in one call of the pybind11 backend; else None, and the caller takes the generic path.
+_torch_fast = getattr(backend, "torch_fast", None)
+if _torch_fast is not None:
+    _torch_fast.register(torch.Tensor, torch.strided, dict(_CODES), torch.empty_like,
+                         global_process_set)
+    fast_allreduce = _torch_fast.allreduce
+else:
+    fast_allreduce = _no_fast_allreduce
 
 _DEVICE_CPU = 1
 _DEVICE_CUDA = 2

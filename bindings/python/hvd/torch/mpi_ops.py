@@ -79,6 +79,9 @@ def _enqueue(kind, ins, outs, keep, finish, **kwargs):
 
 # ------------------------------------------------------------------ allreduce
 
+# The common case in one call of the backend, or None (see _tensors.fast_allreduce).
+_fast_allreduce = _tensors.fast_allreduce
+
 # sparse_coo_tensor(check_invariants=...) came with torch.sparse.check_sparse_tensor_invariants.
 _HAS_CHECK_INVARIANTS = hasattr(torch.sparse, "check_sparse_tensor_invariants")
 
@@ -99,6 +102,10 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
                     postscale_factor=1.0, process_set=global_process_set):
     """Starts averaging (or op-reducing) tensor over the set; returns a handle.
     synchronize(handle) gives a new tensor; tensor itself is not modified."""
+    handle = _fast_allreduce(tensor, None, average, name, op, prescale_factor, postscale_factor,
+                             process_set)
+    if handle is not None:
+        return handle
     op = _op_args.reduce_op(op, average)
     tensor = _tensors.contiguous(tensor)
     return _allreduce_async(tensor, torch.empty_like(tensor), name, op, prescale_factor,
@@ -108,6 +115,10 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set):
     """Like allreduce_async, writing the result into tensor."""
+    handle = _fast_allreduce(tensor, tensor, average, name, op, prescale_factor,
+                             postscale_factor, process_set)
+    if handle is not None:
+        return handle
     op = _op_args.reduce_op(op, average)
     return _allreduce_async(tensor, tensor, name, op, prescale_factor, postscale_factor,
                             process_set)
@@ -488,9 +499,10 @@ def poll(handle):
     return _runtime.poll(handle)
 
 
+_synchronize = _runtime.requests.synchronize
+
+
 def synchronize(handle):
     """Waits for an async op and returns its result (None for an unknown handle, as
     Horovod does). Raises HorovodInternalError if the op failed."""
-    if handle not in _runtime.state.pending:
-        return None
-    return _runtime.synchronize(handle)
+    return _synchronize(handle, True)
