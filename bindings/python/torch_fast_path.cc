@@ -195,7 +195,8 @@ PyObject *allreduce(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     }
     const Session &session = current_session();
     PyObject *tensor = args[0], *output = args[1];
-    std::string name;
+    // Reused: the library copies the name during the enqueue.
+    thread_local std::string name;
     hvd_op_params_t params;
     Tensor in;
     if (torch == nullptr || session.ctx == nullptr || (output != tensor && output != Py_None) ||
