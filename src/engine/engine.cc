@@ -32,7 +32,6 @@ constexpr int64_t kMaxSleepMs = 1000;
 Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
                ProcessSetTable *sets, diagnostics::Timeline *timeline, RuntimeConfig *config)
     : rank_(rank),
-      size_(size),
       transport_(transport),
       abort_(abort),
       timeline_(timeline),

@@ -115,7 +115,6 @@ class Engine {
     std::chrono::steady_clock::time_point held_until() const;
 
     const int32_t rank_;
-    const int32_t size_;
     transport::Transport *transport_;
     AbortState *abort_;
     diagnostics::Timeline *timeline_;
