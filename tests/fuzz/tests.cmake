@@ -66,3 +66,7 @@ add_custom_target(hvd_fuzz_targets DEPENDS ${HVD_FUZZ_TARGETS})
 add_executable(fuzz_make_corpus ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/make_corpus.cc)
 target_link_libraries(fuzz_make_corpus PRIVATE hvd_internal)
 target_compile_options(fuzz_make_corpus PRIVATE ${HVD_WARNINGS})
+add_test(NAME fuzz.corpus_current
+  COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/check_corpus.sh $<TARGET_FILE:fuzz_make_corpus>
+          ${HVD_FUZZ_CORPUS})
+set_tests_properties(fuzz.corpus_current PROPERTIES LABELS fuzz TIMEOUT 60)
