@@ -12,6 +12,7 @@ add_executable(test_hvdrun_units
     ${HVDRUN_SOURCE_DIR}/rank_env.cc
     ${HVDRUN_SOURCE_DIR}/remote_command.cc
     ${HVDRUN_SOURCE_DIR}/network_interfaces.cc
+    ${HVDRUN_SOURCE_DIR}/numbers.cc
     ${HVDRUN_SOURCE_DIR}/tuning.cc
     ${HVDRUN_SOURCE_DIR}/output_relay.cc)
 target_include_directories(test_hvdrun_units PRIVATE ${HVDRUN_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
@@ -24,6 +25,7 @@ set_tests_properties(hvdrun.units PROPERTIES LABELS hvdrun TIMEOUT 30)
 add_executable(test_hvdrun_flags
     ${HVDRUN_TEST_DIR}/test_hvdrun_flags.cc
     ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/numbers.cc
     ${HVDRUN_SOURCE_DIR}/tuning.cc
     ${HVDRUN_SOURCE_DIR}/config_file.cc
     ${HVDRUN_SOURCE_DIR}/network_interfaces.cc

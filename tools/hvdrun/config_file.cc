@@ -59,12 +59,11 @@ bool unquote(const std::string &raw, std::string *out) {
 }
 
 struct Line {
-    int number = 0;
     size_t indent = 0;
     std::string key, value;  // value empty: a section header (or an empty scalar)
 };
 
-bool split_line(const std::string &raw, int number, Line *out, std::string *why) {
+bool split_line(const std::string &raw, Line *out, std::string *why) {
     size_t indent = raw.find_first_not_of(' ');
     if (raw.find('\t') < raw.find_first_not_of(" \t")) {
         *why = "tabs are not allowed for indentation";
@@ -79,7 +78,6 @@ bool split_line(const std::string &raw, int number, Line *out, std::string *why)
         *why = "expected 'key: value' or 'section:'";
         return false;
     }
-    out->number = number;
     out->indent = indent;
     out->key = trim(body.substr(0, colon));
     std::string raw_value = trim(body.substr(colon + 1));
@@ -125,7 +123,7 @@ bool parse_config_text(const std::string &text, const std::string &name,
         std::string content = strip_comment(raw);
         if (trim(content).empty() || trim(content) == "---") continue;
         Line line;
-        if (!split_line(content, number, &line, &why)) return fail(number, why);
+        if (!split_line(content, &line, &why)) return fail(number, why);
         if (line.indent == 0) {
             section.clear();
             if (!line.value.empty()) {

@@ -104,9 +104,10 @@ bool check_host_arguments(const Options &opts, const std::vector<Placement> &ran
 }
 
 LaunchContext make_context(const Options &opts, const std::vector<Placement> &ranks,
-                           const std::string &rdv_addr, std::vector<EnvVar> settings) {
+                           const std::string &this_host, const std::string &rdv_addr,
+                           std::vector<EnvVar> settings) {
     LaunchContext ctx;
-    ctx.this_host = this_host_name();
+    ctx.this_host = this_host;
     ctx.cwd = current_dir();
     ctx.ssh.port = opts.ssh_port;
     ctx.ssh.connect_timeout = opts.start_timeout;
@@ -181,12 +182,13 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan)
     }
     std::vector<EnvVar> settings;
     std::string rdv_addr;
+    const std::string this_host = this_host_name();
     if (!collect_settings(*opts, &settings, &err) ||
-        !check_host_arguments(*opts, ranks, this_host_name(), &rdv_addr, &err)) {
+        !check_host_arguments(*opts, ranks, this_host, &rdv_addr, &err)) {
         std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
         return kUsageError;
     }
-    LaunchContext ctx = make_context(*opts, ranks, rdv_addr, std::move(settings));
+    LaunchContext ctx = make_context(*opts, ranks, this_host, rdv_addr, std::move(settings));
     *plan = plan_launch(ranks, opts->command, ctx);
     if (opts->bind_core && !assign_cpus(ranks, allowed_cpus(), plan, &err)) {
         std::fprintf(stderr, "hvdrun: %s\n", err.c_str());

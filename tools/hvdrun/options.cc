@@ -2,22 +2,17 @@
 #include "options.h"
 
 #include "network_interfaces.h"
+#include "numbers.h"
 #include "tuning.h"
-
-#include <cmath>
-#include <cstdlib>
 
 namespace hvdrun {
 namespace {
 
+// At most 9 digits, as the options have always been read.
 bool parse_int(const std::string &text, int lo, int hi, int *out) {
-    if (text.empty() || text.size() > 9) return false;
-    for (char c : text) {
-        if (c < '0' || c > '9') return false;
-    }
-    int value = std::atoi(text.c_str());
-    if (value < lo || value > hi) return false;
-    *out = value;
+    long long value = 0;
+    if (text.size() > 9 || !parse_whole(text, lo, hi, &value)) return false;
+    *out = static_cast<int>(value);
     return true;
 }
 
@@ -221,12 +216,7 @@ bool validate(const Options &opts, std::string *err) {
 }  // namespace
 
 bool parse_seconds(const std::string &text, double *out) {
-    if (text.empty()) return false;
-    char *end = nullptr;
-    double value = std::strtod(text.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(value) || value < 0 || value > 1e6) return false;
-    *out = value;
-    return true;
+    return parse_decimal(text, 1e6, out);
 }
 
 ParseOutcome parse_options(const std::vector<std::string> &args, Options *out, std::string *err) {

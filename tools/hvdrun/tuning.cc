@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tuning.h"
 
-#include <cmath>
-#include <cstdlib>
+#include <cstring>
+
+#include "numbers.h"
 
 namespace hvdrun {
 
@@ -76,26 +77,6 @@ constexpr NoEffectKey kNoEffectKeys[] = {
      "options of MPI, NCCL, oneCCL and Gloo, which libhvd does not use"},
 };
 
-bool whole_number(const std::string &text, long long max, long long *out) {
-    if (text.empty() || text.size() > 18) return false;
-    for (char c : text) {
-        if (c < '0' || c > '9') return false;
-    }
-    long long v = std::atoll(text.c_str());
-    if (v > max) return false;
-    *out = v;
-    return true;
-}
-
-bool decimal_number(const std::string &text, double max, double *out) {
-    if (text.empty()) return false;
-    char *end = nullptr;
-    double v = std::strtod(text.c_str(), &end);
-    if (*end != '\0' || !std::isfinite(v) || v < 0 || v > max) return false;
-    *out = v;
-    return true;
-}
-
 std::string lower(std::string s) {
     for (char &c : s) {
         if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -124,22 +105,22 @@ bool convert(const TuningFlag &f, const std::string &text, std::string *value,
     switch (f.kind) {
         case TuningKind::kMegabytes:
             *expected = "whole MiB, 0 to 1048576";
-            if (!whole_number(text, 1048576, &n)) return false;
+            if (!parse_whole(text, 0, 1048576, &n)) return false;
             *value = std::to_string(n * 1048576);
             return true;
         case TuningKind::kCount:
             *expected = "a whole number >= 0";
-            if (!whole_number(text, 2147483647, &n)) return false;
+            if (!parse_whole(text, 0, 2147483647, &n)) return false;
             *value = std::to_string(n);
             return true;
         case TuningKind::kSeconds:
             *expected = "whole seconds, 0 to 86400";
-            if (!whole_number(text, 86400, &n)) return false;
+            if (!parse_whole(text, 0, 86400, &n)) return false;
             *value = std::to_string(n);
             return true;
         case TuningKind::kMilliseconds:
             *expected = "milliseconds, 0 to 86400000";
-            if (!decimal_number(text, 86400000.0, &x)) return false;
+            if (!parse_decimal(text, 86400000.0, &x)) return false;
             *value = text;
             return true;
         case TuningKind::kPath:
@@ -239,13 +220,11 @@ std::string tuning_usage() {
             left.resize(27, ' ');
         else
             left += "\n" + std::string(27, ' ');
-        std::string line = left + f.help;
+        // The help starts in column 27 either way; the setting follows it if the line stays
+        // within 80 columns, else on a line of its own.
         std::string setting = std::string("(") + f.setting + ")";
-        size_t last_line =
-            line.size() - (line.rfind('\n') == std::string::npos ? 0 : line.rfind('\n') + 1);
-        line += last_line + 1 + setting.size() <= 80 ? " " + setting
-                                                     : "\n" + std::string(27, ' ') + setting;
-        text += line + "\n";
+        bool fits = 27 + std::strlen(f.help) + 1 + setting.size() <= 80;
+        text += left + f.help + (fits ? " " : "\n" + std::string(27, ' ')) + setting + "\n";
     }
     return text;
 }
