@@ -63,6 +63,26 @@ hvd_build() {
   "$cmake" --build "$BUILD_DIR" -j "$JOBS"
 }
 
+# NCCL's header for the GPU module (libhvd-nccl.so.1), from PyPI's nvidia-nccl-cu13 installed
+# into the build tree, where the CUDA toolkit is (/usr/local/cuda, or nvcc on PATH). Prints
+# the cmake arguments that point the build at it; nothing without a toolkit (no GPU module).
+hvd_nccl_args() {
+  local nvcc
+  nvcc=$(command -v nvcc || true)
+  [ -n "$nvcc" ] || { [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc; }
+  if [ -z "$nvcc" ]; then
+    hvd_log "no CUDA toolkit: the GPU module is not built" >&2
+    return 0
+  fi
+  local root="$BUILD_DIR/nccl/nvidia/nccl"
+  if [ ! -f "$root/include/nccl.h" ]; then
+    hvd_log "installing NCCL's header and library (PyPI nvidia-nccl-cu13) into $BUILD_DIR/nccl" >&2
+    "$HVD_VENV/bin/python" -m pip install -q --target "$BUILD_DIR/nccl" nvidia-nccl-cu13 >&2
+  fi
+  echo "-DCMAKE_CUDA_COMPILER=$nvcc"
+  echo "-DHVD_NCCL_ROOT=$root"
+}
+
 # A virtual environment with PyPI's PyTorch (hvd.torch is tested on it and on Debian's):
 # $HVD_VENV (default .venv in the source tree), created or completed when something is missing.
 HVD_VENV=${HVD_VENV:-$HVD_ROOT/.venv}

@@ -29,15 +29,17 @@ hvd_install_missing
 ctest_args=()
 if [ -z "$sanitize" ]; then
   hvd_python_venv
+  mapfile -t gpu_args < <(hvd_nccl_args)
   # The packaging tests (label packaging: .deb and .rpm builds, pkg-config and find_package
   # users) are off by default in CMake; this script runs them too. hvd.torch is tested on the
   # venv's PyTorch and on Debian's (/usr/bin/python3).
   hvd_build -DHVD_BUILD_PACKAGING_TESTS=ON \
-    "-DHVD_PYTHON_TORCH_INTERPRETERS=$HVD_VENV/bin/python;/usr/bin/python3"
+    "-DHVD_PYTHON_TORCH_INTERPRETERS=$HVD_VENV/bin/python;/usr/bin/python3" "${gpu_args[@]}"
 else
   # No Python package: a sanitized libhvd does not load into a plain interpreter (see
   # tests/python/tests.cmake).
-  hvd_build -DHVD_SANITIZE=$sanitize -DHVD_BUILD_PYTHON=OFF
+  # Nor the GPU module: nvcc's objects are not instrumented.
+  hvd_build -DHVD_SANITIZE=$sanitize -DHVD_BUILD_PYTHON=OFF -DHVD_GPU=OFF
   if [ "$sanitize" = address ]; then
     ctest_args=(-L '^(unit|mp|hvdrun|fuzz)$')
   else

@@ -83,14 +83,18 @@ HVD_API uint32_t hvd_version(void) HVD_NOEXCEPT;
 /* "MAJOR.MINOR.PATCH" of the loaded library; static storage. */
 HVD_API const char *hvd_version_string(void) HVD_NOEXCEPT;
 /* HVD_FEATURE_* bits of what this build of the library can do; a bit is set only for what the
- * build really does. Pure; thread-safe. */
+ * build really does. The first call loads the GPU module (libhvd-nccl.so.1), if there is one,
+ * to see what it finds. Thread-safe; never fails. */
 HVD_API uint64_t hvd_features(void) HVD_NOEXCEPT;
 /* Set: collectives between processes run over UCX (shared memory between the ranks of one
  * host is always built in and has no bit). */
 #define HVD_FEATURE_UCX HVD_BIT(0)
-/* Reserved until libhvd has a GPU layer: never set. Until then CUDA tensors,
- * HVD_TENSOR_FIELD_READY_EVENT and HVD_OP_FIELD_STREAM are refused with HVD_ERR_UNSUPPORTED. */
+/* Set: CUDA tensors work here: the GPU module loaded (HVD_GPU_MODULE, else libhvd-nccl.so.1
+ * beside libhvd.so or on the library path) and found a CUDA device. Without it a CUDA tensor
+ * is refused with HVD_ERR_UNSUPPORTED, the message saying what was searched and what failed. */
 #define HVD_FEATURE_CUDA HVD_BIT(1)
+/* Set: HVD_FEATURE_CUDA, and the module loaded NCCL (HVD_NCCL_LIBRARY, else libnccl.so.2):
+ * collectives on CUDA tensors can run on NCCL (HVD_GPU_OPERATIONS). */
 #define HVD_FEATURE_NCCL HVD_BIT(2)
 /* Reserved until rank placement reads the host topology through hwloc: never set. */
 #define HVD_FEATURE_HWLOC HVD_BIT(3)
@@ -130,7 +134,8 @@ typedef enum {
 
 /* ---------------------------------------------------------------- tensors and parameters */
 
-/* Reserved for the GPU layer (see HVD_FEATURE_CUDA): refused with HVD_ERR_UNSUPPORTED. */
+/* CUDA tensors only (HVD_ERR_INVALID_ARG on a host tensor): ready_event is waited for on the
+ * library's stream before the data is read, so the caller need not synchronise first. */
 enum { HVD_TENSOR_FIELD_READY_EVENT = HVD_BIT(0) };
 
 /* A tensor the caller owns. Only the optional fields have bits in field_mask. */
@@ -140,7 +145,8 @@ typedef struct hvd_tensor {
     int32_t dtype;        /* hvd_dtype_t */
     int32_t ndim;         /* 0 = scalar; at most HVD_MAX_NDIM */
     const int64_t *shape; /* ndim entries, each >= 0; copied during the call */
-    int32_t device_type;  /* hvd_device_type_t; 0 is taken as HVD_DEVICE_CPU */
+    int32_t device_type;  /* hvd_device_type_t; 0 is taken as HVD_DEVICE_CPU. CUDA: data must
+                             be memory of device device_id (checked at enqueue) */
     int32_t device_id;
     void *ready_event; /* cudaEvent_t: the data is valid once it has completed */
 } hvd_tensor_t;
@@ -154,8 +160,8 @@ enum {
     HVD_OP_FIELD_ROOT = HVD_BIT(4),
     HVD_OP_FIELD_SPLITS = HVD_BIT(5),
     HVD_OP_FIELD_TIMEOUT = HVD_BIT(6),
-    HVD_OP_FIELD_STREAM = HVD_BIT(7) /* reserved for the GPU layer (see HVD_FEATURE_CUDA):
-                                        refused with HVD_ERR_UNSUPPORTED */
+    HVD_OP_FIELD_STREAM = HVD_BIT(7) /* ops on CUDA tensors only (HVD_ERR_INVALID_ARG
+                                        otherwise) */
 };
 
 /* Parameters of one collective; NULL means all defaults. */
@@ -175,7 +181,11 @@ typedef struct hvd_op_params {
     int64_t timeout_ms;            /* < 0 none; default: the context's op timeout. On expiry
                                       the request fails with HVD_ERR_TIMED_OUT and the context
                                       aborts (peers may be stuck inside the collective). */
-    void *stream;                  /* cudaStream_t; reserved (HVD_OP_FIELD_STREAM) */
+    void *stream;                  /* cudaStream_t (NULL: CUDA's default stream). Without it
+                                      an op on CUDA tensors completes once its output is valid
+                                      on the device; with it, the op's work is ordered before
+                                      the stream's later work and the request completes
+                                      without the host waiting for the device. */
     int32_t num_splits;            /* HVD_OP_FIELD_SPLITS: entries in splits (= set size) */
 } hvd_op_params_t;
 #define HVD_MAX_NAME 1024
@@ -313,7 +323,13 @@ HVD_API hvd_status_t hvd_process_set_included(hvd_context_h ctx, hvd_process_set
  * dimensions and the element size, passes INT64_MAX; data may be NULL only when the tensor
  * has no elements. An output put together from several ranks whose size would pass INT64_MAX
  * (an allgather's sum of first dimensions, the rows an alltoall member receives) completes
- * the request on every rank with HVD_ERR_INVALID_ARG naming the op. */
+ * the request on every rank with HVD_ERR_INVALID_ARG naming the op.
+ * CUDA tensors (device_type HVD_DEVICE_CUDA) go through every collective; all ranks of the
+ * op must pass the same device type (else HVD_ERR_MISMATCH), an op's tensors must be on one
+ * device, and library-owned outputs are then device memory (hvd_request_output reports the
+ * device). Data moves on NCCL where every member has its own GPU and NCCL; otherwise, or with
+ * HVD_GPU_OPERATIONS=host, through pinned host memory and the host collectives. Results are
+ * the same on both paths. A CUDA or NCCL failure is HVD_ERR_DEVICE with their message. */
 
 /* Elementwise reduction over all ranks of the set. in and out have the same dtype and shape;
  * out->data == in->data is in place. Result = postscale * op_r(prescale * in_r), Average

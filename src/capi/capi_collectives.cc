@@ -9,6 +9,7 @@
 #include "capi/guard.h"
 #include "capi/handles.h"
 #include "common/dtype.h"
+#include "gpu/cuda_tensor.h"
 #include "reduce/reduce.h"
 
 using hvd::Error;
@@ -20,12 +21,11 @@ using hvd::engine::TensorRef;
 
 namespace {
 
-// The fields this build honours. HVD_TENSOR_FIELD_READY_EVENT and HVD_OP_FIELD_STREAM belong
-// to the GPU layer: refused by name until it exists, like any other bit this build ignores.
-constexpr uint64_t kKnownTensorFields = 0;
-constexpr uint64_t kKnownOpFields = HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET |
-                                    HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_SCALE |
-                                    HVD_OP_FIELD_ROOT | HVD_OP_FIELD_SPLITS | HVD_OP_FIELD_TIMEOUT;
+// The fields this build honours. The ready event and the stream are for CUDA tensors only.
+constexpr uint64_t kKnownTensorFields = HVD_TENSOR_FIELD_READY_EVENT;
+constexpr uint64_t kKnownOpFields =
+    HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET | HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_SCALE |
+    HVD_OP_FIELD_ROOT | HVD_OP_FIELD_SPLITS | HVD_OP_FIELD_TIMEOUT | HVD_OP_FIELD_STREAM;
 
 [[noreturn]] void invalid(const char *fn, const std::string &what) {
     throw Error(HVD_ERR_INVALID_ARG, strprintf("%s: %s", fn, what.c_str()));
@@ -33,11 +33,6 @@ constexpr uint64_t kKnownOpFields = HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET
 
 TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) {
     if (t == nullptr) invalid(fn, strprintf("%s tensor is NULL", which));
-    if (t->field_mask & HVD_TENSOR_FIELD_READY_EVENT)
-        throw Error(HVD_ERR_UNSUPPORTED,
-                    strprintf("%s: HVD_TENSOR_FIELD_READY_EVENT in the %s tensor: CUDA events "
-                              "need the GPU layer, which this libhvd does not have",
-                              fn, which));
     if (t->field_mask & ~kKnownTensorFields)
         throw Error(
             HVD_ERR_UNSUPPORTED,
@@ -45,12 +40,7 @@ TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) 
                       static_cast<unsigned long long>(t->field_mask & ~kKnownTensorFields), which));
     TensorRef ref;
     ref.device_type = t->device_type == 0 ? HVD_DEVICE_CPU : t->device_type;
-    if (ref.device_type == HVD_DEVICE_CUDA)
-        throw Error(HVD_ERR_UNSUPPORTED,
-                    strprintf("%s: the %s tensor is on a CUDA device, and this libhvd has no GPU "
-                              "support",
-                              fn, which));
-    if (ref.device_type != HVD_DEVICE_CPU)
+    if (ref.device_type != HVD_DEVICE_CPU && ref.device_type != HVD_DEVICE_CUDA)
         throw Error(HVD_ERR_UNSUPPORTED,
                     strprintf("%s: unknown device type %d", fn, t->device_type));
     if (!hvd::dtype_valid(t->dtype)) invalid(fn, strprintf("unknown dtype %d", t->dtype));
@@ -75,6 +65,13 @@ TensorRef read_tensor(const char *fn, const char *which, const hvd_tensor_t *t) 
                               which, hvd::engine::shape_string(ref.shape).c_str(),
                               static_cast<long long>(esz), bad,
                               static_cast<long long>(ref.shape[bad])));
+    if (t->field_mask & HVD_TENSOR_FIELD_READY_EVENT) {
+        if (ref.device_type != HVD_DEVICE_CUDA)
+            invalid(fn, strprintf("HVD_TENSOR_FIELD_READY_EVENT in the %s tensor, which is in "
+                                  "host memory (ready events are for CUDA tensors)",
+                                  which));
+        ref.ready_event = t->ready_event;
+    }
     if (ref.data == nullptr && bytes > 0)
         invalid(fn, strprintf("%s data is NULL for a tensor of shape %s (%lld bytes)", which,
                               hvd::engine::shape_string(ref.shape).c_str(),
@@ -102,6 +99,8 @@ struct OpParams {
     double prescale = 1.0;
     double postscale = 1.0;
     int64_t timeout_ms = 0;
+    void *stream = nullptr;  // a cudaStream_t, for ops on CUDA tensors (null: the default one)
+    bool has_stream = false;
 };
 
 OpParams read_params(const char *fn, hvd_context_h ctx, const hvd_op_params_t *p) {
@@ -110,11 +109,6 @@ OpParams read_params(const char *fn, hvd_context_h ctx, const hvd_op_params_t *p
     o.timeout_ms = c.op_timeout_ms();
     o.set = c.process_sets().global().get();
     if (p == nullptr) return o;
-    if (p->field_mask & HVD_OP_FIELD_STREAM)
-        throw Error(HVD_ERR_UNSUPPORTED,
-                    strprintf("%s: HVD_OP_FIELD_STREAM: CUDA streams need the GPU layer, which "
-                              "this libhvd does not have",
-                              fn));
     if (p->field_mask & ~kKnownOpFields)
         throw Error(HVD_ERR_UNSUPPORTED,
                     strprintf("%s: unknown field_mask bits 0x%llx in hvd_op_params_t", fn,
@@ -152,7 +146,15 @@ OpParams read_params(const char *fn, hvd_context_h ctx, const hvd_op_params_t *p
         o.postscale = p->postscale;
     }
     if (p->field_mask & HVD_OP_FIELD_TIMEOUT) o.timeout_ms = p->timeout_ms;
+    if (p->field_mask & HVD_OP_FIELD_STREAM) {
+        o.stream = p->stream;
+        o.has_stream = true;
+    }
     return o;
+}
+
+std::string device_name(const TensorRef &t) {
+    return t.device_type == HVD_DEVICE_CUDA ? strprintf("CUDA device %d", t.device_id) : "host";
 }
 
 void check_same_dtype(const char *fn, const TensorRef &in, const TensorRef &out) {
@@ -191,6 +193,24 @@ void check_adasum(const char *fn, int32_t dtype, int32_t set_size) {
                               set_size));
 }
 
+void check_same_device(const char *fn, const TensorRef &in, const TensorRef &out) {
+    if (in.device_type != out.device_type || in.device_id != out.device_id)
+        invalid(fn, strprintf("the input is in %s memory and the output in %s memory",
+                              device_name(in).c_str(), device_name(out).c_str()));
+}
+
+// The GPU module's checks of a CUDA tensor's memory; the device's identity and whether this
+// rank can run it on NCCL go to the coordinator.
+void check_cuda(const char *fn, bool has_output, Request &req) {
+    hvd::gpu::CudaTensorInfo info = hvd::gpu::check_cuda_tensor(
+        fn, "input", req.input.data, req.input.device_id, req.input.bytes());
+    if (has_output && req.output.data != req.input.data)
+        hvd::gpu::check_cuda_tensor(fn, "output", req.output.data, req.output.device_id,
+                                    req.output.bytes());
+    req.meta.device_key = info.device_key;
+    req.meta.nccl_ok = info.nccl_ok;
+}
+
 // The checks every enqueue starts with; out may be NULL for library-owned outputs.
 std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
                                      const hvd_tensor_t *out, bool has_output) {
@@ -201,27 +221,36 @@ std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
     } else if (has_output) {
         req->output = read_tensor(fn, "output", out);
         check_same_layout(fn, req->input, req->output);
+        check_same_device(fn, req->input, req->output);
     }
+    if (req->input.device_type == HVD_DEVICE_CUDA) check_cuda(fn, has_output, *req);
     return req;
 }
 
 // Fills in the name and deadline, enqueues and hands out a handle.
-void fill_meta(Request &req, const OpParams &o, std::string_view name) {
+void fill_meta(const char *fn, Request &req, const OpParams &o, std::string_view name) {
     req.meta.set_id = o.set->id;
     req.meta.name.assign(name);  // into a reused request's string: no allocation
     req.meta.dtype = req.input.dtype;
     req.meta.shape = req.input.shape;
     req.meta.device_type = req.input.device_type;
     req.deadline = hvd::Deadline::after_ms_coarse(o.timeout_ms);
+    if (o.has_stream) {
+        if (req.input.device_type != HVD_DEVICE_CUDA)
+            invalid(fn, strprintf("'%s': HVD_OP_FIELD_STREAM is only for ops on CUDA tensors",
+                                  req.meta.name.c_str()));
+        req.stream = o.stream;
+        req.has_stream = true;
+    }
 }
 
 // Names the op (o's name, else an automatic one), enqueues it and hands out a handle.
 hvd_status_t submit(const char *fn, hvd::engine::Context &c, OpParams &o,
                     std::shared_ptr<Request> req, hvd_request_h *req_p) {
     if (o.name.empty())
-        fill_meta(*req, o, c.engine().auto_name(req->meta.type, o.set->id));
+        fill_meta(fn, *req, o, c.engine().auto_name(req->meta.type, o.set->id));
     else
-        fill_meta(*req, o, o.name);
+        fill_meta(fn, *req, o, o.name);
     auto handle = std::make_unique<hvd_request>();
     handle->engine = c.engine_ref();
     std::string err;
@@ -333,7 +362,7 @@ hvd_status_t submit_group(const char *fn, hvd_context_h ctx, int32_t n,
         std::to_chars_result end = std::to_chars(digits, digits + sizeof digits, i);
         member_name.resize(stem);
         member_name.append(digits, end.ptr);
-        fill_meta(*m, o, member_name);
+        fill_meta(fn, *m, o, member_name);
         m->meta.group = parent->meta.name;
         m->meta.group_size = n;
         m->parent = parent;

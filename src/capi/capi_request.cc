@@ -28,11 +28,18 @@ hvd_tensor_t output_of(const hvd::engine::Request &r) {
     const hvd::engine::TensorRef &ref = library_owned ? r.input : r.output;
     t.dtype = ref.dtype;
     t.device_id = ref.device_id;
-    if (library_owned) {
+    if (library_owned && r.device_output.data() != nullptr) {
+        t.device_type = HVD_DEVICE_CUDA;
+        t.device_id = r.device_output.device();
+        t.data = r.device_output.data();
+        t.ndim = static_cast<int32_t>(r.owned_shape.size());
+        t.shape = r.owned_shape.data();
+    } else if (library_owned) {
         t.data = const_cast<char *>(r.owned_data.data());
         t.ndim = static_cast<int32_t>(r.owned_shape.size());
         t.shape = r.owned_shape.data();
     } else {
+        t.device_type = ref.device_type;
         t.data = ref.data;
         t.ndim = static_cast<int32_t>(ref.shape.size());
         t.shape = ref.shape.data();

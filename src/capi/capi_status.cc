@@ -2,6 +2,7 @@
 // Status strings, last error, version and features.
 #include "capi/guard.h"
 #include "common/error.h"
+#include "gpu/gpu_library.h"
 #include "hvd/hvd.h"
 
 extern "C" {
@@ -27,7 +28,12 @@ HVD_API const char *hvd_version_string(void) noexcept {
 }
 
 HVD_API uint64_t hvd_features(void) noexcept {
-    return HVD_FEATURE_UCX;
+    uint64_t features = HVD_FEATURE_UCX;
+    try {
+        features |= hvd::gpu::gpu_features();  // loads the GPU module on the first call
+    } catch (...) {
+    }
+    return features;
 }
 
 }  // extern "C"

@@ -148,6 +148,20 @@ const SettingInfo kTable[] = {
      kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "Allreduces from this size (and above the one-shot size) whose tensors every rank "
      "allocated with `hvd_mem_alloc` are reduced in place in each other's buffers; 0: never."},
+    {Setting::kGpuOperations, "GPU_OPERATIONS", true, kEnum, kTuning, 0, nullptr, 0, 0, kClamp, "",
+     "nccl|host", NO_KEY,
+     "How collectives on CUDA tensors move data. `nccl` (the default where every member of the "
+     "set has its own GPU and NCCL loaded): NCCL on the devices; `host`: through pinned host "
+     "memory and the CPU collectives. Any rank asking for `host`, a rank without NCCL, two "
+     "members on one GPU or a joined rank make an op take the host path on every rank."},
+    {Setting::kGpuModule, "GPU_MODULE", false, kString, kTuning, 0, nullptr, 0, 0, kClamp, "",
+     nullptr, NO_KEY,
+     "The GPU module's path; unset: `libhvd-nccl.so.1` beside `libhvd.so`, then through the "
+     "system's library search path. Loaded on the first CUDA tensor."},
+    {Setting::kNcclLibrary, "NCCL_LIBRARY", false, kString, kTuning, 0, nullptr, 0, 0, kClamp, "",
+     nullptr, NO_KEY,
+     "The NCCL library the GPU module loads; unset: `libnccl.so.2` through the system's "
+     "library search path."},
 
     {Setting::kRank, "RANK", true, kInt, kLaunch, 0, nullptr, 0, kInt32Max - 1, kClamp, "", nullptr,
      NO_KEY, "This process's rank, in [0, `SIZE`)."},

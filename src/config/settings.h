@@ -65,6 +65,10 @@ enum class Setting : int32_t {
     kShmSingleCopyMinBytes,
     kShmSingleCopyMaxBytes,
     kShmMappedMinBytes,
+    // Tuning: GPU tensors
+    kGpuOperations,
+    kGpuModule,
+    kNcclLibrary,
     // Launch
     kRank,
     kSize,

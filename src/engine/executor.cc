@@ -7,41 +7,12 @@
 #include "collectives/shm/shm_sync.h"
 #include "common/dtype.h"
 #include "common/error.h"
+#include "engine/op_math.h"
 #include "reduce/reduce.h"
 
 namespace hvd::engine {
 
 namespace {
-
-// The reduction the collective runs: Average is a Sum, scaled afterwards (postscale_of).
-int32_t reduction_of(const Request &req) {
-    return req.meta.reduce_op == HVD_OP_AVERAGE ? HVD_OP_SUM : req.meta.reduce_op;
-}
-
-// Average divides by the set size as part of the postscale factor (one rounding step).
-double postscale_of(const Request &req, int32_t set_size) {
-    double post = req.meta.postscale;
-    if (req.meta.reduce_op == HVD_OP_AVERAGE) post /= set_size;
-    return post;
-}
-
-// The sizes computed here (rows, bytes, sums over members) need no overflow checks: each
-// tensor's shape was checked at enqueue, and what comes from several ranks (an allgather's
-// first dimensions, an alltoall's split matrix) by the coordinator (check_sizes), so every
-// product and sum of them fits in int64.
-
-// Bytes of one row: everything but the first dimension.
-size_t row_bytes_of(const TensorRef &t) {
-    size_t row = dtype_size(t.dtype);
-    for (size_t i = 1; i < t.shape.size(); ++i)
-        row *= static_cast<size_t>(t.shape[i]);
-    return row;
-}
-
-// Rows of a first dimension d0 that member r of n gets in a reducescatter (Horovod's split).
-int64_t scatter_rows(int64_t d0, int64_t n, int64_t r) {
-    return d0 / n + (r < d0 % n ? 1 : 0);
-}
 
 std::string fused_failure(const char *what, size_t tensors, const Request &first,
                           const collectives::Comm &comm, hvd_status_t s) {

@@ -47,13 +47,15 @@ namespace {
 #endif
 
 void reset_meta(OpMeta &m) {
-    HVD_CHECK_RESET_SIZE(OpMeta, 216);
+    HVD_CHECK_RESET_SIZE(OpMeta, 232);
     m.name.clear();  // keeps its storage: the next name is copied into it
     m.set_id = 0;
     m.type = OpType::kAllreduce;
     m.dtype = 0;
     m.shape.clear();
     m.device_type = 1;
+    m.device_key = 0;
+    m.nccl_ok = false;
     m.reduce_op = 0;
     m.root = 0;
     m.prescale = 1.0;
@@ -66,26 +68,30 @@ void reset_meta(OpMeta &m) {
 }
 
 void reset_tensor(TensorRef &t) {
-    HVD_CHECK_RESET_SIZE(TensorRef, 88);
+    HVD_CHECK_RESET_SIZE(TensorRef, 96);
     t.data = nullptr;
     t.dtype = 0;
     t.shape.clear();
     t.device_type = HVD_DEVICE_CPU;
     t.device_id = 0;
+    t.ready_event = nullptr;
 }
 
 }  // namespace
 
 void RequestData::reset() {
-    HVD_CHECK_RESET_SIZE(RequestData, 592);
+    HVD_CHECK_RESET_SIZE(RequestData, 664);
     reset_meta(meta);
     reset_tensor(input);
     reset_tensor(output);
     deadline = Deadline();
+    stream = nullptr;
+    has_stream = false;
     traced = false;
     in_flight = nullptr;
     pending_slot = kNotPending;
     owned_data.resize(0);
+    device_output.release();
     owned_shape.clear();
     received_splits.clear();
     members.clear();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/deadline.h"
+#include "gpu/device_buffer.h"
 #include "hvd/hvd.h"
 #include "negotiation/op_meta.h"
 
@@ -29,6 +30,7 @@ struct TensorRef {
     Shape shape;
     int32_t device_type = HVD_DEVICE_CPU;
     int32_t device_id = 0;
+    void *ready_event = nullptr;  // CUDA tensors: a cudaEvent_t to wait for, or null
 
     // Unchecked products: every TensorRef the engine runs has a shape checked at enqueue (or,
     // for a joined rank's stand-in, by the coordinator) to have no negative dimension and a
@@ -76,8 +78,12 @@ struct RequestData {
 
     OpMeta meta;  // what the coordinator compares across ranks
     TensorRef input;
-    TensorRef output;     // caller-owned output (allreduce/broadcast); unused for allgather
-    Deadline deadline;    // op timeout
+    TensorRef output;   // caller-owned output (allreduce/broadcast); unused for allgather
+    Deadline deadline;  // op timeout
+    // CUDA tensors: the caller's cudaStream_t (HVD_OP_FIELD_STREAM; null is CUDA's default
+    // stream), used where has_stream.
+    void *stream = nullptr;
+    bool has_stream = false;
     bool traced = false;  // its NEGOTIATE span is open on the timeline (engine thread only)
     // Its name's entry among the names in flight (engine/in_flight_names.h), from enqueue to
     // finish; null for a request the engine made itself. Set by the enqueue under the
@@ -90,6 +96,9 @@ struct RequestData {
 
     // Library-owned output, filled by the engine before complete(HVD_OK).
     OwnedBuffer owned_data;
+    // Library-owned output of an op on CUDA tensors: device memory (owned_data then only
+    // stages it on the host path).
+    gpu::DeviceBuffer device_output;
     Shape owned_shape;
     std::vector<int32_t> received_splits;  // alltoall: rows from each member
     // Grouped ops: the parent completes when all of its members have; a member tells its

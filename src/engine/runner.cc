@@ -7,10 +7,16 @@
 
 #include "common/error.h"
 #include "engine/executor.h"
+#include "engine/gpu_runner.h"
 #include "engine/set_shared_memory.h"
 #include "negotiation/fusion_planner.h"
 
 namespace hvd::engine {
+
+Runner::Runner(const RunnerParts &parts) : p_(parts) {}
+
+// Defined here, where GpuRunner is complete.
+Runner::~Runner() = default;
 
 bool Runner::run(util::Fifo<Response> &responses) {
     bool any = false;
@@ -140,17 +146,14 @@ void Runner::run_fused_taken(const Response *resps, const std::vector<RequestPtr
     ActivityTrace trace(p_.timeline, traced);
     hvd_status_t s = HVD_ERR_INTERNAL;
     try {
-        switch (resps[0].type) {
-            case OpType::kAllgather:
-                s = execute_fused_allgather(comm, resps, reqs, &fusion_buffer_, trace, &message);
-                break;
-            case OpType::kReducescatter:
-                s = execute_fused_reducescatter(comm, reqs, &fusion_buffer_, trace, &message);
-                break;
-            default:
-                s = execute_fused_allreduce(comm, reqs, &fusion_buffer_, trace, &message);
-                break;
-        }
+        if (on_device(*reqs.front()))
+            s = gpu_runner().run(comm, resps, reqs.size(), reqs, &fusion_buffer_, trace, &message);
+        else if (resps[0].type == OpType::kAllgather)
+            s = execute_fused_allgather(comm, resps, reqs, &fusion_buffer_, trace, &message);
+        else if (resps[0].type == OpType::kReducescatter)
+            s = execute_fused_reducescatter(comm, reqs, &fusion_buffer_, trace, &message);
+        else
+            s = execute_fused_allreduce(comm, reqs, &fusion_buffer_, trace, &message);
     } catch (const std::bad_alloc &) {
         s = HVD_ERR_NO_MEMORY;
         message = strprintf("rank %d: out of memory running a fused %s", p_.rank,
@@ -210,9 +213,14 @@ void Runner::run_one(const Response &resp, const RequestPtr &req) {
     std::string message;
     std::vector<RequestPtr> one{req};
     ActivityTrace trace(req->traced ? p_.timeline : nullptr, one);
-    trace.begin(transfer_activity(comm, resp.type));
-    hvd_status_t s = execute_response(comm, resp, *req, &message);
-    trace.end();
+    hvd_status_t s;
+    if (on_device(*req)) {
+        s = gpu_runner().run(comm, &resp, 1, one, &fusion_buffer_, trace, &message);
+    } else {
+        trace.begin(transfer_activity(comm, resp.type));
+        s = execute_response(comm, resp, *req, &message);
+        trace.end();
+    }
     trace_end_op(*req);
     if (s != HVD_OK) s = settle_failure(resp, s, &message);
     p_.intake->finish(req, s, message);
@@ -255,6 +263,24 @@ hvd_status_t Runner::settle_failure(const Response &resp, hvd_status_t s, std::s
     transport_aborted_ = true;  // wait_all aborted the transport already
     *message = p_.abort->detail();
     return p_.abort->status();  // a dead peer, when that is the cause
+}
+
+bool Runner::on_device(const Request &req) {
+    return req.input.device_type == HVD_DEVICE_CUDA;
+}
+
+GpuRunner &Runner::gpu_runner() {
+    if (!gpu_) {
+        std::string problem;
+        const gpu::GpuLibrary *lib = gpu::gpu_library(&problem);
+        // A CUDA tensor passed the enqueue checks only with the module loaded.
+        if (lib == nullptr)
+            throw Error(HVD_ERR_INTERNAL,
+                        strprintf("rank %d: a CUDA tensor runs without the GPU module: %s", p_.rank,
+                                  problem.c_str()));
+        gpu_ = std::make_unique<GpuRunner>(lib, p_.rank);
+    }
+    return *gpu_;
 }
 
 bool Runner::on_one_host(const std::vector<int32_t> &members) const {
@@ -316,6 +342,7 @@ hvd_status_t Runner::run_membership_change(const Response &resp, Request &req,
     uint16_t id = static_cast<uint16_t>(req.meta.root);
     p_.sets->remove(id);
     set_groups_.erase(id);
+    if (gpu_) gpu_->forget_set(id);
     // Ops this rank queued on the set can never run now.
     std::vector<Request *> doomed;
     for (const RequestPtr &r : p_.pending->all())

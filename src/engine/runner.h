@@ -29,6 +29,8 @@
 
 namespace hvd::engine {
 
+class GpuRunner;
+
 // What a runner works with, all borrowed: they outlive it.
 struct RunnerParts {
     int32_t rank = 0;
@@ -45,7 +47,8 @@ struct RunnerParts {
 
 class Runner {
   public:
-    explicit Runner(const RunnerParts &parts) : p_(parts) {}
+    explicit Runner(const RunnerParts &parts);
+    ~Runner();
     Runner(const Runner &) = delete;
     Runner &operator=(const Runner &) = delete;
 
@@ -112,6 +115,10 @@ class Runner {
     bool on_one_host(const std::vector<int32_t> &members) const;
     // Shared-memory groups of the process sets this rank is in, other than the global one.
     std::map<uint16_t, std::unique_ptr<shm::Group>> set_groups_;
+    // Ops on CUDA tensors: the GPU runner, made on the first one.
+    static bool on_device(const Request &req);
+    GpuRunner &gpu_runner();
+    std::unique_ptr<GpuRunner> gpu_;
     bool transport_aborted_ = false;
     collectives::ScratchBuffer scratch_;
     collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step

@@ -17,6 +17,28 @@ void Coordinator::describe_tensor(Response &resp, const OpMeta &m) {
     resp.postscale = m.postscale;
 }
 
+// CUDA tensors run on NCCL only where every member can and each has a GPU of its own (NCCL
+// refuses two ranks on one device) and no member is joined (a joined rank takes part with
+// zeros in host memory); otherwise every member stages them through host memory.
+void Coordinator::choose_device_path(Response &resp, const std::vector<OpMeta> &metas,
+                                     bool some_joined) {
+    resp.device_type = metas[0].device_type;
+    resp.nccl = resp.device_type == HVD_DEVICE_CUDA && !some_joined;
+    std::vector<uint64_t> devices;
+    uint64_t key = 1469598103934665603ull;  // FNV-1a over the members' device keys
+    for (const OpMeta &m : metas) {
+        resp.nccl = resp.nccl && m.nccl_ok;
+        devices.push_back(m.device_key);
+        for (int shift = 0; shift < 64; shift += 8) {
+            key ^= (m.device_key >> shift) & 0xff;
+            key *= 1099511628211ull;
+        }
+    }
+    resp.devices_key = resp.nccl ? key : 0;
+    std::sort(devices.begin(), devices.end());
+    if (std::adjacent_find(devices.begin(), devices.end()) != devices.end()) resp.nccl = false;
+}
+
 uint32_t Coordinator::take_seq() {
     uint32_t seq = next_seq_;
     next_seq_ = next_seq_ % kNegotiatedSeqLimit + 1;
@@ -165,6 +187,7 @@ Response Coordinator::complete(const Key &key, Pending &p) {
     resp.type = metas[0].type;
     resp.seq = take_seq();
     if (rejected(metas, ranks, &resp)) return resp;
+    choose_device_path(resp, metas, false);
     switch (resp.type) {
         case OpType::kAllgather:
             for (const OpMeta &m : metas)
@@ -220,6 +243,7 @@ Response Coordinator::complete_with_joined(const Key &key, std::vector<OpMeta> &
         return resp;
     }
     if (rejected(metas, ranks, &resp)) return resp;
+    choose_device_path(resp, metas, true);
     describe_tensor(resp, metas[0]);
     return resp;
 }

@@ -65,6 +65,8 @@ class Coordinator {
                                   const std::vector<int32_t> &ranks, const Pending &p);
     void apply_membership(Response &resp, const OpMeta &meta);
     static void describe_tensor(Response &resp, const OpMeta &m);
+    static void choose_device_path(Response &resp, const std::vector<OpMeta> &metas,
+                                   bool some_joined);
     int32_t member_index(uint16_t set_id, int32_t rank) const;
 
     // Sequence numbers of negotiated ops: 1 .. kNegotiatedSeqLimit, then again from 1.

@@ -19,7 +19,8 @@ bool fusable(const Response &r) {
 
 bool fusable_together(const Response &a, const Response &b) {
     if (!fusable(a) || !fusable(b) || a.type != b.type || a.group != b.group ||
-        a.set_id != b.set_id || a.dtype != b.dtype)
+        a.set_id != b.set_id || a.dtype != b.dtype || a.device_type != b.device_type ||
+        a.nccl != b.nccl || a.devices_key != b.devices_key)
         return false;
     if (a.type == OpType::kAllgather) return true;  // bytes are concatenated, never combined
     return a.reduce_op == b.reduce_op && a.prescale == b.prescale && a.postscale == b.postscale;

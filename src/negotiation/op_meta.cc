@@ -85,6 +85,8 @@ std::string encode_ready(const ReadyReport &report) {
         w.i32(m.dtype);
         write_dims(w, m.shape);
         w.i32(m.device_type);
+        w.u64(m.device_key);
+        w.u8(m.nccl_ok ? 1 : 0);
         w.i32(m.reduce_op);
         w.i32(m.root);
         w.f64(m.prescale);
@@ -112,6 +114,8 @@ ReadyReport decode_ready(const std::string &bytes) {
         m.dtype = r.i32();
         m.shape = read_dims(r);
         m.device_type = r.i32();
+        m.device_key = r.u64();
+        m.nccl_ok = r.u8() != 0;
         m.reduce_op = r.i32();
         m.root = r.i32();
         m.prescale = r.f64();
@@ -144,6 +148,9 @@ std::string encode_batch(const ResponseBatch &batch) {
         w.i32(resp.reduce_op);
         w.f64(resp.prescale);
         w.f64(resp.postscale);
+        w.i32(resp.device_type);
+        w.u8(resp.nccl ? 1 : 0);
+        w.u64(resp.devices_key);
         w.u8(resp.fuse_next ? 1 : 0);
         w.i32(resp.cache_bit);
         // Every rank plans the fusion of cached responses itself (run_round): each needs the
@@ -174,6 +181,9 @@ ResponseBatch decode_batch(const std::string &bytes) {
         resp.reduce_op = r.i32();
         resp.prescale = r.f64();
         resp.postscale = r.f64();
+        resp.device_type = r.i32();
+        resp.nccl = r.u8() != 0;
+        resp.devices_key = r.u64();
         resp.fuse_next = r.u8() != 0;
         resp.cache_bit = r.i32();
         if (resp.cache_bit < -1 || resp.cache_bit >= static_cast<int32_t>(ResponseCache::kMaxBits))

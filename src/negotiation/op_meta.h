@@ -38,6 +38,10 @@ struct OpMeta {
     int32_t dtype = 0;
     Shape shape;
     int32_t device_type = 1;
+    // CUDA tensors (not compared across ranks): the device's identity (a hash of its UUID),
+    // and whether this rank can run the op with NCCL (GPU module with NCCL, HVD_GPU_OPERATIONS).
+    uint64_t device_key = 0;
+    bool nccl_ok = false;
     int32_t reduce_op = 0;
     int32_t root = 0;
     double prescale = 1.0;
@@ -86,6 +90,13 @@ struct Response {
     int32_t reduce_op = 0;
     double prescale = 1.0;
     double postscale = 1.0;
+    // The tensors' device type (hvd_device_type_t), and for CUDA tensors whether the op runs
+    // on NCCL (every member able, each on its own GPU, none joined) or through host memory.
+    int32_t device_type = 1;
+    bool nccl = false;
+    // CUDA tensors on NCCL: which devices the members use (a hash of their device keys in
+    // member order), so that every member picks the same communicator.
+    uint64_t devices_key = 0;
     // Tensor fusion: this allreduce runs as one collective with the next response (decided
     // by the coordinator, so every rank fuses the same way).
     bool fuse_next = false;

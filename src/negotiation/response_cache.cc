@@ -17,10 +17,11 @@ std::atomic<uint64_t> g_last_stamp{0};
 
 bool same_op(const OpMeta &a, const OpMeta &b) {
     return a.name == b.name && a.set_id == b.set_id && a.type == b.type && a.dtype == b.dtype &&
-           a.shape == b.shape && a.device_type == b.device_type && a.reduce_op == b.reduce_op &&
-           a.root == b.root && a.prescale == b.prescale && a.postscale == b.postscale &&
-           a.splits == b.splits && a.group == b.group && a.group_size == b.group_size &&
-           a.out_rows == b.out_rows && a.in_row == b.in_row;
+           a.shape == b.shape && a.device_type == b.device_type && a.device_key == b.device_key &&
+           a.nccl_ok == b.nccl_ok && a.reduce_op == b.reduce_op && a.root == b.root &&
+           a.prescale == b.prescale && a.postscale == b.postscale && a.splits == b.splits &&
+           a.group == b.group && a.group_size == b.group_size && a.out_rows == b.out_rows &&
+           a.in_row == b.in_row;
 }
 
 bool ResponseCache::cacheable(const Response &resp) {

@@ -15,7 +15,9 @@ namespace hvd::negotiation {
 // Bump whenever a message between ranks changes its layout or meaning.
 // 2: response batches carry each response's group (grouped ops are cached).
 // 3: cache votes carry ready and invalid bits and the join per process set.
-constexpr int32_t kWireProtocol = 3;
+// 4: ready reports carry a CUDA tensor's device and NCCL ability, responses the device type
+//    and the GPU data path.
+constexpr int32_t kWireProtocol = 4;
 
 // What a rank publishes under the rendezvous key "host": its host name, then (after a
 // newline, which no host name contains) "libhvd <version> protocol <n>".

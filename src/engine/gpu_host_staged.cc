@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host-staged path of GpuRunner: the run's CUDA inputs are copied into pinned host memory,
+// the CPU collectives run on the copies exactly as for host tensors (so every op, dtype and
+// reduction works, Adasum included), and the outputs are copied back to the device.
+#include "common/error.h"
+#include "engine/gpu_runner.h"
+
+namespace hvd::engine {
+
+namespace {
+
+// Whether the op writes into memory the caller gave (else the library owns the output).
+bool caller_owned_output(const Request &req) {
+    return req.meta.type == OpType::kAllreduce || req.meta.type == OpType::kBroadcast ||
+           (req.meta.type == OpType::kAllgather && req.meta.out_rows >= 0);
+}
+
+bool separate_output(const Request &req) {
+    return caller_owned_output(req) && req.output.data != req.input.data;
+}
+
+// The CPU executor of the run, on host copies of its tensors.
+hvd_status_t execute_on_host(collectives::Comm &comm, const Response *resps, size_t n,
+                             const std::vector<RequestPtr> &reqs,
+                             collectives::ScratchBuffer *fusion, const ActivityTrace &trace,
+                             std::string *message) {
+    if (n == 1) return execute_response(comm, resps[0], *reqs.front(), message);
+    switch (resps[0].type) {
+        case OpType::kAllgather:
+            return execute_fused_allgather(comm, resps, reqs, fusion, trace, message);
+        case OpType::kReducescatter:
+            return execute_fused_reducescatter(comm, reqs, fusion, trace, message);
+        default:
+            return execute_fused_allreduce(comm, reqs, fusion, trace, message);
+    }
+}
+
+}  // namespace
+
+hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response *resps, size_t n,
+                                        const std::vector<RequestPtr> &reqs,
+                                        collectives::ScratchBuffer *fusion, gpu::DeviceState &dev,
+                                        const ActivityTrace &trace, std::string *message) {
+    size_t total = 0;
+    for (const RequestPtr &r : reqs)
+        total += r->input.bytes() + (separate_output(*r) ? r->output.bytes() : 0);
+    dev.staging.reserve(lib_, gpu::DeviceBuffer::Kind::kPinnedHost, dev.device, total);
+    struct Place {
+        void *device_in, *device_out;
+        char *host_in, *host_out;
+    };
+    std::vector<Place> places;
+    places.reserve(reqs.size());
+    char *cursor = dev.staging.data();
+    trace.begin("MEMCPY_DEVICE_TO_HOST");
+    for (const RequestPtr &r : reqs) {
+        Place p{r->input.data, r->output.data, cursor, cursor};
+        cursor += r->input.bytes();
+        if (separate_output(*r)) {
+            p.host_out = cursor;
+            cursor += r->output.bytes();
+        }
+        lib_->call("cudaMemcpyAsync (to host)", lib_->api->copy_async, dev.device, p.host_in,
+                   p.device_in, r->input.bytes(), dev.stream);
+        places.push_back(p);
+    }
+    lib_->call("cudaEventRecord", lib_->api->event_record, dev.done, dev.stream);
+    std::string what = strprintf("copying '%s' to the host", reqs.front()->meta.name.c_str());
+    hvd_status_t s = gpu::wait_event(*lib_, dev.done, nullptr, comm.deadline, comm.abort_status,
+                                     rank_, what, message);
+    trace.end();
+    if (s != HVD_OK) return s;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        reqs[i]->input.data = places[i].host_in;
+        reqs[i]->output.data = places[i].host_out;
+    }
+    try {
+        s = execute_on_host(comm, resps, n, reqs, fusion, trace, message);
+    } catch (...) {
+        for (size_t i = 0; i < reqs.size(); ++i) {
+            reqs[i]->input.data = places[i].device_in;
+            reqs[i]->output.data = places[i].device_out;
+        }
+        throw;
+    }
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        reqs[i]->input.data = places[i].device_in;
+        reqs[i]->output.data = places[i].device_out;
+    }
+    if (s != HVD_OK) return s;
+    trace.begin("MEMCPY_HOST_TO_DEVICE");
+    for (size_t i = 0; i < reqs.size(); ++i) {
+        Request &r = *reqs[i];
+        if (caller_owned_output(r)) {
+            lib_->call("cudaMemcpyAsync (to the device)", lib_->api->copy_async, dev.device,
+                       places[i].device_out, places[i].host_out, r.output.bytes(), dev.stream);
+            continue;
+        }
+        r.device_output.reserve(lib_, gpu::DeviceBuffer::Kind::kDevice, dev.device,
+                                r.owned_data.size());
+        lib_->call("cudaMemcpyAsync (to the device)", lib_->api->copy_async, dev.device,
+                   r.device_output.data(), r.owned_data.data(), r.owned_data.size(), dev.stream);
+    }
+    // The staging buffer is reused by the next op: wait for the copies even with a stream.
+    s = finish_on_device(comm, resps[0], reqs, dev, nullptr, true, message);
+    trace.end();
+    if (s == HVD_OK)
+        for (const RequestPtr &r : reqs)
+            if (!caller_owned_output(*r)) r->owned_data.resize(0);
+    return s;
+}
+
+}  // namespace hvd::engine

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// Runs the agreed responses whose tensors are in CUDA memory: on NCCL (resp.nccl) or staged
+// through pinned host memory into the CPU collectives. Either way it first makes the
+// library's stream of the device wait for each tensor's ready event; afterwards each request
+// with a caller's stream has that stream wait for the op's end (the request then completes at
+// once, the host never blocks on the device), and the others complete once their output is
+// valid on the device. Engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/comm.h"
+#include "engine/executor.h"
+#include "engine/request.h"
+#include "gpu/device_state.h"
+#include "gpu/gpu_library.h"
+#include "gpu/nccl_comms.h"
+
+namespace hvd::engine {
+
+class GpuRunner {
+  public:
+    // lib: the process's GPU module (loaded: a CUDA tensor passed the enqueue checks).
+    GpuRunner(const gpu::GpuLibrary *lib, int32_t rank)
+        : lib_(lib), rank_(rank), devices_(lib), comms_(lib, rank) {}
+
+    // Runs one response (n == 1) or a fused run of n responses; reqs: their requests, each
+    // with CUDA tensors on one device. fusion: the host fusion buffer the host-staged path
+    // lends to the CPU collectives. Returns the status the requests complete with.
+    hvd_status_t run(collectives::Comm &comm, const Response *resps, size_t n,
+                     const std::vector<RequestPtr> &reqs, collectives::ScratchBuffer *fusion,
+                     const ActivityTrace &trace, std::string *message);
+
+    // The process set was destroyed: its NCCL communicators go.
+    void forget_set(uint16_t set_id) { comms_.forget_set(set_id); }
+
+  private:
+    hvd_status_t run_host_staged(collectives::Comm &comm, const Response *resps, size_t n,
+                                 const std::vector<RequestPtr> &reqs,
+                                 collectives::ScratchBuffer *fusion, gpu::DeviceState &dev,
+                                 const ActivityTrace &trace, std::string *message);
+    // Queues the run's NCCL work on dev.stream; *nccl_comm gets the communicator used.
+    void queue_nccl(collectives::Comm &comm, const Response *resps, size_t n,
+                    const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev, void **nccl_comm);
+    void queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set_size, void *nc,
+                         gpu::DeviceState &dev);
+    void queue_allgather(const Response *resps, const std::vector<RequestPtr> &reqs, int32_t me,
+                         void *nc, gpu::DeviceState &dev);
+    void queue_broadcast(Request &req, void *nc, gpu::DeviceState &dev);
+    void queue_alltoall(const Response &resp, Request &req, int32_t n, int32_t me, void *nc,
+                        gpu::DeviceState &dev);
+    void queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t n, int32_t me, void *nc,
+                             gpu::DeviceState &dev);
+    // Makes dev.stream wait for every ready event of the run's tensors.
+    void wait_ready_events(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev);
+    // After the run's work is queued: records dev.done, hands it to the callers' streams, and
+    // (unless every request has a stream) waits for it on the host.
+    hvd_status_t finish_on_device(const collectives::Comm &comm, const Response &resp,
+                                  const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                  void *nccl_comm, bool must_wait, std::string *message);
+
+    const gpu::GpuLibrary *lib_;
+    int32_t rank_;
+    gpu::DeviceStates devices_;
+    gpu::NcclComms comms_;
+};
+
+}  // namespace hvd::engine

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// The checks a CUDA tensor gets at enqueue, on the calling thread: a GPU module that found
+// devices, a device id it knows, memory that is really on that device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hvd::gpu {
+
+struct CudaTensorInfo {
+    uint64_t device_key = 0;  // the device's identity across processes (a hash of its UUID)
+    bool nccl_ok = false;     // NCCL loaded and HVD_GPU_OPERATIONS is not "host"
+};
+
+// Checks a CUDA tensor of `bytes` bytes at `data` on `device_id` (fn and which name it in
+// messages). Throws hvd::Error: HVD_ERR_UNSUPPORTED when no GPU module or device is usable
+// (saying why), HVD_ERR_INVALID_ARG when the device id is out of range or the memory is not
+// that device's, HVD_ERR_DEVICE when CUDA fails. Loads the GPU module on first use.
+// Thread-safe.
+CudaTensorInfo check_cuda_tensor(const char *fn, const char *which, const void *data,
+                                 int32_t device_id, size_t bytes);
+
+}  // namespace hvd::gpu

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gpu/device_state.h"
+
+#include <chrono>
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace hvd::gpu {
+
+namespace {
+
+// Polls without sleeping for the first microseconds (short collectives), then sleeps a little
+// between polls.
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kNap = std::chrono::microseconds(20);
+// How long the teardown waits for a stream's queued work.
+constexpr int64_t kTeardownWaitMs = 10000;
+
+}  // namespace
+
+DeviceState &DeviceStates::get(int32_t device) {
+    auto it = devices_.find(device);
+    if (it != devices_.end()) return *it->second;
+    auto d = std::make_unique<DeviceState>();
+    d->device = device;
+    lib_->call("cudaStreamCreateWithFlags", lib_->api->stream_create, device, &d->stream);
+    try {
+        lib_->call("cudaEventCreateWithFlags", lib_->api->event_create, device, &d->done);
+    } catch (...) {
+        hvd_gpu_err_t err;
+        lib_->api->stream_destroy(device, d->stream, &err);
+        throw;
+    }
+    return *(devices_[device] = std::move(d));
+}
+
+DeviceStates::~DeviceStates() {
+    for (auto &[device, d] : devices_) {
+        hvd_gpu_err_t err;
+        err.text[0] = '\0';
+        std::string message;
+        if (lib_->api->event_record(d->done, d->stream, &err) == 0)
+            wait_event(*lib_, d->done, nullptr, Deadline::after_ms(kTeardownWaitMs), nullptr, -1,
+                       "the context's GPU work", &message);
+        d->fusion.release();
+        d->scratch.release();
+        d->staging.release();
+        if (lib_->api->event_destroy(device, d->done, &err) != 0 ||
+            lib_->api->stream_destroy(device, d->stream, &err) != 0)
+            HVD_LOG(kWarning, -1, "freeing CUDA device %d's stream failed: %s", device, err.text);
+    }
+}
+
+hvd_status_t wait_event(const GpuLibrary &lib, void *event, void *nccl_comm,
+                        const Deadline &deadline, const std::atomic<int32_t> *abort, int32_t rank,
+                        const std::string &what, std::string *message) {
+    const auto start = std::chrono::steady_clock::now();
+    hvd_gpu_err_t err;
+    err.text[0] = '\0';
+    for (;;) {
+        int32_t done = 0;
+        if (lib.api->event_query(event, &done, &err) != 0) {
+            *message = strprintf("rank %d: %s: %s", rank, what.c_str(), err.text);
+            return HVD_ERR_DEVICE;
+        }
+        if (done) return HVD_OK;
+        if (nccl_comm != nullptr) {
+            int32_t in_progress = 0;
+            if (lib.api->nccl_comm_status(nccl_comm, &in_progress, &err) != 0) {
+                *message = strprintf("rank %d: %s: %s", rank, what.c_str(), err.text);
+                return HVD_ERR_DEVICE;
+            }
+        }
+        if (abort != nullptr) {
+            int32_t s = abort->load(std::memory_order_acquire);
+            if (s != 0) {
+                *message = strprintf("rank %d: %s: the context aborted", rank, what.c_str());
+                return static_cast<hvd_status_t>(s);
+            }
+        }
+        if (deadline.expired()) {
+            *message = strprintf("rank %d: %s timed out on the GPU", rank, what.c_str());
+            return HVD_ERR_TIMED_OUT;
+        }
+        if (std::chrono::steady_clock::now() - start > kSpin)
+            std::this_thread::sleep_for(kNap);
+        else
+            std::this_thread::yield();
+    }
+}
+
+}  // namespace hvd::gpu

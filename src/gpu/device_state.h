@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// What one context's engine keeps per CUDA device: its stream (all of the library's work on
+// the device is ordered on it), the event that marks the end of an op's work, the device
+// fusion buffer, a device scratch buffer and pinned host staging. Made on first use, freed
+// with the context. Engine thread only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/deadline.h"
+#include "gpu/device_buffer.h"
+#include "gpu/gpu_library.h"
+
+namespace hvd::gpu {
+
+struct DeviceState {
+    int32_t device = 0;
+    void *stream = nullptr;
+    void *done = nullptr;  // recorded after each op's work on `stream`
+    DeviceBuffer fusion;   // device: fused allreduce input and output
+    DeviceBuffer scratch;  // device: prescaled copies
+    DeviceBuffer staging;  // pinned host: the host-staged path's copies
+};
+
+class DeviceStates {
+  public:
+    explicit DeviceStates(const GpuLibrary *lib) : lib_(lib) {}
+    DeviceStates(const DeviceStates &) = delete;
+    DeviceStates &operator=(const DeviceStates &) = delete;
+    // Waits (a bounded time) for the work queued on each stream, then frees everything.
+    ~DeviceStates();
+
+    // The device's state, made on first use. Throws hvd::Error(HVD_ERR_DEVICE).
+    DeviceState &get(int32_t device);
+    const GpuLibrary *library() const { return lib_; }
+
+  private:
+    const GpuLibrary *lib_;
+    std::map<int32_t, std::unique_ptr<DeviceState>> devices_;
+};
+
+// Waits on the host until `event` has completed, polling: fails with HVD_ERR_DEVICE when CUDA
+// or the NCCL communicator (`nccl_comm`, may be null) reports an error, with the abort status
+// when *abort becomes nonzero, HVD_ERR_TIMED_OUT at the deadline. *message says what, naming
+// `rank` and `what`.
+hvd_status_t wait_event(const GpuLibrary &lib, void *event, void *nccl_comm,
+                        const Deadline &deadline, const std::atomic<int32_t> *abort, int32_t rank,
+                        const std::string &what, std::string *message);
+
+}  // namespace hvd::gpu

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "gpu/nccl_comms.h"
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "collectives/collectives.h"
+#include "common/error.h"
+#include "common/log.h"
+
+namespace hvd::gpu {
+
+namespace {
+
+// Waits until NCCL finished initialising `nccl_comm`; throws on error, abort or the deadline.
+void await_ready(const GpuLibrary &lib, void *nccl_comm, const collectives::Comm &comm,
+                 int32_t rank) {
+    hvd_gpu_err_t err;
+    err.text[0] = '\0';
+    for (;;) {
+        int32_t in_progress = 0;
+        if (lib.api->nccl_comm_status(nccl_comm, &in_progress, &err) != 0)
+            throw Error(HVD_ERR_DEVICE, strprintf("rank %d: making the NCCL communicator of "
+                                                  "process set %u: %s",
+                                                  rank, comm.set_id, err.text));
+        if (!in_progress) return;
+        if (comm.abort_status != nullptr) {
+            int32_t s = comm.abort_status->load(std::memory_order_acquire);
+            if (s != 0)
+                throw Error(static_cast<hvd_status_t>(s),
+                            strprintf("rank %d: the context aborted while the NCCL "
+                                      "communicator of process set %u was made",
+                                      rank, comm.set_id));
+        }
+        if (comm.deadline.expired())
+            throw Error(HVD_ERR_TIMED_OUT,
+                        strprintf("rank %d: making the NCCL communicator of process set %u "
+                                  "timed out (a member did not take part)",
+                                  rank, comm.set_id));
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+}
+
+}  // namespace
+
+void *NcclComms::get(collectives::Comm &comm, int32_t device, uint64_t devices_key) {
+    Key key{comm.set_id, devices_key};
+    auto it = comms_.find(key);
+    if (it != comms_.end()) return it->second;
+    uint8_t id[HVD_GPU_NCCL_ID_BYTES] = {};
+    // Member 0 must tell the others whether it has an id: a failure there must not leave them
+    // waiting for one. The first byte after the id says so.
+    uint8_t message[HVD_GPU_NCCL_ID_BYTES + 1] = {};
+    hvd_gpu_err_t err;
+    err.text[0] = '\0';
+    std::string local_failure;
+    if (comm.my_index == 0) {
+        if (lib_->api->nccl_unique_id(id, &err) == 0) {
+            std::memcpy(message, id, sizeof id);
+            message[HVD_GPU_NCCL_ID_BYTES] = 1;
+        } else {
+            local_failure = err.text;
+        }
+    }
+    hvd_status_t s = collectives::broadcast(comm, message, sizeof message, 0);
+    if (s != HVD_OK)
+        throw Error(s, strprintf("rank %d: sending NCCL's unique id in process set %u failed: %s",
+                                 rank_, comm.set_id, status_message(s)));
+    if (message[HVD_GPU_NCCL_ID_BYTES] != 1)
+        throw Error(HVD_ERR_DEVICE,
+                    strprintf("rank %d: the NCCL communicator of process set %u cannot be made: "
+                              "rank %d could not make NCCL's unique id%s%s",
+                              rank_, comm.set_id, comm.members[0],
+                              local_failure.empty() ? "" : ": ", local_failure.c_str()));
+    std::memcpy(id, message, sizeof id);
+    void *nc = nullptr;
+    if (lib_->api->nccl_comm_init(device, comm.size(), comm.my_index, id, &nc, &err) != 0) {
+        if (nc != nullptr) lib_->api->nccl_comm_abort(nc, &err);
+        throw Error(HVD_ERR_DEVICE, strprintf("rank %d: ncclCommInitRank in process set %u on "
+                                              "CUDA device %d: %s",
+                                              rank_, comm.set_id, device, err.text));
+    }
+    try {
+        await_ready(*lib_, nc, comm, rank_);
+    } catch (...) {
+        lib_->api->nccl_comm_abort(nc, &err);
+        throw;
+    }
+    comms_[key] = nc;
+    return nc;
+}
+
+void NcclComms::abort(void *nccl_comm) {
+    for (auto it = comms_.begin(); it != comms_.end(); ++it) {
+        if (it->second != nccl_comm) continue;
+        hvd_gpu_err_t err;
+        if (lib_->api->nccl_comm_abort(nccl_comm, &err) != 0)
+            HVD_LOG(kWarning, rank_, "ncclCommAbort: %s", err.text);
+        comms_.erase(it);
+        return;
+    }
+}
+
+void NcclComms::forget_set(uint16_t set_id) {
+    for (auto it = comms_.begin(); it != comms_.end();) {
+        if (it->first.first != set_id) {
+            ++it;
+            continue;
+        }
+        hvd_gpu_err_t err;
+        if (lib_->api->nccl_comm_abort(it->second, &err) != 0)
+            HVD_LOG(kWarning, rank_, "ncclCommAbort: %s", err.text);
+        it = comms_.erase(it);
+    }
+}
+
+void NcclComms::abort_all() {
+    for (auto &[key, nc] : comms_) {
+        hvd_gpu_err_t err;
+        if (lib_->api->nccl_comm_abort(nc, &err) != 0)
+            HVD_LOG(kWarning, rank_, "ncclCommAbort: %s", err.text);
+    }
+    comms_.clear();
+}
+
+}  // namespace hvd::gpu

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// NCCL communicators of a context: one per process set and set of devices (the response's
+// devices_key), made when the first op of that set on those devices runs, through libhvd's
+// own connections (NCCL's unique id is broadcast from the set's first member over the set's
+// host collective), and aborted when the set or the context goes. Engine thread only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include "collectives/comm.h"
+#include "gpu/gpu_library.h"
+
+namespace hvd::gpu {
+
+class NcclComms {
+  public:
+    NcclComms(const GpuLibrary *lib, int32_t rank) : lib_(lib), rank_(rank) {}
+    NcclComms(const NcclComms &) = delete;
+    NcclComms &operator=(const NcclComms &) = delete;
+    ~NcclComms() { abort_all(); }
+
+    // The communicator for comm's members, this rank on `device`. Every member calls it at the
+    // same point of the job's order (from the same response), so all make a missing one
+    // together: within comm.deadline, failing with the abort status when the context aborts.
+    // Throws hvd::Error (HVD_ERR_DEVICE with NCCL's message, HVD_ERR_TIMED_OUT, ...).
+    void *get(collectives::Comm &comm, int32_t device, uint64_t devices_key);
+    // Aborts the communicator (after one of its ops failed: NCCL's state is then unknown) and
+    // forgets it. Never throws.
+    void abort(void *nccl_comm);
+    // Aborts the communicators of a process set that was destroyed.
+    void forget_set(uint16_t set_id);
+    void abort_all();
+
+  private:
+    using Key = std::pair<uint16_t, uint64_t>;
+    const GpuLibrary *lib_;
+    int32_t rank_;
+    std::map<Key, void *> comms_;
+};
+
+}  // namespace hvd::gpu

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: Apache-2.0
+// Collectives on CUDA tensors, checked against references computed on the host: every dtype x
+// reduction, scaling, fusion of many small tensors, ragged allgather, broadcast, alltoall with
+// splits, uneven reducescatter, grouped allreduce, Adasum, ready events and the caller's
+// stream. Runs under hvdrun on any number of ranks; on NCCL where each rank has its own GPU,
+// through host memory where they share one (or HVD_GPU_OPERATIONS=host). Exits 77 (skipped)
+// where no CUDA device is usable.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" {
+#include "../mp/mp_check.h"
+}
+
+namespace {
+
+void cuda_ok(cudaError_t e, const char *what) {
+    if (e != cudaSuccess) mp_die("%s: %s", what, cudaGetErrorString(e));
+}
+
+int g_device = 0;
+
+struct DeviceTensor {
+    void *ptr = nullptr;
+    size_t bytes = 0;
+    explicit DeviceTensor(size_t n) : bytes(n) {
+        cuda_ok(cudaMalloc(&ptr, n > 0 ? n : 1), "cudaMalloc");
+    }
+    ~DeviceTensor() { cudaFree(ptr); }
+    void upload(const std::vector<char> &host) {
+        cuda_ok(cudaMemcpy(ptr, host.data(), bytes, cudaMemcpyHostToDevice), "upload");
+    }
+    std::vector<char> download() const {
+        std::vector<char> host(bytes);
+        cuda_ok(cudaMemcpy(host.data(), ptr, bytes, cudaMemcpyDeviceToHost), "download");
+        return host;
+    }
+};
+
+hvd_tensor_t cuda_tensor(void *data, int32_t dtype, int32_t ndim, const int64_t *shape) {
+    hvd_tensor_t t = mp_tensor(data, dtype, ndim, shape);
+    t.device_type = HVD_DEVICE_CUDA;
+    t.device_id = g_device;
+    return t;
+}
+
+std::vector<char> host_values(int32_t dtype, size_t n, int32_t rank) {
+    std::vector<char> h(n * mp_dtype_size(dtype));
+    for (size_t i = 0; i < n; ++i)
+        mp_set(dtype, h.data(), i, mp_value(dtype, rank, i));
+    return h;
+}
+
+void check_close(const char *what, int32_t dtype, const void *got, size_t i, double want) {
+    double g = mp_get(dtype, got, i);
+    if (std::fabs(g - want) > mp_tolerance(dtype, want))
+        mp_die("%s (%s): element %zu is %g, want %g", what, mp_dtype_name(dtype), i, g, want);
+}
+
+const int32_t kDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,  HVD_DTYPE_UINT16,  HVD_DTYPE_INT16,
+                           HVD_DTYPE_INT32,   HVD_DTYPE_INT64, HVD_DTYPE_FLOAT16, HVD_DTYPE_FLOAT32,
+                           HVD_DTYPE_FLOAT64, HVD_DTYPE_BOOL,  HVD_DTYPE_BFLOAT16};
+const int32_t kOps[] = {HVD_OP_SUM, HVD_OP_AVERAGE, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
+
+void test_allreduce_every_dtype_and_op() {
+    const size_t n = 1000;
+    int64_t shape[1] = {static_cast<int64_t>(n)};
+    for (int32_t dtype : kDtypes) {
+        for (int32_t op : kOps) {
+            if (op == HVD_OP_AVERAGE && dtype == HVD_DTYPE_BOOL) continue;
+            for (int in_place = 0; in_place < 2; ++in_place) {
+                size_t bytes = n * mp_dtype_size(dtype);
+                DeviceTensor in(bytes), out(bytes);
+                in.upload(host_values(dtype, n, mp_rank));
+                hvd_tensor_t ti = cuda_tensor(in.ptr, dtype, 1, shape);
+                hvd_tensor_t to = cuda_tensor(in_place ? in.ptr : out.ptr, dtype, 1, shape);
+                std::string name = std::string("ar.") + mp_dtype_name(dtype) + "." +
+                                   std::to_string(op) + (in_place ? ".inplace" : "");
+                hvd_op_params_t p = mp_reduce_params(name.c_str(), op);
+                hvd_request_h req;
+                if (hvd_allreduce_enqueue(mp_ctx, &ti, &to, &p, &req) != HVD_OK)
+                    mp_die("enqueue %s", name.c_str());
+                if (mp_wait(req) != HVD_OK) mp_die("%s failed", name.c_str());
+                hvd_request_release(req);
+                std::vector<char> got = (in_place ? in : out).download();
+                for (size_t i = 0; i < n; ++i)
+                    check_close(name.c_str(), dtype, got.data(), i, mp_reference(dtype, op, i));
+                if (!in_place) {  // the input is untouched
+                    std::vector<char> orig = in.download();
+                    for (size_t i = 0; i < n; ++i)
+                        check_close("allreduce input", dtype, orig.data(), i,
+                                    mp_value(dtype, mp_rank, i));
+                }
+            }
+        }
+    }
+}
+
+void test_scaling() {
+    const size_t n = 257;
+    int64_t shape[1] = {static_cast<int64_t>(n)};
+    DeviceTensor t(n * sizeof(float));
+    t.upload(host_values(HVD_DTYPE_FLOAT32, n, mp_rank));
+    hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+    hvd_op_params_t p = mp_reduce_params("scaled", HVD_OP_SUM);
+    p.field_mask |= HVD_OP_FIELD_SCALE;
+    p.prescale = 0.5;
+    p.postscale = 3.0;
+    hvd_request_h req;
+    if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+        mp_die("scaled allreduce");
+    hvd_request_release(req);
+    std::vector<char> got = t.download();
+    for (size_t i = 0; i < n; ++i)
+        check_close("scaled", HVD_DTYPE_FLOAT32, got.data(), i,
+                    1.5 * mp_reference(HVD_DTYPE_FLOAT32, HVD_OP_SUM, i));
+}
+
+// Many small tensors enqueued before any wait: fused on the device.
+void test_fusion() {
+    const int k = 150;
+    std::vector<DeviceTensor *> ts;
+    std::vector<hvd_request_h> reqs(k);
+    for (int j = 0; j < k; ++j) {
+        size_t n = 1 + static_cast<size_t>(j % 7) * 33;
+        int64_t shape[1] = {static_cast<int64_t>(n)};
+        ts.push_back(new DeviceTensor(n * sizeof(double)));
+        std::vector<char> h = host_values(HVD_DTYPE_FLOAT64, n, mp_rank + j);
+        ts.back()->upload(h);
+        hvd_tensor_t d = cuda_tensor(ts.back()->ptr, HVD_DTYPE_FLOAT64, 1, shape);
+        std::string name = "fused." + std::to_string(j);
+        hvd_op_params_t p = mp_reduce_params(name.c_str(), HVD_OP_AVERAGE);
+        if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &reqs[j]) != HVD_OK) mp_die("fused enqueue");
+    }
+    for (int j = 0; j < k; ++j) {
+        if (mp_wait(reqs[j]) != HVD_OK) mp_die("fused %d failed", j);
+        hvd_request_release(reqs[j]);
+        std::vector<char> got = ts[j]->download();
+        size_t n = got.size() / sizeof(double);
+        for (size_t i = 0; i < n; ++i) {
+            double sum = 0;
+            for (int r = 0; r < mp_size; ++r)
+                sum += mp_value(HVD_DTYPE_FLOAT64, r + j, i);
+            check_close("fused average", HVD_DTYPE_FLOAT64, got.data(), i, sum / mp_size);
+        }
+        delete ts[j];
+    }
+}
+
+// Rank r contributes r + 1 rows of 3 int32 values 1000 r + 10 row + col.
+void test_allgather_ragged() {
+    const int64_t rows = mp_rank + 1, cols = 3;
+    int64_t shape[2] = {rows, cols};
+    std::vector<char> h(static_cast<size_t>(rows * cols) * 4);
+    for (int64_t i = 0; i < rows * cols; ++i)
+        mp_set(HVD_DTYPE_INT32, h.data(), i, 1000.0 * mp_rank + 10 * (i / cols) + i % cols);
+    DeviceTensor in(h.size());
+    in.upload(h);
+    hvd_tensor_t t = cuda_tensor(in.ptr, HVD_DTYPE_INT32, 2, shape);
+    hvd_op_params_t p = mp_params(NULL);
+    hvd_request_h req;
+    if (hvd_allgather_enqueue(mp_ctx, &t, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+        mp_die("allgather");
+    hvd_tensor_t out;
+    if (hvd_request_output(req, 0, &out) != HVD_OK) mp_die("allgather output");
+    if (out.device_type != HVD_DEVICE_CUDA || out.device_id != g_device)
+        mp_die("allgather output on device type %d id %d", out.device_type, out.device_id);
+    int64_t total = static_cast<int64_t>(mp_size) * (mp_size + 1) / 2;
+    if (out.ndim != 2 || out.shape[0] != total || out.shape[1] != cols) mp_die("allgather shape");
+    std::vector<char> got(static_cast<size_t>(total * cols) * 4);
+    cuda_ok(cudaMemcpy(got.data(), out.data, got.size(), cudaMemcpyDeviceToHost), "copy");
+    size_t i = 0;
+    for (int r = 0; r < mp_size; ++r)
+        for (int64_t row = 0; row <= r; ++row)
+            for (int64_t c = 0; c < cols; ++c, ++i)
+                check_close("allgather", HVD_DTYPE_INT32, got.data(), i, 1000.0 * r + 10 * row + c);
+    hvd_request_release(req);
+}
+
+void test_broadcast() {
+    const size_t n = 4099;
+    int64_t shape[1] = {static_cast<int64_t>(n)};
+    const int32_t root = mp_size - 1;
+    DeviceTensor t(n * 2);
+    t.upload(host_values(HVD_DTYPE_BFLOAT16, n, mp_rank));
+    hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_BFLOAT16, 1, shape);
+    hvd_op_params_t p = mp_params(NULL);
+    p.field_mask |= HVD_OP_FIELD_ROOT;
+    p.root_rank = root;
+    hvd_request_h req;
+    if (hvd_broadcast_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+        mp_die("broadcast");
+    hvd_request_release(req);
+    std::vector<char> got = t.download();
+    for (size_t i = 0; i < n; ++i)
+        check_close("broadcast", HVD_DTYPE_BFLOAT16, got.data(), i,
+                    mp_value(HVD_DTYPE_BFLOAT16, root, i));
+}
+
+// Rank r sends j + 1 rows to rank j, each row 2 float32 values 100 r + j.
+void test_alltoall() {
+    std::vector<int32_t> splits(mp_size);
+    int64_t rows = 0;
+    for (int j = 0; j < mp_size; ++j)
+        rows += splits[j] = j + 1;
+    int64_t shape[2] = {rows, 2};
+    std::vector<char> h(static_cast<size_t>(rows) * 2 * 4);
+    size_t i = 0;
+    for (int j = 0; j < mp_size; ++j)
+        for (int k = 0; k < 2 * (j + 1); ++k)
+            mp_set(HVD_DTYPE_FLOAT32, h.data(), i++, 100.0 * mp_rank + j);
+    DeviceTensor in(h.size());
+    in.upload(h);
+    hvd_tensor_t t = cuda_tensor(in.ptr, HVD_DTYPE_FLOAT32, 2, shape);
+    hvd_op_params_t p = mp_params(NULL);
+    p.field_mask |= HVD_OP_FIELD_SPLITS;
+    p.splits = splits.data();
+    p.num_splits = mp_size;
+    hvd_request_h req;
+    if (hvd_alltoall_enqueue(mp_ctx, &t, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+        mp_die("alltoall");
+    hvd_tensor_t out;
+    if (hvd_request_output(req, 0, &out) != HVD_OK || out.device_type != HVD_DEVICE_CUDA)
+        mp_die("alltoall output");
+    if (out.shape[0] != static_cast<int64_t>(mp_size) * (mp_rank + 1)) mp_die("alltoall rows");
+    std::vector<char> got(static_cast<size_t>(out.shape[0]) * 2 * 4);
+    cuda_ok(cudaMemcpy(got.data(), out.data, got.size(), cudaMemcpyDeviceToHost), "copy");
+    i = 0;
+    for (int r = 0; r < mp_size; ++r)
+        for (int k = 0; k < 2 * (mp_rank + 1); ++k)
+            check_close("alltoall", HVD_DTYPE_FLOAT32, got.data(), i++, 100.0 * r + mp_rank);
+    hvd_request_release(req);
+}
+
+// 2 n + 1 rows: uneven for n > 1 (the first member gets a row more).
+void test_reducescatter() {
+    const int64_t d0 = 2 * mp_size + 1, cols = 5;
+    int64_t shape[2] = {d0, cols};
+    const size_t n = static_cast<size_t>(d0 * cols);
+    DeviceTensor in(n * 4);
+    in.upload(host_values(HVD_DTYPE_FLOAT32, n, mp_rank));
+    hvd_tensor_t t = cuda_tensor(in.ptr, HVD_DTYPE_FLOAT32, 2, shape);
+    hvd_op_params_t p = mp_reduce_params("rs", HVD_OP_AVERAGE);
+    hvd_request_h req;
+    if (hvd_reducescatter_enqueue(mp_ctx, &t, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+        mp_die("reducescatter");
+    hvd_tensor_t out;
+    if (hvd_request_output(req, 0, &out) != HVD_OK || out.device_type != HVD_DEVICE_CUDA)
+        mp_die("reducescatter output");
+    int64_t my_rows = d0 / mp_size + (mp_rank < d0 % mp_size ? 1 : 0);
+    int64_t first_row = 0;
+    for (int r = 0; r < mp_rank; ++r)
+        first_row += d0 / mp_size + (r < d0 % mp_size ? 1 : 0);
+    if (out.shape[0] != my_rows) mp_die("reducescatter rows %lld", (long long)out.shape[0]);
+    std::vector<char> got(static_cast<size_t>(my_rows * cols) * 4);
+    cuda_ok(cudaMemcpy(got.data(), out.data, got.size(), cudaMemcpyDeviceToHost), "copy");
+    for (size_t i = 0; i < got.size() / 4; ++i)
+        check_close("reducescatter", HVD_DTYPE_FLOAT32, got.data(), i,
+                    mp_reference(HVD_DTYPE_FLOAT32, HVD_OP_AVERAGE,
+                                 static_cast<size_t>(first_row * cols) + i));
+    hvd_request_release(req);
+}
+
+void test_grouped_allreduce() {
+    const int k = 5;
+    std::vector<DeviceTensor *> ts;
+    std::vector<hvd_tensor_t> descs(k);
+    std::vector<const hvd_tensor_t *> ptrs(k);
+    int64_t shapes[k][1];
+    for (int j = 0; j < k; ++j) {
+        shapes[j][0] = 10 + j;
+        ts.push_back(new DeviceTensor(static_cast<size_t>(shapes[j][0]) * 8));
+        ts.back()->upload(host_values(HVD_DTYPE_INT64, static_cast<size_t>(shapes[j][0]), mp_rank));
+        descs[j] = cuda_tensor(ts.back()->ptr, HVD_DTYPE_INT64, 1, shapes[j]);
+        ptrs[j] = &descs[j];
+    }
+    hvd_op_params_t p = mp_reduce_params("grouped", HVD_OP_MAX);
+    hvd_request_h req;
+    if (hvd_grouped_allreduce_enqueue(mp_ctx, ptrs.data(), ptrs.data(), k, &p, &req) != HVD_OK ||
+        mp_wait(req) != HVD_OK)
+        mp_die("grouped allreduce");
+    hvd_request_release(req);
+    for (int j = 0; j < k; ++j) {
+        std::vector<char> got = ts[j]->download();
+        for (size_t i = 0; i < got.size() / 8; ++i)
+            check_close("grouped", HVD_DTYPE_INT64, got.data(), i,
+                        mp_reference(HVD_DTYPE_INT64, HVD_OP_MAX, i));
+        delete ts[j];
+    }
+}
+
+// The input is written on the caller's stream and marked by a ready event; the result is read
+// on that stream with no host synchronisation before it.
+void test_ready_event_and_stream() {
+    const size_t n = 1 << 20;
+    int64_t shape[1] = {static_cast<int64_t>(n)};
+    cudaStream_t s;
+    cudaEvent_t ready;
+    cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+    cuda_ok(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "event");
+    std::vector<char> h = host_values(HVD_DTYPE_FLOAT32, n, mp_rank);
+    std::vector<char> back(h.size());
+    DeviceTensor t(h.size());
+    cuda_ok(cudaMemcpyAsync(t.ptr, h.data(), h.size(), cudaMemcpyHostToDevice, s), "upload");
+    cuda_ok(cudaEventRecord(ready, s), "record");
+    hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+    d.field_mask |= HVD_TENSOR_FIELD_READY_EVENT;
+    d.ready_event = ready;
+    hvd_op_params_t p = mp_reduce_params("streamed", HVD_OP_SUM);
+    p.field_mask |= HVD_OP_FIELD_STREAM;
+    p.stream = s;
+    hvd_request_h req;
+    if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+        mp_die("allreduce with a ready event and a stream");
+    hvd_request_release(req);
+    cuda_ok(cudaMemcpyAsync(back.data(), t.ptr, back.size(), cudaMemcpyDeviceToHost, s), "read");
+    cuda_ok(cudaStreamSynchronize(s), "sync");
+    for (size_t i = 0; i < n; i += 997)
+        check_close("streamed", HVD_DTYPE_FLOAT32, back.data(), i,
+                    mp_reference(HVD_DTYPE_FLOAT32, HVD_OP_SUM, i));
+    cudaEventDestroy(ready);
+    cudaStreamDestroy(s);
+}
+
+void test_adasum() {
+    if ((mp_size & (mp_size - 1)) != 0) return;  // Adasum needs a power-of-two set
+    const size_t n = 64;
+    int64_t shape[1] = {static_cast<int64_t>(n)};
+    DeviceTensor t(n * 4);
+    std::vector<char> h(n * 4);
+    for (size_t i = 0; i < n; ++i)  // the same vector on every rank: Adasum returns it
+        mp_set(HVD_DTYPE_FLOAT32, h.data(), i, 1.0 + static_cast<double>(i % 5));
+    t.upload(h);
+    hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+    hvd_op_params_t p = mp_reduce_params("adasum", HVD_OP_ADASUM);
+    hvd_request_h req;
+    if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+        mp_die("adasum");
+    hvd_request_release(req);
+    std::vector<char> got = t.download();
+    for (size_t i = 0; i < n; ++i)
+        check_close("adasum", HVD_DTYPE_FLOAT32, got.data(), i, 1.0 + static_cast<double>(i % 5));
+}
+
+}  // namespace
+
+int main() {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        std::printf("skipped: no CUDA device\n");
+        return 77;
+    }
+    mp_init();
+    if (!(hvd_features() & HVD_FEATURE_CUDA)) mp_die("CUDA devices exist but libhvd has no CUDA");
+    const char *local = std::getenv("HVD_LOCAL_RANK");
+    g_device = (local != nullptr ? std::atoi(local) : 0) % count;
+    cuda_ok(cudaSetDevice(g_device), "cudaSetDevice");
+    test_allreduce_every_dtype_and_op();
+    test_scaling();
+    test_fusion();
+    test_allgather_ragged();
+    test_broadcast();
+    test_alltoall();
+    test_reducescatter();
+    test_grouped_allreduce();
+    test_ready_event_and_stream();
+    test_adasum();
+    std::printf("rank %d: every collective on CUDA device %d is right (%s)\n", mp_rank, g_device,
+                (hvd_features() & HVD_FEATURE_NCCL) ? "NCCL loaded" : "no NCCL");
+    mp_finalize();
+    return 0;
+}
