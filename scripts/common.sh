@@ -18,12 +18,17 @@ HVD_APT_PACKAGES=(
   debhelper dh-python dpkg-dev fakeroot lintian rpm abigail-tools   # packaging, ABI tests
 )
 
+# The Java binding and its tests (scripts/test.sh's plain pass): a JDK, JNA, JUnit 5, and
+# Debian's Maven with its offline repository (/usr/share/maven-repo).
+HVD_APT_JAVA_PACKAGES=(default-jdk-headless libjna-java junit5 maven maven-debian-helper)
+
 hvd_log() { printf '== %s\n' "$*"; }
 
-# Installs the packages of HVD_APT_PACKAGES that are not installed yet.
+# Installs the packages of HVD_APT_PACKAGES, and those given as arguments, that are not
+# installed yet.
 hvd_install_missing() {
   local missing=()
-  for p in "${HVD_APT_PACKAGES[@]}"; do
+  for p in "${HVD_APT_PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -eq 0 ]; then

@@ -25,7 +25,11 @@ if [ -n "$sanitize" ]; then
 fi
 source "$(dirname "$0")/common.sh"
 
-hvd_install_missing
+if [ -z "$sanitize" ]; then
+  hvd_install_missing "${HVD_APT_JAVA_PACKAGES[@]}"
+else
+  hvd_install_missing
+fi
 ctest_args=()
 if [ -z "$sanitize" ]; then
   hvd_python_venv
