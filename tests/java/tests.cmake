@@ -30,7 +30,6 @@ add_custom_command(OUTPUT ${classes}/org/libhvd/Job.class
 add_custom_target(hvd_java_tests ALL DEPENDS ${classes}/org/libhvd/Job.class)
 
 set(HVD_JAVA_RUN ${Java_JAVA_EXECUTABLE} -Djna.library.path=$<TARGET_FILE_DIR:hvd>)
-set(HVD_JAVA_RUN ${HVD_JAVA_RUN} PARENT_SCOPE)
 set(junit ${HVD_JAVA_RUN} -jar ${HVD_JUNIT_CONSOLE} --disable-banner --disable-ansi-colors
           --fail-if-no-tests --details=tree -cp ${classes}:${HVD_JAVA_JAR}:${HVD_JNA_JAR}
           --select-package org.libhvd)
@@ -45,3 +44,12 @@ foreach(np 2 3)
             $<TARGET_FILE:hvdrun> -np ${np} ${junit} --include-tag peer-failure)
   set_tests_properties(java.peer_killed.np${np} PROPERTIES LABELS java TIMEOUT 120 ENVIRONMENT "${env}")
 endforeach()
+
+# examples/java/LinearModel.java (run from source, as its comment shows) on 2 ranks: the loss
+# each rank prints must be identical and fall.
+add_test(NAME java.example_linear_model.np2
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/java/example_losses.sh 2 30 --
+          $<TARGET_FILE:hvdrun> -np 2 ${HVD_JAVA_RUN} -cp ${HVD_JAVA_JAR}:${HVD_JNA_JAR}
+          ${PROJECT_SOURCE_DIR}/examples/java/LinearModel.java 30)
+set_tests_properties(java.example_linear_model.np2 PROPERTIES LABELS java TIMEOUT 120
+  ENVIRONMENT "${env}")
