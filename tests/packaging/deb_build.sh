@@ -20,7 +20,7 @@ export DEB_BUILD_OPTIONS="nocheck noautodbgsym"
 (cd "$tree" && pkg_logged "$out/build.log" dpkg-buildpackage -us -uc -b -j2)
 
 debs=("$out"/*.deb)
-[ ${#debs[@]} -eq 4 ] || pkg_fail "expected 4 packages (libhvd1, libhvd-dev, libhvd-tools, python3-hvd), got: ${debs[*]##*/}"
+[ ${#debs[@]} -eq 5 ] || pkg_fail "expected 5 packages (libhvd1, libhvd-dev, libhvd-tools, python3-hvd, libhvd-java), got: ${debs[*]##*/}"
 for deb in "${debs[@]}"; do
   dpkg -x "$deb" "$out/root"
 done

@@ -55,3 +55,13 @@ grep -qE "(^|, )libhvd1 \(= $version-" <<<"$depends" ||
   pkg_fail "python3-hvd does not depend on this exact libhvd1: $depends"
 grep -qE "(^|, )python3( |,|$)" <<<"$depends" || pkg_fail "python3-hvd does not depend on python3: $depends"
 echo "deb_contents: python3-hvd holds the hvd package and depends on libhvd1 $version"
+java=$out/libhvd-java.list
+pkg_require_file "$java" "/usr/share/java/libhvd-$version.jar"
+pkg_require_file "$java" "/usr/share/java/libhvd.jar -> libhvd-$version.jar"
+! grep -q 'libhvd\.so\|/usr/bin/' "$java" || pkg_fail "libhvd-java holds the library or programs"
+[ "$(dpkg-deb -f "$(deb_of libhvd-java)" Architecture)" = all ] || pkg_fail "libhvd-java is not Architecture: all"
+depends=$(dpkg-deb -f "$(deb_of libhvd-java)" Depends)
+grep -qE "(^|, )libhvd1 \(>= $version-" <<<"$depends" ||
+  pkg_fail "libhvd-java does not depend on libhvd1 >= $version: $depends"
+grep -qE "(^|, )libjna-java( |,|$)" <<<"$depends" || pkg_fail "libhvd-java does not depend on libjna-java: $depends"
+echo "deb_contents: libhvd-java holds libhvd.jar and depends on libhvd1 $version and libjna-java"

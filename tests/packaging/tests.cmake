@@ -3,8 +3,8 @@
 # scripts/test.sh sets): build the Debian packages and the RPMs from a copy of the tree under
 # <build>/packaging, check their contents, lintian, and build and run programs against the
 # unpacked .deb files through pkg-config alone and through find_package(hvd) alone, and
-# import the packaged Python package. Included from tests/CMakeLists.txt. Not covered yet:
-# libhvd-java (no Java binding).
+# import the packaged Python package and run a Java program against the packaged jar. Included
+# from tests/CMakeLists.txt.
 if(NOT HVD_BUILD_PACKAGING_TESTS)
   return()
 endif()
@@ -48,3 +48,4 @@ set_tests_properties(packaging.rpm_build PROPERTIES FIXTURES_SETUP hvd_rpms PROC
 hvd_pkg_test(rpm_contents hvd_rpms rpm_contents.sh ${HVD_PKG_OUT}/rpm ${PROJECT_VERSION}
   ${HVD_LIBRARY_VERSION} ${HVD_PKG_WITH_BENCH})
 hvd_pkg_test(deb_python hvd_debs deb_python.sh ${HVD_PKG_OUT}/deb)
+hvd_pkg_test(deb_java hvd_debs deb_java.sh ${HVD_PKG_OUT}/deb)
