@@ -417,6 +417,26 @@ PYBIND11_MODULE(_hvd_pybind, m) {
         "timeline_stop",
         [](py::handle ctx) { check(hvd_timeline_stop(to_handle<hvd_context>(ctx, "ctx"))); },
         py::arg("ctx"));
+    m.def(
+        "config_set",
+        [](py::handle ctx, int32_t key, double value) {
+            check(hvd_config_set(to_handle<hvd_context>(ctx, "ctx"), key, value));
+        },
+        py::arg("ctx"), py::arg("key"), py::arg("value"));
+    m.def(
+        "config_get",
+        [](py::handle ctx, int32_t key) {
+            double value = 0;
+            check(hvd_config_get(to_handle<hvd_context>(ctx, "ctx"), key, &value));
+            return value;
+        },
+        py::arg("ctx"), py::arg("key"));
+    m.def("status_name", [](int32_t status) {
+        return std::string(hvd_status_name(static_cast<hvd_status_t>(status)));
+    });
+    m.def("strerror", [](int32_t status) {
+        return std::string(hvd_strerror(static_cast<hvd_status_t>(status)));
+    });
     m.def("enqueue", &enqueue, py::arg("kind"), py::arg("ctx"), py::arg("ins"),
           py::arg("outs") = py::none(), py::arg("name") = py::none(), py::arg("ps") = py::none(),
           py::arg("op") = py::none(), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,

@@ -8,6 +8,8 @@ abort(ctx, reason), context_error(ctx) -> (status, detail); rank(ctx, ps), size(
 local_rank(ctx), local_size(ctx), cross_rank(ctx), cross_size(ctx);
 process_set_create(ctx, ranks) -> ps, process_set_destroy(ctx, ps),
 process_set_included(ctx, ps); timeline_start(ctx, path, mark_cycles), timeline_stop(ctx);
+config_set(ctx, key, value), config_get(ctx, key) -> float (ctx 0: the process-wide default);
+status_name(status), strerror(status) -> str;
 enqueue(kind, ctx, ins, outs, name, ps, op, prescale, postscale, root, splits, timeout_ms)
 -> req, with tensors described as (data pointer, dtype code, shape tuple[, device type,
 device id]); test(req), wait(req, timeout_ms) -> status; output(req, i) -> (pointer, dtype,

@@ -25,6 +25,8 @@ _OP_FIELD_SCALE = 1 << 3
 _OP_FIELD_ROOT = 1 << 4
 _OP_FIELD_SPLITS = 1 << 5
 _OP_FIELD_TIMEOUT = 1 << 6
+_OP_FIELD_STREAM = 1 << 7  # reserved for the GPU layer; libhvd refuses it
+_TENSOR_FIELD_READY_EVENT = 1 << 0  # reserved for the GPU layer; libhvd refuses it
 
 _INIT_FIELD_RANK = 1 << 0
 _INIT_FIELD_UNIQUE_ID = 1 << 1
@@ -138,6 +140,11 @@ _ENQUEUE = {
 _timeline_start = _declare("hvd_timeline_start", _status, _handle, ctypes.c_char_p,
                            ctypes.c_int32)
 _timeline_stop = _declare("hvd_timeline_stop", _status, _handle)
+_config_set = _declare("hvd_config_set", _status, _handle, ctypes.c_int32, ctypes.c_double)
+_config_get = _declare("hvd_config_get", _status, _handle, ctypes.c_int32,
+                       ctypes.POINTER(ctypes.c_double))
+_status_name = _declare("hvd_status_name", ctypes.c_char_p, _status)
+_strerror = _declare("hvd_strerror", ctypes.c_char_p, _status)
 _req_test = _declare("hvd_request_test", _status, _handle)
 _req_wait = _declare("hvd_request_wait", _status, _handle, ctypes.c_int64)
 _req_output = _declare("hvd_request_output", _status, _handle, ctypes.c_int32, _tensor_p)
@@ -272,6 +279,24 @@ def timeline_start(ctx, path, mark_cycles):
 
 def timeline_stop(ctx):
     _check(_timeline_stop(ctx))
+
+
+def config_set(ctx, key, value):
+    _check(_config_set(ctx, key, value))
+
+
+def config_get(ctx, key):
+    value = ctypes.c_double()
+    _check(_config_get(ctx, key, ctypes.byref(value)))
+    return value.value
+
+
+def status_name(status):
+    return _status_name(status).decode()
+
+
+def strerror(status):
+    return _strerror(status).decode()
 
 
 def _checked_ints(values, bits, what):
