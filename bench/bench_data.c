@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bench_device.h"
 #include "bench_dtype.h"
 #include "bench_pattern.h"
 
@@ -27,7 +28,15 @@ static void broadcast_init(bench_job_t *job, const bench_layout_t *l, int k) {
     if (!job->o->inplace) fill_sentinel(job, bench_out(job, l, k), l);
 }
 
+static void fill_host(bench_job_t *job, const bench_layout_t *l);
+static void reset_host(bench_job_t *job, const bench_layout_t *l);
+
 void bench_data_init(bench_job_t *job, const bench_layout_t *l) {
+    fill_host(job, l);
+    if (job->o->cuda) bench_device_upload(job);
+}
+
+static void fill_host(bench_job_t *job, const bench_layout_t *l) {
     for (int k = 0; k < job->o->many; ++k) {
         if (job->o->coll == BENCH_BROADCAST) {
             broadcast_init(job, l, k);
@@ -37,21 +46,27 @@ void bench_data_init(bench_job_t *job, const bench_layout_t *l) {
         if (job->o->coll == BENCH_ALLREDUCE && !job->o->inplace)
             fill_sentinel(job, bench_out(job, l, k), l);
     }
-    if (bench_gathers_in_place(job->o)) bench_data_reset(job, l);
+    if (bench_gathers_in_place(job->o)) reset_host(job, l);
 }
 
 void bench_data_reset(bench_job_t *job, const bench_layout_t *l) {
+    if (bench_owns_output(job->o)) return; /* a fresh library-owned output per op */
+    if (job->o->inplace && job->o->coll == BENCH_ALLREDUCE) {
+        bench_data_init(job, l);
+        return;
+    }
+    reset_host(job, l);
+    if (job->o->cuda) bench_device_upload(job);
+}
+
+static void reset_host(bench_job_t *job, const bench_layout_t *l) {
     const bench_options_t *o = job->o;
-    if (bench_owns_output(o)) return; /* a fresh library-owned output per op */
-    if (bench_gathers_in_place(o)) {  /* every block but this rank's own */
+    if (bench_owns_output(o)) return;
+    if (bench_gathers_in_place(o)) { /* every block but this rank's own */
         for (int k = 0; k < o->many; ++k)
             for (int32_t r = 0; r < job->nranks; ++r)
                 if (r != job->rank)
                     fill_sentinel(job, bench_out(job, l, k) + (size_t)r * l->count * job->esize, l);
-        return;
-    }
-    if (o->inplace && o->coll == BENCH_ALLREDUCE) {
-        bench_data_init(job, l);
         return;
     }
     for (int k = 0; k < o->many; ++k) {
@@ -79,8 +94,11 @@ static const char *owned_output(bench_job_t *job, const bench_layout_t *l, int k
     hvd_tensor_t out;
     hvd_status_t s = hvd_request_output(job->reqs[k], 0, &out);
     if (s != HVD_OK) bench_fail(job, "reading a library-owned output", s);
-    if (out.ndim == 1 && out.dtype == job->o->dtype && (size_t)out.shape[0] == want)
+    if (out.ndim == 1 && out.dtype == job->o->dtype && (size_t)out.shape[0] == want) {
+        if (out.device_type == HVD_DEVICE_CUDA)
+            return bench_device_fetch(job, out.data, want * job->esize);
         return out.data;
+    }
     fprintf(stderr,
             "# ERROR rank %d size %zu tensor %d (%s): %s output has ndim %d, %lld elements, "
             "dtype %d; expected 1, %zu, %d\n",
@@ -145,6 +163,7 @@ static long check_tensor(bench_job_t *job, const bench_layout_t *l, int k, const
 
 long bench_data_check(bench_job_t *job, const bench_layout_t *l, const char *when) {
     long wrong = 0;
+    if (job->o->cuda) bench_device_download(job);
     for (int k = 0; k < job->o->many; ++k)
         wrong += check_tensor(job, l, k, when);
     return wrong;

@@ -2,6 +2,8 @@
 /* The libhvd calls of hvd_bench: enqueue, wait, release and the small helper allreduces. */
 #include "bench_job.h"
 
+#include "bench_device.h"
+
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +21,9 @@ void bench_fail(bench_job_t *job, const char *what, hvd_status_t s) {
     exit(2);
 }
 
-static hvd_tensor_t cpu_tensor(void *data, int32_t dtype, const int64_t *shape) {
+/* A tensor over a host buffer of the job, or (--device cuda) over its device mirror. */
+static hvd_tensor_t job_tensor(const bench_job_t *job, char *data, int32_t dtype,
+                               const int64_t *shape) {
     hvd_tensor_t t;
     memset(&t, 0, sizeof t);
     t.data = data;
@@ -27,6 +31,11 @@ static hvd_tensor_t cpu_tensor(void *data, int32_t dtype, const int64_t *shape) 
     t.ndim = 1;
     t.shape = shape;
     t.device_type = HVD_DEVICE_CPU;
+    if (job->o->cuda) {
+        t.data = bench_device_ptr(job, data);
+        t.device_type = HVD_DEVICE_CUDA;
+        t.device_id = job->device;
+    }
     return t;
 }
 
@@ -44,8 +53,8 @@ char *bench_out(const bench_job_t *job, const bench_layout_t *l, int k) {
 void bench_enqueue(bench_job_t *job, const bench_layout_t *l, int k) {
     const bench_options_t *o = job->o;
     int64_t shape[1] = {(int64_t)l->count};
-    hvd_tensor_t in = cpu_tensor(bench_in(job, l, k), o->dtype, shape);
-    hvd_tensor_t out = cpu_tensor(bench_out(job, l, k), o->dtype, shape);
+    hvd_tensor_t in = job_tensor(job, bench_in(job, l, k), o->dtype, shape);
+    hvd_tensor_t out = job_tensor(job, bench_out(job, l, k), o->dtype, shape);
     hvd_op_params_t p;
     memset(&p, 0, sizeof p);
     p.field_mask = HVD_OP_FIELD_NAME;
@@ -60,7 +69,7 @@ void bench_enqueue(bench_job_t *job, const bench_layout_t *l, int k) {
         case BENCH_ALLGATHER:
             if (bench_gathers_in_place(o)) {
                 int64_t gathered[1] = {(int64_t)l->count * job->nranks};
-                out = cpu_tensor(bench_out(job, l, k), o->dtype, gathered);
+                out = job_tensor(job, bench_out(job, l, k), o->dtype, gathered);
                 s = hvd_allgather_into_enqueue(job->ctx, &in, &out, &p, &job->reqs[k]);
             } else {
                 s = hvd_allgather_enqueue(job->ctx, &in, &p, &job->reqs[k]);
@@ -122,8 +131,8 @@ static void enqueue_group(bench_job_t *job, const bench_layout_t *l) {
     const bench_options_t *o = job->o;
     int64_t shape[1] = {(int64_t)l->count};
     for (int k = 0; k < o->many; ++k) {
-        job->group_in[k] = cpu_tensor(bench_in(job, l, k), o->dtype, shape);
-        job->group_out[k] = cpu_tensor(bench_out(job, l, k), o->dtype, shape);
+        job->group_in[k] = job_tensor(job, bench_in(job, l, k), o->dtype, shape);
+        job->group_out[k] = job_tensor(job, bench_out(job, l, k), o->dtype, shape);
         job->group_in_p[k] = &job->group_in[k];
         job->group_out_p[k] = &job->group_out[k];
     }
@@ -160,7 +169,7 @@ void bench_release(bench_job_t *job) {
 static void small_allreduce(bench_job_t *job, void *v, int32_t dtype, int32_t op,
                             const char *name) {
     int64_t shape[1] = {1};
-    hvd_tensor_t t = cpu_tensor(v, dtype, shape);
+    hvd_tensor_t t = job_tensor(job, v, dtype, shape);
     hvd_op_params_t p;
     memset(&p, 0, sizeof p);
     p.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_REDUCE_OP;

@@ -25,6 +25,12 @@ typedef struct {
     bench_owned_output_fn optional_enqueue; /* alltoall / reducescatter, looked up once */
     hvd_tensor_t *group_in, *group_out;     /* --grouped: o->many descriptors each */
     const hvd_tensor_t **group_in_p, **group_out_p;
+    /* --device cuda (bench_device.h): the device and the device mirrors of in / out */
+    int32_t device;
+    char *dev_in, *dev_out;
+    size_t dev_in_bytes, dev_out_bytes;
+    char *fetch; /* host copy of a library-owned device output */
+    size_t fetch_bytes;
 } bench_job_t;
 
 /* The tensors of one size: `count` elements per tensor and rank (allgather: the rank's

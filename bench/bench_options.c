@@ -71,6 +71,8 @@ static void usage(FILE *f) {
             "                           hvd_init, as Open MPI binds up to 2 ranks by default\n"
             "  -R 0|1                   1: tensors in hvd_mem_alloc memory, which the ranks of\n"
             "                           one host reduce in place (like nccl-tests -R; default 0)\n"
+            "  --device cpu|cuda        cuda: tensors in CUDA memory of device local rank mod\n"
+            "                           #devices (CUDA runtime loaded at run time; default cpu)\n"
             "  -v                       iteration counts, p10/p90 and page faults as comments\n"
             "Output: '#' comments, then per size\n"
             "  size_bytes count dtype op time_us algbw_GBps busbw_GBps\n"
@@ -159,7 +161,7 @@ typedef struct {
     double factor;
 } sweep_args_t;
 
-enum { OPT_MANY = 256, OPT_PLOT, OPT_POLL, OPT_BIND, OPT_GROUPED };
+enum { OPT_MANY = 256, OPT_PLOT, OPT_POLL, OPT_BIND, OPT_GROUPED, OPT_DEVICE };
 
 /* One option; returns 0, or 2 after an error message naming the flag. */
 static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args_t *sw, char *err,
@@ -231,6 +233,13 @@ static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args
         case OPT_BIND:
             o->bind = 1;
             return 0;
+        case OPT_DEVICE:
+            if (strcmp(arg, "cpu") != 0 && strcmp(arg, "cuda") != 0) {
+                snprintf(err, errlen, "--device takes cpu or cuda, not '%s'", arg);
+                return 2;
+            }
+            o->cuda = strcmp(arg, "cuda") == 0;
+            return 0;
         case 'v':
             o->verbose = 1;
             return 0;
@@ -249,6 +258,11 @@ static int validate(bench_options_t *o, const sweep_args_t *sw, char *err, size_
     if (o->coll == BENCH_ALLTOALL || o->coll == BENCH_REDUCESCATTER) o->inplace = 0;
     if (o->coll == BENCH_REDUCESCATTER && o->op != HVD_OP_SUM && o->op != HVD_OP_AVERAGE) {
         snprintf(err, errlen, "reducescatter takes -o sum or avg");
+        return 2;
+    }
+    if (o->cuda && o->shared_mem) {
+        snprintf(err, errlen,
+                 "-R 1 (hvd_mem_alloc host memory) and --device cuda exclude each other");
         return 2;
     }
     if (o->grouped && o->coll != BENCH_ALLREDUCE) {
@@ -302,6 +316,7 @@ int bench_parse_options(int argc, char **argv, int speak, bench_options_t *o) {
                                           {"poll", no_argument, NULL, OPT_POLL},
                                           {"grouped", no_argument, NULL, OPT_GROUPED},
                                           {"bind", no_argument, NULL, OPT_BIND},
+                                          {"device", required_argument, NULL, OPT_DEVICE},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     sweep_args_t sw = {DEFAULT_MIN, NULL, NULL, DEFAULT_FACTOR};

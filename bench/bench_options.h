@@ -38,6 +38,7 @@ typedef struct {
     int poll;              /* complete by polling hvd_request_test instead of a blocking wait */
     int bind;              /* pin the process to one CPU (by local rank) before hvd_init */
     int shared_mem;        /* -R 1: tensors in hvd_mem_alloc memory */
+    int cuda;              /* --device cuda: tensors in CUDA device memory */
 } bench_options_t;
 
 /* Parses argv into *o. Returns 0 on success, 1 after printing the usage for -h, 2 after

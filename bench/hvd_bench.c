@@ -16,6 +16,7 @@
 #include <hvd/hvd.h>
 
 #include "bench_bind.h"
+#include "bench_device.h"
 #include "bench_dtype.h"
 #include "bench_optional.h"
 #include "bench_options.h"
@@ -91,6 +92,7 @@ static void job_allocate(bench_job_t *job) {
     }
     for (int k = 0; k < o->many; ++k)
         snprintf(job->names[k], BENCH_NAME_LEN, "hvd_bench.%s.%d", bench_coll_name(o->coll), k);
+    if (o->cuda) bench_device_open(job, bytes, own_out ? bytes : 0);
 }
 
 static void release_shared(void *p) {
@@ -98,6 +100,7 @@ static void release_shared(void *p) {
 }
 
 static void job_free(bench_job_t *job) {
+    if (job->o->cuda) bench_device_close(job);
     void (*release)(void *) = job->o->shared_mem ? release_shared : free;
     if (job->out != job->in) release(job->out);
     release(job->in);
@@ -118,7 +121,8 @@ static void print_header(const bench_job_t *job, int cpu) {
         "warmup=%d check=%d completion=%s memory=%s\n",
         bench_coll_name(o->coll), job->nranks, o->inplace, bench_dtype_name(o->dtype),
         bench_coll_reduces(o->coll) ? bench_op_name(o->op) : "none", o->many, o->target_s,
-        o->warmup, o->check, o->poll ? "poll" : "wait", o->shared_mem ? "hvd_mem_alloc" : "malloc");
+        o->warmup, o->check, o->poll ? "poll" : "wait",
+        o->cuda ? "cuda" : (o->shared_mem ? "hvd_mem_alloc" : "malloc"));
     if (o->bind) printf("# bind: rank 0 pinned to cpu %d (each rank: local rank mod #cpus)\n", cpu);
     printf("# libhvd: %s local_size=%d time=median step (enqueue .. wait), max over ranks\n",
            hvd_version_string(), local);

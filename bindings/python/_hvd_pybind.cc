@@ -52,6 +52,13 @@ void make_tensor(py::handle desc_obj, Tensor *out) {
     out->t.device_type = len > 3 ? to_i32(seq_item(desc, 3), "a tensor's device type")
                                  : static_cast<int32_t>(HVD_DEVICE_CPU);
     out->t.device_id = len > 4 ? to_i32(seq_item(desc, 4), "a tensor's device id") : 0;
+    if (len > 5) {
+        py::handle event = seq_item(desc, 5);
+        if (!event.is_none() && PyObject_IsTrue(event.ptr())) {
+            out->t.field_mask |= HVD_TENSOR_FIELD_READY_EVENT;
+            out->t.ready_event = to_pointer(event, "a tensor's ready event");
+        }
+    }
 }
 
 // The tensors of a list of descriptions; the vector is sized once, so pointers stay valid.
@@ -206,7 +213,7 @@ void timeline_start(py::handle ctx, py::handle path, py::handle mark_cycles) {
 
 py::int_ enqueue(py::handle kind_obj, py::handle ctx_obj, py::handle ins, py::handle outs,
                  py::handle name, py::handle ps, py::handle op, double prescale, double postscale,
-                 py::handle root, py::handle splits_obj, py::handle timeout_ms) {
+                 py::handle root, py::handle splits_obj, py::handle timeout_ms, py::handle stream) {
     if (!PyUnicode_Check(kind_obj.ptr())) {
         raise_invalid("unknown collective " + py::repr(kind_obj).cast<std::string>());
     }
@@ -252,6 +259,10 @@ py::int_ enqueue(py::handle kind_obj, py::handle ctx_obj, py::handle ins, py::ha
     if (!timeout_ms.is_none()) {
         params.field_mask |= HVD_OP_FIELD_TIMEOUT;
         params.timeout_ms = to_i64(timeout_ms, "timeout_ms");
+    }
+    if (!stream.is_none()) {
+        params.field_mask |= HVD_OP_FIELD_STREAM;
+        params.stream = to_pointer(stream, "stream");
     }
 
     hvd_request_h req = nullptr;
@@ -441,9 +452,10 @@ PYBIND11_MODULE(_hvd_pybind, m) {
           py::arg("outs") = py::none(), py::arg("name") = py::none(), py::arg("ps") = py::none(),
           py::arg("op") = py::none(), py::arg("prescale") = 1.0, py::arg("postscale") = 1.0,
           py::arg("root") = py::none(), py::arg("splits") = py::none(),
-          py::arg("timeout_ms") = py::none(),
+          py::arg("timeout_ms") = py::none(), py::arg("stream") = py::none(),
           "Starts a collective; returns the request handle. ins/outs: lists of tensor "
-          "descriptions (data pointer, dtype code, shape tuple[, device type, device id]).");
+          "descriptions (data pointer, dtype code, shape tuple[, device type, device id[, ready "
+          "event]]); stream: a cudaStream_t (as an int) for ops on CUDA tensors.");
     m.def(
         "test",
         [](py::handle req) {

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -16,6 +17,15 @@
 #include "gpu/gpu_library.h"
 
 namespace {
+
+// The libraries' paths as this build made them; a packed copy of the checks
+// (scripts/gpu_check.sh --pack) names where they are now with HVD_TEST_LIBRARY_DIR.
+std::string library(const char *built) {
+    const char *dir = std::getenv("HVD_TEST_LIBRARY_DIR");
+    if (dir == nullptr) return built;
+    std::string b = built;
+    return std::string(dir) + b.substr(b.rfind('/'));
+}
 
 // Runs body in a child; the test fails unless the child returns true.
 void in_child(const std::function<bool()> &body) {
@@ -51,11 +61,11 @@ void test_missing_file(void **) {
 }
 
 void test_not_a_module(void **) {
-    expect_refused(HVD_FAKE_NO_ENTRY, "not a libhvd GPU module");
+    expect_refused(library(HVD_FAKE_NO_ENTRY).c_str(), "not a libhvd GPU module");
 }
 
 void test_wrong_abi(void **) {
-    expect_refused(HVD_FAKE_WRONG_ABI, "GPU module ABI version 99");
+    expect_refused(library(HVD_FAKE_WRONG_ABI).c_str(), "GPU module ABI version 99");
 }
 
 #ifdef HVD_TEST_GPU_MODULE
@@ -66,7 +76,8 @@ void with_module(const char *nccl_library,
     in_child([&] {
         hvd::gpu::GpuLibrary lib;
         std::string problem;
-        if (!hvd::gpu::open_gpu_module(HVD_TEST_GPU_MODULE, nccl_library, &lib, &problem)) {
+        if (!hvd::gpu::open_gpu_module(library(HVD_TEST_GPU_MODULE).c_str(), nccl_library, &lib,
+                                       &problem)) {
             std::fprintf(stderr, "%s\n", problem.c_str());
             return false;
         }
@@ -78,14 +89,15 @@ void with_module(const char *nccl_library,
 }
 
 void test_nccl_missing_symbol(void **) {
-    with_module(HVD_FAKE_NCCL_MISSING, [](const hvd_gpu_info_t &info) {
-        return info.nccl_version == 0 && contains(info.nccl_problem, HVD_FAKE_NCCL_MISSING) &&
+    with_module(library(HVD_FAKE_NCCL_MISSING).c_str(), [](const hvd_gpu_info_t &info) {
+        return info.nccl_version == 0 &&
+               contains(info.nccl_problem, library(HVD_FAKE_NCCL_MISSING).c_str()) &&
                contains(info.nccl_problem, "no function ncclCommInitRankConfig");
     });
 }
 
 void test_nccl_too_old(void **) {
-    with_module(HVD_FAKE_NCCL_OLD, [](const hvd_gpu_info_t &info) {
+    with_module(library(HVD_FAKE_NCCL_OLD).c_str(), [](const hvd_gpu_info_t &info) {
         return info.nccl_version == 0 && contains(info.nccl_problem, "version 2.3.7") &&
                contains(info.nccl_problem, "older than 2.14.0");
     });
@@ -100,7 +112,9 @@ void test_nccl_absent(void **) {
 
 #ifdef HVD_TEST_NCCL_LIBRARY
 void test_real_nccl(void **) {
-    with_module(HVD_TEST_NCCL_LIBRARY, [](const hvd_gpu_info_t &info) {
+    // The NCCL this build found, or (a packed copy elsewhere) the one HVD_NCCL_LIBRARY names.
+    const char *nccl = std::getenv("HVD_NCCL_LIBRARY");
+    with_module(nccl != nullptr ? nccl : HVD_TEST_NCCL_LIBRARY, [](const hvd_gpu_info_t &info) {
         if (info.nccl_version < 21400) {
             std::fprintf(stderr, "NCCL not loaded: %s\n", info.nccl_problem);
             return false;
@@ -114,7 +128,7 @@ void test_real_nccl(void **) {
 // with what the module found.
 void test_features_follow_devices(void **) {
     in_child([] {
-        setenv("HVD_GPU_MODULE", HVD_TEST_GPU_MODULE, 1);
+        setenv("HVD_GPU_MODULE", library(HVD_TEST_GPU_MODULE).c_str(), 1);
         std::string problem;
         const hvd::gpu::GpuLibrary *lib = hvd::gpu::gpu_library(&problem);
         if (lib == nullptr) {
@@ -125,7 +139,7 @@ void test_features_follow_devices(void **) {
         std::string why = hvd::gpu::cuda_unusable_reason();
         if (lib->info.device_count == 0)
             return f == 0 && contains(why, "no CUDA device is usable") &&
-                   contains(why, HVD_TEST_GPU_MODULE);
+                   contains(why, library(HVD_TEST_GPU_MODULE).c_str());
         return (f & HVD_FEATURE_CUDA) != 0 && why.empty();
     });
 }

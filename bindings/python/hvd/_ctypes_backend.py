@@ -25,8 +25,8 @@ _OP_FIELD_SCALE = 1 << 3
 _OP_FIELD_ROOT = 1 << 4
 _OP_FIELD_SPLITS = 1 << 5
 _OP_FIELD_TIMEOUT = 1 << 6
-_OP_FIELD_STREAM = 1 << 7  # reserved for the GPU layer; libhvd refuses it
-_TENSOR_FIELD_READY_EVENT = 1 << 0  # reserved for the GPU layer; libhvd refuses it
+_OP_FIELD_STREAM = 1 << 7  # a cudaStream_t, for ops on CUDA tensors
+_TENSOR_FIELD_READY_EVENT = 1 << 0  # a cudaEvent_t the data is valid after (CUDA tensors)
 
 _INIT_FIELD_RANK = 1 << 0
 _INIT_FIELD_UNIQUE_ID = 1 << 1
@@ -333,10 +333,13 @@ def _tensor(desc, keep):
     t.shape = dims
     t.device_type = desc[3] if len(desc) > 3 else 1
     t.device_id = desc[4] if len(desc) > 4 else 0
+    if len(desc) > 5 and desc[5]:
+        t.field_mask |= _TENSOR_FIELD_READY_EVENT
+        t.ready_event = desc[5]
     return t
 
 
-def _params(name, ps, op, prescale, postscale, root, splits, timeout_ms, keep):
+def _params(name, ps, op, prescale, postscale, root, splits, timeout_ms, stream, keep):
     p = _OpParams()
     if name is not None:
         p.field_mask |= _OP_FIELD_NAME
@@ -365,18 +368,22 @@ def _params(name, ps, op, prescale, postscale, root, splits, timeout_ms, keep):
     if timeout_ms is not None:
         p.field_mask |= _OP_FIELD_TIMEOUT
         p.timeout_ms = timeout_ms
+    if stream is not None:
+        p.field_mask |= _OP_FIELD_STREAM
+        p.stream = stream
     return p
 
 
 def enqueue(kind, ctx, ins, outs=None, name=None, ps=None, op=None, prescale=1.0,
-            postscale=1.0, root=None, splits=None, timeout_ms=None):
+            postscale=1.0, root=None, splits=None, timeout_ms=None, stream=None):
     """Starts a collective; returns the request handle. ins/outs: lists of tensor
-    descriptions (data pointer, dtype code, shape tuple[, device type, device id])."""
+    descriptions (data pointer, dtype code, shape tuple[, device type, device id[, ready
+    event]]); stream: a cudaStream_t (as an int) for ops on CUDA tensors."""
     fn = _ENQUEUE.get(kind)
     if fn is None:
         raise _errors.HvdValueError("unknown collective %r" % (kind,))
     keep = []
-    params = _params(name, ps, op, prescale, postscale, root, splits, timeout_ms, keep)
+    params = _params(name, ps, op, prescale, postscale, root, splits, timeout_ms, stream, keep)
     req = _handle()
     if kind in ("barrier", "join"):
         status = fn(ctx, ctypes.byref(params), ctypes.byref(req))

@@ -190,11 +190,12 @@ def stop_timeline():
 
 
 def enqueue(kind, ins=(), outs=None, keep=None, finish=None, name=None, process_set=None,
-            op=None, prescale=1.0, postscale=1.0, root=None, splits=None):
+            op=None, prescale=1.0, postscale=1.0, root=None, splits=None, stream=None):
     """Starts a collective and returns its integer handle for poll()/synchronize().
 
     keep: objects that own the memory the op uses (kept alive until it completes);
-    finish(req): builds the result once the op succeeded (default: None)."""
+    finish(req): builds the result once the op succeeded (default: None); stream: for CUDA
+    tensors, the cudaStream_t (an int) on which the result is to be valid."""
     ctx = context()
     ps = process_set._handle_for(ctx) if process_set is not None else 0
     if name is not None:  # as Horovod: names are per kind of op ("allreduce.<name>")
@@ -203,8 +204,12 @@ def enqueue(kind, ins=(), outs=None, keep=None, finish=None, name=None, process_
         ins = list(ins)
     if outs is not None and type(outs) is not list:
         outs = list(outs)
-    req = backend.enqueue(kind, ctx, ins, outs, name, ps, op, float(prescale), float(postscale),
-                          root, splits, None)
+    if stream is None:
+        req = backend.enqueue(kind, ctx, ins, outs, name, ps, op, float(prescale),
+                              float(postscale), root, splits, None)
+    else:
+        req = backend.enqueue(kind, ctx, ins, outs, name, ps, op, float(prescale),
+                              float(postscale), root, splits, None, stream)
     return requests.add(req, keep, finish)
 
 

@@ -92,6 +92,50 @@ def in_out(tensors, outputs):
     return ins, (ins if outputs is tensors else [desc(o) for o in outputs])
 
 
+def on_current_stream(ins, outs, keep):
+    """As Horovod does for CUDA tensors: the op reads its inputs once the work queued so far on
+    the current CUDA stream is done (an event recorded there is each tensor's ready event),
+    and its result is valid on that stream. Returns (ins, outs, keep, stream); host tensors
+    pass through with stream None. The event is kept alive with the op's tensors."""
+    device_id = None
+    for d in ins:
+        if len(d) > 3 and d[3] == _DEVICE_CUDA:
+            device_id = d[4]
+            break
+    if device_id is None:
+        return ins, outs, keep, None
+    stream = torch.cuda.current_stream(device_id)
+    event = torch.cuda.Event()
+    event.record(stream)
+    handle = event.cuda_event
+
+    def with_event(descs):
+        if descs is None:
+            return None
+        return [d + (handle,) if len(d) > 3 and d[3] == _DEVICE_CUDA else d for d in descs]
+
+    same = outs is ins
+    ins = with_event(ins)
+    outs = ins if same else with_event(outs)
+    return ins, outs, (keep, event), stream.cuda_stream
+
+
+class _CudaArray:
+    """A view of device memory the library owns, for torch.as_tensor (zero copy)."""
+
+    def __init__(self, ptr, shape, typestr):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": tuple(shape),
+                                         "typestr": typestr, "version": 2}
+
+
+def _typestr(dtype):
+    if dtype == torch.bfloat16:  # no array-interface code: moved as int16, viewed back
+        return "<i2"
+    return {torch.bool: "|b1", torch.uint8: "|u1", torch.int8: "|i1", torch.int16: "<i2",
+            torch.int32: "<i4", torch.int64: "<i8", torch.float16: "<f2",
+            torch.float32: "<f4", torch.float64: "<f8"}[dtype]
+
+
 def contiguous(tensor):
     """The tensor itself when contiguous, else a contiguous copy (for out-of-place ops)."""
     if not isinstance(tensor, torch.Tensor):
@@ -102,6 +146,12 @@ def contiguous(tensor):
 def copy_output(req, i, like):
     """Output i of a completed request as a new tensor on like's device."""
     ptr, code, shape = backend.output(req, i)
+    dtype = _DTYPES[code]
+    if like.device.type == "cuda":  # the library's output is memory of like's device
+        if not ptr or 0 in shape:
+            return torch.empty(shape, dtype=dtype, device=like.device)
+        view = torch.as_tensor(_CudaArray(ptr, shape, _typestr(dtype)), device=like.device)
+        return view.view(dtype).clone() if dtype == torch.bfloat16 else view.clone()
     out = torch.empty(shape, dtype=_DTYPES[code])
     nbytes = out.numel() * out.element_size()
     if nbytes:

@@ -69,6 +69,9 @@ def _check_adasum(process_set):
 
 
 def _enqueue(kind, ins, outs, keep, finish, **kwargs):
+    ins, outs, keep, stream = _tensors.on_current_stream(ins, outs, keep)
+    if stream is not None:
+        kwargs["stream"] = stream
     try:
         return _runtime.enqueue(kind, ins, outs, keep=keep, finish=finish, **kwargs)
     except ValueError:

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The GPU checks of libhvd, as one script with its own time bound: the GPU module's loader,
+# every collective on CUDA tensors (NCCL on one rank, host-staged with two ranks sharing the
+# GPU and with HVD_GPU_OPERATIONS=host), hvd.torch on CUDA tensors, and hvd_bench --device cuda
+# beside a device-memcpy bound. Prints one summary line per check at the end.
+#
+#   scripts/gpu_check.sh                 build with the GPU module here (scripts/common.sh's
+#                                        build, NCCL's header from PyPI), then run the checks
+#   scripts/gpu_check.sh --pack DIR      build here, then put what the checks need in DIR: the
+#                                        programs, libhvd, the GPU module and the shared
+#                                        libraries they load (UCX, cmocka), the Python package
+#   scripts/gpu_check.sh --kit DIR       run the checks from a packed DIR, on a machine that
+#                                        cannot build (no UCX or cmocka, no network)
+#
+# NCCL at run time: HVD_NCCL_LIBRARY if set, else PyPI's nvidia-nccl-cu13 of python3, else the
+# system's libnccl.so.2. GPU_CHECK_SECONDS (default 420) bounds the whole run.
+set -uo pipefail
+
+mode=build
+dir=""
+case "${1:-}" in
+  --pack) mode=pack; dir=${2:?--pack takes a directory} ;;
+  --kit) mode=kit; dir=${2:?--kit takes a directory} ;;
+  "") ;;
+  *) echo "usage: gpu_check.sh [--pack DIR | --kit DIR]" >&2; exit 2 ;;
+esac
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+build_here() {
+  source "$root/scripts/common.sh"
+  hvd_install_missing
+  hvd_python_venv
+  mapfile -t gpu_args < <(hvd_nccl_args)
+  [ ${#gpu_args[@]} -gt 0 ] || { echo "gpu_check: no CUDA toolkit here" >&2; exit 2; }
+  hvd_build -DHVD_GPU=ON "${gpu_args[@]}" || exit 2
+}
+
+if [ "$mode" = pack ]; then
+  build_here
+  rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/lib" "$dir/python"
+  b="$BUILD_DIR"
+  cp "$b/tools/hvdrun/hvdrun" "$b/tests/gpu_collectives" "$b/tests/test_gpu_library" \
+    "$b/tests/mp_cuda_refused" "$b/bench/hvd_bench" "$dir/bin/"
+  cp -P "$b"/src/libhvd.so* "$b/src/libhvd-nccl.so.1" "$dir/lib/"
+  cp "$b"/tests/libfake_*.so "$dir/lib/"
+  cp -L "$(ldd "$b/tests/gpu_collectives" | awk '/libcudart/ {print $3}')" "$dir/lib/"
+  # The shared libraries a plain CUDA image may lack; glibc and libstdc++ are taken from there.
+  for f in "$dir"/bin/* "$dir/lib/libhvd.so.1"; do
+    ldd "$f" | awk '$3 ~ /^\// {print $3}' | grep -E 'libuc[pstm]|libnuma|libcmocka' || true
+  done | sort -u | xargs -r cp -L -t "$dir/lib/"
+  cp -r /usr/lib/x86_64-linux-gnu/ucx "$dir/lib/ucx"
+  cp -r "$root/bindings/python/hvd" "$dir/python/"
+  cp "$root/scripts/gpu_check.sh" "$dir/"
+  mkdir -p "$dir/examples" && cp "$root/tests/gpu/torch_cuda_check.py" "$dir/examples/"
+  du -sh "$dir"
+  exit 0
+fi
+
+if [ "$mode" = build ]; then
+  build_here
+  bin="$BUILD_DIR"
+  hvdrun="$bin/tools/hvdrun/hvdrun"
+  gpu_collectives="$bin/tests/gpu_collectives"
+  test_gpu_library="$bin/tests/test_gpu_library"
+  hvd_bench="$bin/bench/hvd_bench"
+  pythonpath="$BUILD_DIR/python"
+  torch_check="$root/tests/gpu/torch_cuda_check.py"
+  export LD_LIBRARY_PATH="$BUILD_DIR/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+else
+  kit=$(cd "$dir" && pwd)
+  hvdrun="$kit/bin/hvdrun"
+  gpu_collectives="$kit/bin/gpu_collectives"
+  test_gpu_library="$kit/bin/test_gpu_library"
+  hvd_bench="$kit/bin/hvd_bench"
+  pythonpath="$kit/python"
+  torch_check="$kit/examples/torch_cuda_check.py"
+  export LD_LIBRARY_PATH="$kit/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export UCX_MODULE_DIR="$kit/lib/ucx"
+  export HVD_GPU_MODULE="$kit/lib/libhvd-nccl.so.1"
+  export HVD_LIBRARY="$kit/lib/libhvd.so.1"
+  export HVD_TEST_LIBRARY_DIR="$kit/lib"
+fi
+
+if [ -z "${HVD_NCCL_LIBRARY:-}" ]; then
+  nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null || true)
+  [ -n "$nccl" ] && [ -f "$nccl" ] && export HVD_NCCL_LIBRARY="$nccl"
+fi
+echo "== NCCL: ${HVD_NCCL_LIBRARY:-libnccl.so.2 from the system}"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
+
+deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-420}))
+results=()
+check() { # check NAME SECONDS COMMAND...: runs it bounded, records PASS/FAIL/SKIP
+  local name=$1 limit=$2
+  shift 2
+  local left=$((deadline - SECONDS))
+  [ "$left" -gt 5 ] || { results+=("SKIP $name (out of time)"); return; }
+  [ "$limit" -le "$left" ] || limit=$left
+  echo "== $name"
+  timeout --kill-after=5 "$limit" "$@"
+  local rc=$?
+  case $rc in
+    0) results+=("PASS $name") ;;
+    77) results+=("SKIP $name (no CUDA device)") ;;
+    124) results+=("FAIL $name (timed out after ${limit} s)") ;;
+    *) results+=("FAIL $name (exit $rc)") ;;
+  esac
+}
+
+check "GPU module loader" 60 "$test_gpu_library"
+check "collectives on CUDA tensors, 1 rank (NCCL)" 120 "$hvdrun" -np 1 "$gpu_collectives"
+check "collectives on CUDA tensors, 2 ranks sharing the GPU (host-staged)" 180 \
+  "$hvdrun" -np 2 "$gpu_collectives"
+check "collectives on CUDA tensors, 1 rank, HVD_GPU_OPERATIONS=host" 120 \
+  env HVD_GPU_OPERATIONS=host "$hvdrun" -np 1 "$gpu_collectives"
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  check "hvd.torch on CUDA tensors, 1 rank" 120 \
+    env PYTHONPATH="$pythonpath" HVD_PY_BACKEND=ctypes "$hvdrun" -np 1 python3 "$torch_check"
+  check "hvd.torch on CUDA tensors, 2 ranks" 120 \
+    env PYTHONPATH="$pythonpath" HVD_PY_BACKEND=ctypes "$hvdrun" -np 2 python3 "$torch_check"
+else
+  results+=("SKIP hvd.torch on CUDA tensors (no torch with CUDA)")
+fi
+for path in nccl host; do
+  check "hvd_bench --device cuda allreduce, 1 rank, $path" 90 \
+    env HVD_GPU_OPERATIONS=$path "$hvdrun" -np 1 "$hvd_bench" --device cuda -b 4K -e 256M -f 4 -t 0.2
+done
+check "hvd_bench --device cuda allgather, 2 ranks sharing the GPU" 90 \
+  "$hvdrun" -np 2 "$hvd_bench" --device cuda -c allgather -b 4K -e 64M -f 8 -t 0.2
+
+echo "== summary"
+printf '%s\n' "${results[@]}"
+! printf '%s\n' "${results[@]}" | grep -q '^FAIL'

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: Apache-2.0
+"""hvd.torch on CUDA tensors, as a Horovod user writes it: every collective on tensors of the
+current device, results read on the current stream, and DistributedOptimizer on a CUDA model
+giving the same weights as one process on the global batch. Run under hvdrun on a machine
+with a GPU (scripts/gpu_check.sh); exits 77 without one."""
+import sys
+
+import torch
+
+if not torch.cuda.is_available():
+    print("skipped: no CUDA device")
+    sys.exit(77)
+
+import hvd.torch as hvd  # noqa: E402
+
+hvd.init()
+rank, size = hvd.rank(), hvd.size()
+dev = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
+torch.cuda.set_device(dev)
+assert hvd.cuda_built(), "libhvd found no CUDA device"
+
+
+def check(name, got, want, tol=1e-5):
+    if got.device != dev:
+        raise AssertionError("%s: result on %s, not %s" % (name, got.device, dev))
+    if not torch.allclose(got.cpu().double(), want.cpu().double(), atol=tol, rtol=tol):
+        raise AssertionError("%s: got %s, want %s" % (name, got.cpu(), want.cpu()))
+
+
+for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32,
+              torch.int64, torch.uint8, torch.int8):
+    x = (torch.arange(17, device=dev) % 5 + rank).to(dtype)
+    want = sum((torch.arange(17) % 5 + r) for r in range(size)).to(dtype)
+    check("allreduce sum %s" % dtype, hvd.allreduce(x, op=hvd.Sum), want, 1e-2)
+    y = x.clone()
+    hvd.allreduce_(y, op=hvd.Max)
+    check("allreduce_ max %s" % dtype, y, (torch.arange(17) % 5 + size - 1).to(dtype), 1e-2)
+
+x = torch.full((3, 4), float(rank), device=dev)
+check("allreduce average", hvd.allreduce(x), torch.full((3, 4), (size - 1) / 2.0))
+g = hvd.allgather(torch.full((rank + 1, 2), float(rank), device=dev))
+check("allgather", g, torch.cat([torch.full((r + 1, 2), float(r)) for r in range(size)]))
+b = hvd.broadcast(torch.full((5,), float(rank), device=dev), root_rank=size - 1)
+check("broadcast", b, torch.full((5,), float(size - 1)))
+a = hvd.alltoall(torch.arange(size, device=dev, dtype=torch.float32) + 10 * rank)
+check("alltoall", a, torch.tensor([10.0 * r + rank for r in range(size)]))
+rs = hvd.reducescatter(torch.ones(2 * size, 3, device=dev), op=hvd.Sum)
+check("reducescatter", rs, torch.full((2, 3), float(size)))
+grouped = hvd.grouped_allreduce([torch.ones(4, device=dev) * rank, torch.ones(2, device=dev)],
+                                op=hvd.Sum)
+check("grouped allreduce", grouped[0], torch.full((4,), float(sum(range(size)))))
+
+# DistributedOptimizer on a CUDA model: the same weights as one process on the global batch.
+torch.manual_seed(0)
+data = torch.randn(8 * size, 5)
+target = data @ torch.arange(1.0, 6.0) + 0.5
+model = torch.nn.Linear(5, 1).to(dev)
+reference = torch.nn.Linear(5, 1)
+reference.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05),
+                               named_parameters=model.named_parameters())
+ref_opt = torch.optim.SGD(reference.parameters(), lr=0.05)
+mine = slice(8 * rank, 8 * (rank + 1))
+for _ in range(5):
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(data[mine].to(dev)).squeeze(1),
+                                        target[mine].to(dev))
+    loss.backward()
+    opt.step()
+    ref_opt.zero_grad()
+    torch.nn.functional.mse_loss(reference(data).squeeze(1), target).backward()
+    ref_opt.step()
+check("DistributedOptimizer weights", model.weight, reference.weight, 1e-4)
+print("rank %d: hvd.torch on %s is right" % (rank, dev))
+hvd.shutdown()
