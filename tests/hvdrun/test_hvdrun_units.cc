@@ -292,13 +292,19 @@ void test_ssh_argv(void **) {
                      "-p",
                      "2200",
                      "node2",
-                     "read -r HVD_SECRET && export HVD_SECRET && cd '/home/u/my job' && exec env "
-                     "HVD_RANK=1 'X=a b' python3 train.py --lr=0.1 </dev/null"};
+                     "read -r HVD_SECRET && export HVD_SECRET && cd '/home/u/my job' || exit; "
+                     "exec 3<&0; env HVD_RANK=1 'X=a b' python3 train.py --lr=0.1 </dev/null "
+                     "3<&- & p=$!; { cat >/dev/null; kill -TERM $p; sleep 3; kill -KILL $p; } "
+                     "<&3 >/dev/null 2>&1 & w=$!; exec 3<&-; wait $p; s=$?; kill $w 2>/dev/null; "
+                     "exit $s"};
     assert_true(argv == expected);
     Args plain = ssh_argv("n", SshOptions(), "/", {{"HVD_RANK", "0"}}, {"p"});
     assert_true(plain == (Args{"ssh", "-o", "BatchMode=yes", "n",
-                               "read -r HVD_SECRET && export HVD_SECRET && cd / && exec env "
-                               "HVD_RANK=0 p </dev/null"}));
+                               "read -r HVD_SECRET && export HVD_SECRET && cd / || exit; "
+                               "exec 3<&0; env HVD_RANK=0 p </dev/null 3<&- & p=$!; { cat "
+                               ">/dev/null; kill -TERM $p; sleep 3; kill -KILL $p; } <&3 "
+                               ">/dev/null 2>&1 & w=$!; exec 3<&-; wait $p; s=$?; kill $w "
+                               "2>/dev/null; exit $s"}));
 }
 
 void test_rank_variables(void **) {

@@ -353,11 +353,15 @@ static void test_topology_queries(void **state) {
     assert_int_equal(hvd_local_size(mp_ctx, &ls), HVD_OK);
     assert_int_equal(hvd_cross_rank(mp_ctx, &cr), HVD_OK);
     assert_int_equal(hvd_cross_size(mp_ctx, &cs), HVD_OK);
-    /* every test rank runs on this one host */
-    assert_int_equal(lr, mp_rank);
-    assert_int_equal(ls, mp_size);
-    assert_int_equal(cr, 0);
-    assert_int_equal(cs, 1);
+    /* every test rank runs on this one host, unless MP_RANKS_PER_HOST=n says the ranks fill
+     * hosts of n ranks each in order (the cluster tests) */
+    const char *per_host_env = getenv("MP_RANKS_PER_HOST");
+    int32_t per_host = per_host_env != NULL ? (int32_t)atoi(per_host_env) : mp_size;
+    assert_true(per_host >= 1 && mp_size % per_host == 0);
+    assert_int_equal(lr, mp_rank % per_host);
+    assert_int_equal(ls, per_host);
+    assert_int_equal(cr, mp_rank / per_host);
+    assert_int_equal(cs, mp_size / per_host);
 }
 
 int main(void) {

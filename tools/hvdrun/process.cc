@@ -167,10 +167,10 @@ SpawnedProcess spawn_process(const std::vector<std::string> &argv,
     if (p.in.write_end >= 0) {
         // Fits the empty pipe's buffer, so this does not block; EPIPE (exec failed) is ignored.
         (void)write_all(p.in.write_end, stdin_data.data(), stdin_data.size());
-        close_fd(&p.in.write_end);
     }
     SpawnedProcess proc;
     proc.pid = pid;
+    proc.in_fd = p.in.write_end;
     proc.out_fd = p.out.read_end;
     proc.err_fd = p.err.read_end;
     proc.exec_errno = read_exec_errno(p.status.read_end);

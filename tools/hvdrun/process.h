@@ -16,15 +16,17 @@ struct SpawnedProcess {
     pid_t pid = -1;      // also the process group id
     int out_fd = -1;     // read end of the child's stdout (non-blocking, close-on-exec)
     int err_fd = -1;     // read end of the child's stderr
+    int in_fd = -1;      // with stdin data: the write end of its stdin, left open (the child
+                         // sees EOF once the caller closes it or exits); else -1
     int exec_errno = 0;  // nonzero: exec failed (the child then exits with 127)
 };
 
 // Starts argv[0] (searched in PATH when it has no '/') with exactly the environment `envp`
 // ("NAME=VALUE" strings), in its own process group. Its stdin is /dev/null, or, when
-// `stdin_data` is not empty, a pipe holding stdin_data and then EOF (stdin_data must fit a
-// pipe buffer, 64 KiB, and SIGPIPE must be ignored). Returns once the child has exec'ed or
-// failed to (waits at most 10 s for that). cpu >= 0 pins the child to that CPU before it
-// exec's (when the kernel refuses, the child says so on its stderr and runs unpinned).
+// `stdin_data` is not empty, a pipe holding stdin_data, open until the caller closes in_fd
+// (stdin_data must fit a pipe buffer, 64 KiB, and SIGPIPE must be ignored). Returns once the child
+// has exec'ed or failed to (waits at most 10 s for that). cpu >= 0 pins the child to that CPU
+// before it exec's (when the kernel refuses, the child says so on its stderr and runs unpinned).
 // Throws std::runtime_error when a pipe or fork() fails.
 SpawnedProcess spawn_process(const std::vector<std::string> &argv,
                              const std::vector<std::string> &envp, const std::string &stdin_data,

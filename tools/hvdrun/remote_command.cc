@@ -37,16 +37,23 @@ std::string remote_shell_command(const std::string &cwd, const std::vector<EnvVa
     // `env` stops reading options at the first NAME=VALUE, so a program whose name starts
     // with '-' is still run, not parsed as an option. HVD_RANK always comes first.
     std::string check = interface_check_command(interfaces);
-    std::string line = (check.empty() ? "" : check + " && ") +
-                       "read -r HVD_SECRET && export HVD_SECRET && cd " + shell_quote(cwd) +
-                       " && exec env";
+    std::string run = "env";
     for (const EnvVar &var : env) {
-        line += " " + shell_quote(var.first + "=" + var.second);
+        run += " " + shell_quote(var.first + "=" + var.second);
     }
     for (const std::string &word : command) {
-        line += " " + shell_quote(word);
+        run += " " + shell_quote(word);
     }
-    return line + " </dev/null";
+    // The rank runs in the background while a watcher reads the rest of ssh's stdin (kept as
+    // fd 3: a background command's own stdin is /dev/null): EOF there means hvdrun or its ssh
+    // is gone, and the rank gets SIGTERM, then SIGKILL.
+    const std::string kill_after = std::to_string(kRemoteKillAfterSeconds);
+    return (check.empty() ? "" : check + " && ") +
+           "read -r HVD_SECRET && export HVD_SECRET && cd " + shell_quote(cwd) +
+           " || exit; exec 3<&0; " + run + " </dev/null 3<&- & p=$!; { cat >/dev/null; " +
+           "kill -TERM $p; sleep " + kill_after +
+           "; kill -KILL $p; } <&3 >/dev/null 2>&1 & w=$!; exec 3<&-; wait $p; s=$?; " +
+           "kill $w 2>/dev/null; exit $s";
 }
 
 std::vector<std::string> ssh_argv(const std::string &host, const SshOptions &ssh,

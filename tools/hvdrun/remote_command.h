@@ -20,14 +20,21 @@ struct SshOptions {
 // characters no shell treats specially are returned unquoted, to keep --verbose readable.
 std::string shell_quote(const std::string &word);
 
+// Seconds between the SIGTERM and the SIGKILL a remote rank gets when its ssh connection ends.
+constexpr int kRemoteKillAfterSeconds = 3;
+
 // The remote shell command, every word quoted:
-//   [<interface check> && ]read -r HVD_SECRET && export HVD_SECRET && cd <cwd> &&
-//   exec env VAR=... prog args </dev/null
+//   [<interface check> && ]read -r HVD_SECRET && export HVD_SECRET && cd <cwd> || exit;
+//   <env VAR=... prog args </dev/null, in the background, watched>; exit <its status>
 // The interface check (interface_check_command) makes a host without one of `interfaces`
 // fail before the program starts.
 // The job secret comes as the first line of ssh's stdin, not on the command line, where `ps`
 // on either host would show it; the rank's own stdin is /dev/null as for local ranks. `env`
-// must not contain HVD_SECRET. Assumes a POSIX login shell on the remote host.
+// must not contain HVD_SECRET. hvdrun keeps ssh's stdin open while the rank runs: when it
+// closes (hvdrun stopped the rank, or died, or the connection broke) the rank gets SIGTERM
+// and kRemoteKillAfterSeconds later SIGKILL, so no rank outlives its launcher on a remote
+// host. The exit status is the program's (128 + n when signal n ended it). Assumes a POSIX
+// shell as the remote user's login shell.
 std::string remote_shell_command(const std::string &cwd, const std::vector<EnvVar> &env,
                                  const std::vector<std::string> &command,
                                  const std::vector<std::string> &interfaces = {});

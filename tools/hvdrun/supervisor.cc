@@ -74,7 +74,7 @@ bool Supervisor::spawn_rank(const RankLaunch &launch) {
     std::string err_prefix = config_.prefix_output ? rank_prefix(launch.rank, "stderr") : "";
     ranks_.push_back(Rank{launch.rank, proc.pid, true,
                           Stream{proc.out_fd, LineRelay(out_prefix, STDOUT_FILENO)},
-                          Stream{proc.err_fd, LineRelay(err_prefix, STDERR_FILENO)}});
+                          Stream{proc.err_fd, LineRelay(err_prefix, STDERR_FILENO)}, proc.in_fd});
     return true;
 }
 
@@ -135,6 +135,8 @@ void Supervisor::reap() {
 
 void Supervisor::on_exit(Rank *rank, int wait_status) {
     rank->running = false;
+    if (rank->stdin_fd >= 0) close(rank->stdin_fd);
+    rank->stdin_fd = -1;
     if (running_count() == 0) {
         drain_until_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                           std::chrono::duration<double>(kDrainSeconds));
@@ -246,6 +248,8 @@ int Supervisor::poll_timeout_ms() const {
 
 void Supervisor::close_streams() {
     for (Rank &r : ranks_) {
+        if (r.stdin_fd >= 0) close(r.stdin_fd);
+        r.stdin_fd = -1;
         for (Stream *s : {&r.out, &r.err}) {
             if (s->fd < 0) continue;
             s->relay.finish();

@@ -57,6 +57,7 @@ class Supervisor {
         bool running;
         Stream out;
         Stream err;
+        int stdin_fd;  // a remote rank's ssh stdin, open while it runs (see remote_command.h)
     };
 
     bool spawn_rank(const RankLaunch &launch);

@@ -1,0 +1,233 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A cluster of "hosts" on one machine: network namespaces joined by veth pairs to bridges.
+
+Every host is a network namespace with two links: eth0 on the management network (ssh, the
+rendezvous) and data0 on the data network, each a veth pair whose outer end sits on a bridge
+of its own. Neither bridge has an address in the machine's own namespace, so no traffic of
+the cluster leaves its namespaces. Commands run in a host through `ip netns exec` (which
+also mounts /etc/netns/<namespace>/ over /etc: the cluster's hosts file and ssh client
+settings) and `unshare --uts`, so each host has its own hostname.
+
+Names carry a random run id and the owner's pid (a state directory under STATE_ROOT), so
+concurrent runs do not collide, and a run that was killed before its teardown is cleaned
+up by the next one. Everything is torn down by Cluster.close() (also on exceptions and on
+SIGTERM/SIGINT, see install_signal_teardown).
+"""
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+
+PREFIX = "hvc"  # every namespace, bridge and veth of a cluster starts with PREFIX + run id
+STATE_ROOT = "/run/hvd-cluster"
+ETC_NETNS = "/etc/netns"
+MGMT_NET = "10.231.0"
+DATA_NET = "10.232.0"
+SKIP = 77  # ctest's SKIP_RETURN_CODE for the cluster tests
+
+
+class Skip(Exception):
+    """The machine cannot host a cluster (no root, no namespaces, a missing tool)."""
+
+
+def sh(*argv, check=True, timeout=20, **kw):
+    """Runs argv; raises RuntimeError with its output when check and it fails."""
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout, **kw)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(argv), r.returncode, r.stdout.strip()))
+    return r
+
+
+def _namespaces():
+    r = sh("ip", "netns", "list", check=False)
+    return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
+
+
+def _links():
+    r = sh("ip", "-o", "link", "show", check=False)
+    names = []
+    for line in r.stdout.splitlines():
+        parts = line.split(":")
+        if len(parts) > 1:
+            names.append(parts[1].strip().split("@")[0])
+    return names
+
+
+def kill_namespace_processes(ns, sig=signal.SIGKILL):
+    """Signals every process whose network namespace is ns (by pid, as `ip netns pids` lists)."""
+    r = sh("ip", "netns", "pids", ns, check=False)
+    pids = [int(p) for p in r.stdout.split() if p.isdigit()]
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
+def remove_run(run_id):
+    """Removes every namespace, link and file of run run_id (its processes killed first)."""
+    tag = PREFIX + run_id
+    for ns in _namespaces():
+        if ns.startswith(tag + "-"):
+            for _ in range(50):
+                if not kill_namespace_processes(ns):
+                    break
+                time.sleep(0.1)
+            sh("ip", "netns", "del", ns, check=False)
+            shutil.rmtree(os.path.join(ETC_NETNS, ns), ignore_errors=True)
+    for link in _links():
+        if link.startswith(tag):
+            sh("ip", "link", "del", link, check=False)
+    shutil.rmtree(os.path.join(STATE_ROOT, run_id), ignore_errors=True)
+
+
+def remove_stale_runs():
+    """Tears down runs whose owner process is gone (a test killed before its teardown)."""
+    if not os.path.isdir(STATE_ROOT):
+        return
+    for run_id in os.listdir(STATE_ROOT):
+        try:
+            with open(os.path.join(STATE_ROOT, run_id, "owner")) as f:
+                owner = int(f.read().strip())
+        except (OSError, ValueError):
+            owner = 0
+        if owner == 0 or not os.path.exists("/proc/%d" % owner):
+            remove_run(run_id)
+
+
+def check_can_build():
+    """Raises Skip, saying why, where this machine cannot make namespaces, veths or bridges."""
+    if os.geteuid() != 0:
+        raise Skip("needs root to create network namespaces (run as root, as CI does)")
+    for tool in ("ip", "unshare", "hostname"):
+        if shutil.which(tool) is None:
+            raise Skip("'%s' is not installed (Debian: iproute2, util-linux)" % tool)
+    probe = "%sp%s" % (PREFIX, secrets.token_hex(3))
+    r = sh("ip", "netns", "add", probe, check=False)
+    if r.returncode != 0:
+        raise Skip("cannot create a network namespace: %s" % r.stdout.strip())
+    try:
+        r = sh("ip", "netns", "exec", probe, "unshare", "--uts", "true", check=False)
+        if r.returncode != 0:
+            raise Skip("cannot create a UTS namespace: %s" % r.stdout.strip())
+        r = sh("ip", "link", "add", probe + "v", "type", "veth", "peer", "name", "eth0",
+               "netns", probe, check=False)
+        if r.returncode != 0:
+            raise Skip("cannot create a veth pair: %s" % r.stdout.strip())
+    finally:
+        sh("ip", "link", "del", probe + "v", check=False)
+        sh("ip", "netns", "del", probe, check=False)
+
+
+class Host:
+    def __init__(self, cluster, index, name):
+        self.cluster = cluster
+        self.index = index
+        self.name = name
+        self.ns = "%s-%d" % (cluster.tag, index)
+        self.mgmt_addr = "%s.%d" % (MGMT_NET, index + 1)
+        self.data_addr = "%s.%d" % (DATA_NET, index + 1)
+        self.outer = {"eth0": "%s%dm" % (cluster.tag, index), "data0": "%s%dd" % (cluster.tag, index)}
+
+    def argv(self, command):
+        """argv running command (a list) in this host: its namespaces and hostname."""
+        return ["ip", "netns", "exec", self.ns, "unshare", "--uts", "--", "sh", "-c",
+                'hostname "$0" && exec "$@"', self.name] + list(command)
+
+    def run(self, command, timeout=60, env=None, check=False):
+        return sh(*self.argv(command), check=check, timeout=timeout, env=env)
+
+    def start(self, command, env=None, **kw):
+        """Starts command in this host; the cluster kills it at teardown if still running."""
+        p = subprocess.Popen(self.argv(command), env=env, start_new_session=True, **kw)
+        self.cluster.processes.append(p)
+        return p
+
+    def link(self, iface, up):
+        """Cuts (up=False) or restores this host's link iface at the bridge: inside the host the
+        interface stays up with its address and route, but nothing it sends arrives anywhere."""
+        sh("ip", "link", "set", self.outer[iface], "up" if up else "down")
+
+    def shape(self, iface, netem):
+        """tc netem on this host's iface (e.g. "delay 50us rate 10gbit"). Returns "" when
+        applied, else why not (a kernel without sch_netem)."""
+        r = sh("ip", "netns", "exec", self.ns, "tc", "qdisc", "replace", "dev", iface, "root",
+               "netem", *netem.split(), check=False)
+        return "" if r.returncode == 0 else r.stdout.strip()
+
+
+class Cluster:
+    """N hosts named names[i], each with eth0 (MGMT_NET.i+1/24) and data0 (DATA_NET.i+1/24)."""
+
+    def __init__(self, names):
+        remove_stale_runs()
+        check_can_build()
+        self.run_id = secrets.token_hex(3)
+        self.tag = PREFIX + self.run_id
+        self.processes = []
+        self.state = os.path.join(STATE_ROOT, self.run_id)
+        os.makedirs(self.state, mode=0o700)
+        with open(os.path.join(self.state, "owner"), "w") as f:
+            f.write(str(os.getpid()))
+        self.hosts = [Host(self, i, n) for i, n in enumerate(names)]
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(self):
+        bridges = {"eth0": self.tag + "bm", "data0": self.tag + "bd"}
+        for br in bridges.values():
+            sh("ip", "link", "add", br, "type", "bridge")
+            sh("ip", "link", "set", br, "up")
+        hosts_file = "127.0.0.1 localhost\n" + "".join(
+            "%s %s\n" % (h.mgmt_addr, h.name) for h in self.hosts)
+        for h in self.hosts:
+            sh("ip", "netns", "add", h.ns)
+            etc = os.path.join(ETC_NETNS, h.ns)
+            os.makedirs(etc, exist_ok=True)
+            with open(os.path.join(etc, "hosts"), "w") as f:
+                f.write(hosts_file)
+            sh("ip", "netns", "exec", h.ns, "ip", "link", "set", "lo", "up")
+            for iface, net in (("eth0", MGMT_NET), ("data0", DATA_NET)):
+                outer = h.outer[iface]
+                sh("ip", "link", "add", outer, "type", "veth", "peer", "name", iface, "netns", h.ns)
+                sh("ip", "link", "set", outer, "master", bridges[iface])
+                sh("ip", "link", "set", outer, "up")
+                sh("ip", "netns", "exec", h.ns, "ip", "addr", "add",
+                   "%s.%d/24" % (net, h.index + 1), "dev", iface)
+                sh("ip", "netns", "exec", h.ns, "ip", "link", "set", iface, "up")
+
+    def etc_dir(self, host):
+        """The directory mounted over /etc/<entry> for every entry in it, inside host."""
+        return os.path.join(ETC_NETNS, host.ns)
+
+    def close(self):
+        for p in self.processes:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait()
+        remove_run(self.run_id)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def install_signal_teardown():
+    """Turns SIGTERM and SIGINT into SystemExit, so `with Cluster(...)` tears down on them."""
+    def handler(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)

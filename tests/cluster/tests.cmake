@@ -1,0 +1,15 @@
+# SPDX-License-Identifier: Apache-2.0
+# Multi-host tests (label cluster): each builds hosts as network namespaces with a real sshd
+# (tests/cluster/netns_cluster.py, ssh_hosts.py) and runs one case of cluster_cases.py on them.
+# Skipped (exit 77) where namespaces cannot be made (not root, no iproute2) or sshd is missing.
+set(HVD_CLUSTER_CASES hvdrun hvdrun_stopped)
+find_package(Python3 COMPONENTS Interpreter)
+foreach(case ${HVD_CLUSTER_CASES})
+  if(NOT Python3_Interpreter_FOUND)
+    break()
+  endif()
+  add_test(NAME cluster.${case}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cluster_cases.py --deadline 50
+            --hvdrun $<TARGET_FILE:hvdrun> --programs $<TARGET_FILE_DIR:mp_collectives> ${case})
+  set_tests_properties(cluster.${case} PROPERTIES LABELS cluster TIMEOUT 60 SKIP_RETURN_CODE 77)
+endforeach()
