@@ -11,6 +11,7 @@ under a deadline (--deadline seconds) and tears its cluster down however it ends
 import argparse
 import os
 import re
+import secrets
 import signal
 import sys
 import time
@@ -123,6 +124,42 @@ def case_hvdrun_stopped(job):
     os.kill(p.pid, signal.SIGTERM)
     expect(p.wait(timeout=20) == 128 + signal.SIGTERM, "hvdrun exited %s" % p.returncode)
     job.wait_no_leftovers()
+
+
+RDV_PORT = 29400  # the hosts are fresh namespaces: nothing else listens there
+
+
+def launch_env(job):
+    """What a job started by another launcher across hosts needs from libhvd's settings: rank
+    0's host and a port for the rendezvous, and the job's secret."""
+    return {"HVD_RENDEZVOUS_ADDR": HOSTS[0], "HVD_RENDEZVOUS_PORT": str(RDV_PORT),
+            "HVD_SECRET": secrets.token_hex(32)}
+
+
+def case_mpirun(job):
+    """Open MPI's mpirun -H hostA:2,hostB:2,hostC:2 (its orted started over the same sshd)."""
+    argv = ["mpirun", "--allow-run-as-root", "-np", "6", "-H",
+            ",".join("%s:2" % h for h in HOSTS), "--mca", "plm_rsh_args", "-i " + job.key]
+    for k, v in dict(MP_ENV, **launch_env(job)).items():
+        argv += ["-x", "%s=%s" % (k, v)]
+    rc, _, _ = job.timed(job.cluster.hosts[0], argv + [job.program("mp_collectives")], 60)
+    expect(rc == 0, "mpirun exited %d" % rc)
+    job.wait_no_leftovers()
+
+
+def case_slurm(job):
+    """Ranks started in each host with the variables srun gives its tasks (SLURM_PROCID,
+    SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, ...) and the job's rendezvous settings."""
+    common = dict(os.environ, **MP_ENV, **launch_env(job), SLURM_JOB_ID="4242",
+                  SLURM_STEP_ID="0", SLURM_NTASKS="6", SLURM_NNODES="3")
+    procs = []
+    for node, h in enumerate(job.cluster.hosts):
+        for local in range(2):
+            env = dict(common, SLURM_PROCID=str(2 * node + local), SLURM_LOCALID=str(local),
+                       SLURM_NODEID=str(node), SLURMD_NODENAME=h.name)
+            procs.append(h.start([job.program("mp_collectives")], env=env))
+    codes = [p.wait(timeout=60) for p in procs]
+    expect(codes == [0] * 6, "rank exit codes %s" % codes)
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
