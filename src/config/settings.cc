@@ -51,6 +51,14 @@ const SettingInfo kTable[] = {
      "peer", NO_KEY,
      "`peer`: UCX error handling on every endpoint. Unset: same-host peers use shared memory "
      "without it and rely on the rendezvous connection for failure detection."},
+    {Setting::kIface, "IFACE", false, kString, kTuning, 0, nullptr, 0, 0, kClamp, "", nullptr,
+     NO_KEY,
+     "The network interfaces (`eth1` or `eth1,eth2`) between hosts: UCX's network devices "
+     "(`UCX_NET_DEVICES`, which wins when set too; shared memory is not affected), and the "
+     "interface errors about an unreachable host name. Unset: UCX's choice, and errors name "
+     "the interface toward the rendezvous server."},
+    {Setting::kGlooIface, "GLOO_IFACE", true, kString, kTuning, 0, nullptr, 0, 0, kClamp, "",
+     nullptr, NO_KEY, "Horovod's name for `HVD_IFACE` (read when that is unset)."},
 
     {Setting::kFusionThreshold, "FUSION_THRESHOLD", true, kInt, kTuning, 134217728, nullptr, 0,
      kMaxFusionBytes, kClamp, "bytes", nullptr, KEY(HVD_CONFIG_FUSION_THRESHOLD),

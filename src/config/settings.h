@@ -38,6 +38,8 @@ enum class Setting : int32_t {
     kLogLevel,
     kHostname,
     kUcxErrMode,
+    kIface,
+    kGlooIface,
     // Tuning: the engine
     kFusionThreshold,
     kCycleTime,

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <thread>
 
@@ -18,7 +19,9 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "config/read.h"
+#include "engine/peer_reachability.h"
 #include "negotiation/wire_protocol.h"
+#include "topology/network.h"
 #include "transport/ucx/ucx_transport.h"
 
 namespace hvd::engine {
@@ -81,6 +84,7 @@ void Context::rendezvous(const Deadline &deadline) {
         rank_ = config_.rank;
         size_ = config_.size;
         server_ = bootstrap::local_server_for(id);
+        rendezvous_addr_ = id.addr;
         kv_ = std::make_unique<bootstrap::KvClient>(id.addr, id.port, id.secret, rank_, size_,
                                                     deadline);
         return;
@@ -91,6 +95,7 @@ void Context::rendezvous(const Deadline &deadline) {
         throw Error(HVD_ERR_INVALID_ARG, err);
     rank_ = li.rank;
     size_ = li.size;
+    rendezvous_addr_ = li.rdv_addr;
     if (config_.explicit_rank && (config_.rank != rank_ || config_.size != size_))
         throw Error(HVD_ERR_INVALID_ARG,
                     strprintf("init asked for rank %d of %d but the launcher (%s) says rank %d "
@@ -136,22 +141,36 @@ void Context::rendezvous(const Deadline &deadline) {
 
 void Context::connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline) {
     bool single_host = placement_.local_size == size_;  // placement_ comes from the same hosts
-    transport_ = transport::make_ucx_transport(rank_, size_, single_host);
-    std::string mine = transport_->local_address();
-    std::vector<std::string> all =
-        kv_->all_gather("ucx", bootstrap::to_hex(mine.data(), mine.size()), deadline);
-    for (size_t r = 0; r < all.size(); ++r) {
-        std::string bytes;
-        if (!bootstrap::from_hex(all[r], &bytes)) {
+    const std::string interfaces = topology::configured_interfaces();
+    transport_ = transport::make_ucx_transport(rank_, size_, single_host, interfaces);
+    const char *ucx_devices = std::getenv("UCX_NET_DEVICES");
+    TransportEntry mine{
+        transport_->local_address(),
+        topology::local_interface(ucx_devices ? ucx_devices : interfaces, rendezvous_addr_)};
+    std::vector<std::string> published =
+        kv_->all_gather("ucx", format_transport_entry(mine), deadline);
+    std::vector<TransportEntry> entries(published.size());
+    std::vector<std::string> all(published.size());
+    for (size_t r = 0; r < published.size(); ++r) {
+        if (!parse_transport_entry(published[r], &entries[r])) {
             throw Error(HVD_ERR_TRANSPORT,
                         "rank " + std::to_string(r) + " published a malformed transport address");
         }
-        all[r] = std::move(bytes);
+        all[r] = entries[r].address;
     }
     std::vector<bool> same_host(hosts.size());
     for (size_t r = 0; r < hosts.size(); ++r)
         same_host[r] = hosts[r] == hosts[rank_];
-    transport_->connect(all, same_host);
+    try {
+        transport_->connect(all, same_host);
+    } catch (const transport::PeerUnreachable &e) {
+        throw_unreachable(rank_, hosts, entries, {{e.peer(), true, e.reason()}},
+                          config_.bootstrap_timeout_ms);
+    }
+    // Between hosts, a peer the network cannot reach fails init here, named, instead of
+    // leaving the first collective to wait for it.
+    if (!single_host)
+        require_reachable(*transport_, hosts, entries, config_.bootstrap_timeout_ms, deadline);
 }
 
 void Context::attach_shared_memory(const Deadline &deadline) {

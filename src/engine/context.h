@@ -80,6 +80,7 @@ class Context {
     diagnostics::Timeline timeline_;  // declared before engine_: outlives it
     config::RuntimeConfig runtime_{config::process_config()};  // likewise
     std::string rendezvous_file_job_;              // non-empty on rank 0 of a file rendezvous
+    std::string rendezvous_addr_;                  // the rendezvous server's host
     std::shared_ptr<bootstrap::KvServer> server_;  // when this process hosts the rendezvous
     std::unique_ptr<bootstrap::KvClient> kv_;      // during init; then owned by monitor_
     std::unique_ptr<transport::Transport> transport_;

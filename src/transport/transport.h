@@ -12,12 +12,14 @@
 #include <vector>
 
 #include "common/deadline.h"
+#include "common/error.h"
 #include "hvd/hvd.h"
 
 namespace hvd::transport {
 
 // 64-bit message tags: | channel:8 | set:16 | source rank:20 | sequence:20 |
-enum class Channel : uint8_t { kControl = 1, kData = 2 };
+// kReach: the reachability exchange of init (reachability.h), before any other message.
+enum class Channel : uint8_t { kControl = 1, kData = 2, kReach = 3 };
 constexpr uint64_t kTagFullMask = ~UINT64_C(0);
 constexpr uint64_t kTagSourceMask = UINT64_C(0xfffff) << 20;
 constexpr uint32_t kTagSeqMask = 0xfffff;
@@ -71,6 +73,19 @@ struct Completion {
     }
 };
 
+// What Transport::connect throws (status HVD_ERR_TRANSPORT) when it cannot reach a peer.
+class PeerUnreachable : public Error {
+  public:
+    PeerUnreachable(int32_t peer, const std::string &reason, const std::string &detail)
+        : Error(HVD_ERR_TRANSPORT, detail), peer_(peer), reason_(reason) {}
+    int32_t peer() const { return peer_; }
+    const std::string &reason() const { return reason_; }  // the transport's words
+
+  private:
+    int32_t peer_;
+    std::string reason_;
+};
+
 class Transport {
   public:
     virtual ~Transport() = default;
@@ -81,8 +96,8 @@ class Transport {
     // This rank's address, to be exchanged through the bootstrap.
     virtual std::string local_address() const = 0;
     // Creates endpoints to every rank from all ranks' addresses (index = rank);
-    // same_host[r] says whether rank r runs on this host. Throws hvd::Error(HVD_ERR_TRANSPORT)
-    // naming the rank it could not reach.
+    // same_host[r] says whether rank r runs on this host. Throws PeerUnreachable naming the
+    // rank it could not reach.
     virtual void connect(const std::vector<std::string> &addresses,
                          const std::vector<bool> &same_host) = 0;
 

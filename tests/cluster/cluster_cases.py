@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import signal
+import subprocess
 import sys
 import time
 
@@ -59,9 +60,14 @@ class Job:
 
     def timed(self, host, argv, timeout):
         start = time.monotonic()
-        r = host.run(argv, timeout=timeout)
+        print("$ %s" % " ".join(argv), flush=True)
+        try:
+            r = host.run(argv, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            raise Failed("%s(still running after %d s: killed)" % (out, timeout))
         took = time.monotonic() - start
-        print("$ %s\n%s(exit %d after %.1f s)" % (" ".join(argv), r.stdout, r.returncode, took))
+        print("%s(exit %d after %.1f s)" % (r.stdout, r.returncode, took))
         return r.returncode, r.stdout, took
 
     def processes(self, host):
@@ -160,6 +166,55 @@ def case_slurm(job):
             procs.append(h.start([job.program("mp_collectives")], env=env))
     codes = [p.wait(timeout=60) for p in procs]
     expect(codes == [0] * 6, "rank exit codes %s" % codes)
+
+
+def case_interfaces(job):
+    """UCX's traffic between hosts goes over the interface chosen: HVD_IFACE, Horovod's
+    HOROVOD_GLOO_IFACE, or UCX_NET_DEVICES (which wins over HVD_IFACE, with a warning)."""
+    two = [(h, 2) for h in HOSTS[:2]]
+    for env, busy, idle, warning in (
+            ({"HVD_IFACE": "data0"}, "data0", "eth0", None),
+            ({"HOROVOD_GLOO_IFACE": "eth0"}, "eth0", "data0", None),
+            ({"UCX_NET_DEVICES": "data0", "HVD_IFACE": "eth0"}, "data0", "eth0",
+             "UCX_NET_DEVICES=data0 wins over HVD_IFACE=eth0")):
+        before = {i: job.link_bytes(i) for i in ("eth0", "data0")}
+        rc, out, _ = job.hvdrun(two, "mp_collectives", env=env)
+        sent = {i: job.link_bytes(i) - before[i] for i in before}
+        print("bytes sent on eth0 %d, on data0 %d" % (sent["eth0"], sent["data0"]))
+        expect(rc == 0, "hvdrun with %s exited %d" % (env, rc))
+        # ssh, the rendezvous and the relayed output (tens of KB) stay on eth0; the
+        # collectives' data (over 100 MB) must go where the settings say.
+        expect(sent[busy] > 2_000_000, "with %s only %d bytes on %s" % (env, sent[busy], busy))
+        expect(sent[idle] < 1_000_000, "with %s %d bytes on %s" % (env, sent[idle], idle))
+        expect(warning is None or warning in out, "no warning '%s'" % warning)
+
+
+def expect_unreachable_named(job, reason):
+    """A job over data0 whose hostC cannot be reached there fails in hvd_init, within its
+    timeout, with an error naming hostC's data0 address and interface and `reason`."""
+    env = {"HVD_IFACE": "data0", "HVD_START_TIMEOUT": "8", "MP_RANKS_PER_HOST": "1"}
+    rc, out, took = job.hvdrun([(h, 1) for h in HOSTS], "mp_collectives", env=env, timeout=40)
+    expect(rc != 0, "the job passed without hostC's data link")
+    expect(took < 25, "the job took %.1f s to fail" % took)
+    c = r"rank 2 \(host hostC, 10\.232\.0\.3 on data0\)"
+    a = r"rank 0 \(host hostA, 10\.232\.0\.1 on data0\)"
+    expect(re.search(a + " cannot reach " + c + ": " + reason, out) or
+           re.search(c + " cannot reach " + a + ": " + reason, out),
+           "no error naming hostC's address and interface and '%s'" % reason)
+    job.wait_no_leftovers()
+
+
+def case_unreachable(job):
+    """hostC's data link cut at the bridge: no carrier on its data0, which UCX reports."""
+    job.cluster.hosts[2].link("data0", up=False)
+    expect_unreachable_named(job, "the transport reports it unreachable")
+
+
+def case_blackholed(job):
+    """Everything to and from hostC's data0 dropped silently (a 100% loss): the reachability
+    check of hvd_init gives up at its timeout."""
+    job.cluster.hosts[2].blackhole("data0")
+    expect_unreachable_named(job, r"no answer within hvd_init's 8\.0 s")
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

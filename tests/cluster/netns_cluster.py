@@ -149,8 +149,28 @@ class Host:
 
     def link(self, iface, up):
         """Cuts (up=False) or restores this host's link iface at the bridge: inside the host the
-        interface stays up with its address and route, but nothing it sends arrives anywhere."""
+        interface keeps its address but has no carrier."""
         sh("ip", "link", "set", self.outer[iface], "up" if up else "down")
+
+    def blackhole(self, iface):
+        """Drops everything to and from this host's iface: its veth leaves the bridge, so what
+        the host sends ends at the outer end (up, without an address) and nothing reaches it,
+        while both ends stay up. Every host knows every other's hardware address on iface, so
+        no ARP failure gives the loss away: as with a 100% loss, only timeouts can tell."""
+        sh("ip", "link", "set", "dev", self.outer[iface], "nomaster")
+        for h in self.cluster.hosts:
+            for other in self.cluster.hosts:
+                if other is not h:
+                    sh("ip", "netns", "exec", h.ns, "ip", "neigh", "replace",
+                       other.address(iface), "lladdr", other.mac(iface), "dev", iface,
+                       "nud", "permanent")
+
+    def address(self, iface):
+        return self.mgmt_addr if iface == "eth0" else self.data_addr
+
+    def mac(self, iface):
+        r = sh("ip", "netns", "exec", self.ns, "cat", "/sys/class/net/%s/address" % iface)
+        return r.stdout.strip()
 
     def shape(self, iface, netem):
         """tc netem on this host's iface (e.g. "delay 50us rate 10gbit"). Returns "" when

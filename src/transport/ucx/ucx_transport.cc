@@ -61,9 +61,24 @@ struct Slot {
 
 class UcxTransport final : public Transport {
   public:
-    UcxTransport(int32_t rank, int32_t size, bool single_host) : rank_(rank), size_(size) {
+    UcxTransport(int32_t rank, int32_t size, bool single_host, const std::string &net_devices)
+        : rank_(rank), size_(size) {
+        // Between hosts, TCP endpoints connect in the background (unless the user set
+        // UCX_TCP_CONN_NB): UCX's blocking connect() would hold ucp_ep_create for the kernel's
+        // whole SYN retry time (minutes) toward a host the network drops, past every deadline
+        // of init. UCX 1.13 reads this one from the environment only.
+        if (!single_host) ::setenv("UCX_TCP_CONN_NB", "y", /*overwrite=*/0);
         ucp_config_t *config = nullptr;
         check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read", rank_);
+        const char *user_devices = std::getenv("UCX_NET_DEVICES");
+        if (!net_devices.empty() && user_devices == nullptr) {
+            ucs_status_t m = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
+            if (m != UCS_OK) ucp_config_release(config);
+            check_ucs(m, "ucp_config_modify(NET_DEVICES)", rank_);
+        } else if (!net_devices.empty() && net_devices != user_devices) {
+            HVD_LOG(kWarning, rank_, "UCX_NET_DEVICES=%s wins over HVD_IFACE=%s for UCX",
+                    user_devices, net_devices.c_str());
+        }
         if (single_host && std::getenv("UCX_RNDV_THRESH") == nullptr)
             check_ucs(ucp_config_modify(config, "RNDV_THRESH", kSingleHostRndvThresh),
                       "ucp_config_modify(RNDV_THRESH)", rank_);
@@ -133,9 +148,10 @@ class UcxTransport final : public Transport {
             ep.err_handler.arg = &err_args_[peer];
             ucs_status_t s = ucp_ep_create(worker_, &ep, &eps_[peer]);
             if (s != UCS_OK)
-                throw Error(HVD_ERR_TRANSPORT,
-                            strprintf("rank %d: cannot create a UCX endpoint to rank %d: %s", rank_,
-                                      peer, ucs_status_string(s)));
+                throw PeerUnreachable(
+                    peer, ucs_status_string(s),
+                    strprintf("rank %d: cannot create a UCX endpoint to rank %d: %s", rank_, peer,
+                              ucs_status_string(s)));
         }
     }
 
@@ -420,8 +436,9 @@ class UcxTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size, bool single_host) {
-    return std::make_unique<UcxTransport>(rank, size, single_host);
+std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size, bool single_host,
+                                              const std::string &net_devices) {
+    return std::make_unique<UcxTransport>(rank, size, single_host, net_devices);
 }
 
 void connect_local_transports(const std::vector<Transport *> &transports) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "transport/transport.h"
 
@@ -16,7 +17,10 @@ namespace hvd::transport {
 // (measured faster for 32 and 64 KiB allreduces of 2 ranks). Not higher:
 // with 256K, UCX 1.13 hit an assertion purging pending eager sends when a peer died
 // mid-transfer (mp.peer_killed_midway.np3, 4 of 61 runs; 0 of 65 with 128K).
-std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size, bool single_host = false);
+// net_devices: UCX's network devices (HVD_IFACE), unless UCX_NET_DEVICES is set (which wins,
+// with a warning when they differ); "": UCX's choice.
+std::unique_ptr<Transport> make_ucx_transport(int32_t rank, int32_t size, bool single_host = false,
+                                              const std::string &net_devices = "");
 constexpr const char *kSingleHostRndvThresh = "128K";
 
 // Connects a set of transports living in one process (tests: N ranks as N threads): gathers
