@@ -21,9 +21,7 @@ void bench_fail(bench_job_t *job, const char *what, hvd_status_t s) {
     exit(2);
 }
 
-/* A tensor over a host buffer of the job, or (--device cuda) over its device mirror. */
-static hvd_tensor_t job_tensor(const bench_job_t *job, char *data, int32_t dtype,
-                               const int64_t *shape) {
+static hvd_tensor_t host_tensor(void *data, int32_t dtype, const int64_t *shape) {
     hvd_tensor_t t;
     memset(&t, 0, sizeof t);
     t.data = data;
@@ -31,6 +29,13 @@ static hvd_tensor_t job_tensor(const bench_job_t *job, char *data, int32_t dtype
     t.ndim = 1;
     t.shape = shape;
     t.device_type = HVD_DEVICE_CPU;
+    return t;
+}
+
+/* A tensor over a host buffer of the job, or (--device cuda) over its device mirror. */
+static hvd_tensor_t job_tensor(const bench_job_t *job, char *data, int32_t dtype,
+                               const int64_t *shape) {
+    hvd_tensor_t t = host_tensor(data, dtype, shape);
     if (job->o->cuda) {
         t.data = bench_device_ptr(job, data);
         t.device_type = HVD_DEVICE_CUDA;
@@ -169,7 +174,7 @@ void bench_release(bench_job_t *job) {
 static void small_allreduce(bench_job_t *job, void *v, int32_t dtype, int32_t op,
                             const char *name) {
     int64_t shape[1] = {1};
-    hvd_tensor_t t = job_tensor(job, v, dtype, shape);
+    hvd_tensor_t t = host_tensor(v, dtype, shape); /* on the host, whatever --device says */
     hvd_op_params_t p;
     memset(&p, 0, sizeof p);
     p.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_REDUCE_OP;

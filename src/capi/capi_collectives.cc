@@ -417,6 +417,10 @@ HVD_API hvd_status_t hvd_allgather_into_enqueue(hvd_context_h ctx, const hvd_ten
         OpParams o = read_params(fn, ctx, params);
         auto req = prepare_allgather(fn, in);
         req->output = read_tensor(fn, "output", out);
+        check_same_device(fn, req->input, req->output);
+        if (req->output.device_type == HVD_DEVICE_CUDA)
+            hvd::gpu::check_cuda_tensor(fn, "output", req->output.data, req->output.device_id,
+                                        req->output.bytes());
         check_gather_output(fn, *req);
         return submit(fn, c, o, req, req_p);
     });

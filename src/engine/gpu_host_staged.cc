@@ -15,8 +15,11 @@ bool caller_owned_output(const Request &req) {
            (req.meta.type == OpType::kAllgather && req.meta.out_rows >= 0);
 }
 
+// An in-place allgather into the output on the first rank has input.data == output.data but
+// a larger output: it needs its own staging too.
 bool separate_output(const Request &req) {
-    return caller_owned_output(req) && req.output.data != req.input.data;
+    return caller_owned_output(req) &&
+           (req.output.data != req.input.data || req.output.bytes() != req.input.bytes());
 }
 
 // The CPU executor of the run, on host copies of its tensors.
@@ -64,7 +67,7 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
                    p.device_in, r->input.bytes(), dev.stream);
         places.push_back(p);
     }
-    lib_->call("cudaEventRecord", lib_->api->event_record, dev.done, dev.stream);
+    lib_->call("cudaEventRecord", lib_->api->event_record, dev.device, dev.done, dev.stream);
     std::string what = strprintf("copying '%s' to the host", reqs.front()->meta.name.c_str());
     hvd_status_t s = gpu::wait_event(*lib_, dev.done, nullptr, comm.deadline, comm.abort_status,
                                      rank_, what, message);

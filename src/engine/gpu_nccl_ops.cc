@@ -14,22 +14,28 @@ namespace {
 
 using gpu::DeviceBuffer;
 
-// NCCL calls of a run queued between group start and end: one launch for all of them.
+// NCCL calls of a run queued between group start and end(): one launch for all of them. A
+// group left by an exception is ended without a check (its communicator is aborted then).
 class NcclGroup {
   public:
     explicit NcclGroup(const gpu::GpuLibrary *lib) : lib_(lib) {
         lib_->call("ncclGroupStart", lib_->api->nccl_group_start);
     }
-    ~NcclGroup() noexcept(false) {
+    NcclGroup(const NcclGroup &) = delete;
+    NcclGroup &operator=(const NcclGroup &) = delete;
+    void end() {
+        ended_ = true;
+        lib_->call("ncclGroupEnd", lib_->api->nccl_group_end);
+    }
+    ~NcclGroup() {
+        if (ended_) return;
         hvd_gpu_err_t err;
-        err.text[0] = '\0';
-        int rc = lib_->api->nccl_group_end(&err);
-        if (rc != 0 && std::uncaught_exceptions() == 0)
-            gpu::GpuLibrary::throw_failure("ncclGroupEnd", err);
+        lib_->api->nccl_group_end(&err);
     }
 
   private:
     const gpu::GpuLibrary *lib_;
+    bool ended_ = false;
 };
 
 // Batched copies of (dst, src, bytes), HVD_GPU_COPY_BATCH per kernel.
@@ -56,11 +62,16 @@ char *owned_device_output(const gpu::GpuLibrary *lib, Request &req, size_t bytes
 
 }  // namespace
 
+void GpuRunner::settle(void *nc) {
+    comms_.await_idle(nc, *settling_);
+}
+
 void GpuRunner::queue_nccl(collectives::Comm &comm, const Response *resps, size_t n,
                            const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                            void **nccl_comm) {
     void *nc = comms_.get(comm, dev.device, resps[0].devices_key);
     *nccl_comm = nc;
+    settling_ = &comm;
     switch (resps[0].type) {
         case OpType::kAllreduce:
             queue_allreduce(reqs, comm.size(), nc, dev);
@@ -102,6 +113,7 @@ void GpuRunner::queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set
         }
         lib_->call("ncclAllReduce", lib_->api->nccl_allreduce, src, out.data, count, dtype, op, nc,
                    dev.stream);
+        settle(nc);
         if (post != 1.0) scale(lib_, dev, out.data, out.data, count, dtype, post);
         return;
     }
@@ -119,6 +131,7 @@ void GpuRunner::queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set
     copy_batched(lib_, dev, copies, dtype, pre);
     lib_->call("ncclAllReduce", lib_->api->nccl_allreduce, dev.fusion.data(), dev.fusion.data(),
                total / dtype_size(dtype), dtype, op, nc, dev.stream);
+    settle(nc);
     offset = 0;
     for (size_t i = 0; i < reqs.size(); ++i) {
         copies[i] = {reqs[i]->output.data, dev.fusion.data() + offset, reqs[i]->input.bytes()};
@@ -151,9 +164,11 @@ void GpuRunner::queue_allgather(const Response *resps, const std::vector<Request
     bool equal = std::all_of(dims0.begin(), dims0.end(), [&](int64_t d) { return d == dims0[0]; });
     if (reqs.size() == 1 && equal) {
         size_t bytes = static_cast<size_t>(dims0[0]) * row_bytes_of(reqs[0]->input);
-        if (bytes > 0)
+        if (bytes > 0) {
             lib_->call("ncclAllGather", lib_->api->nccl_allgather, reqs[0]->input.data, outs[0],
                        bytes, nc, dev.stream);
+            settle(nc);
+        }
         return;
     }
     NcclGroup group(lib_);
@@ -169,6 +184,8 @@ void GpuRunner::queue_allgather(const Response *resps, const std::vector<Request
             offset += bytes;
         }
     }
+    group.end();
+    settle(nc);
 }
 
 void GpuRunner::queue_broadcast(Request &req, void *nc, gpu::DeviceState &dev) {
@@ -176,6 +193,7 @@ void GpuRunner::queue_broadcast(Request &req, void *nc, gpu::DeviceState &dev) {
     if (bytes == 0) return;
     lib_->call("ncclBroadcast", lib_->api->nccl_broadcast, req.input.data, req.output.data, bytes,
                req.meta.root, nc, dev.stream);
+    settle(nc);
 }
 
 // resp.first_dims is the n x n matrix of rows, [sender][receiver].
@@ -212,6 +230,8 @@ void GpuRunner::queue_alltoall(const Response &resp, Request &req, int32_t n, in
         send_off += send;
         recv_off += recv;
     }
+    group.end();
+    settle(nc);
 }
 
 // Horovod's split (the first d0 % n members get a row more): one ncclReduceScatter where the
@@ -273,10 +293,14 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
                 offset += count;
             }
         }
+        group.end();
+        settle(nc);
     }
     if (post == 1.0) return;
     for (size_t t = 0; t < reqs.size(); ++t) {
-        size_t count = reqs[t]->device_output.size() / esz;
+        const TensorRef &in = reqs[t]->input;
+        size_t row_elems = in.shape[0] > 0 ? in.elements() / static_cast<size_t>(in.shape[0]) : 0;
+        size_t count = static_cast<size_t>(scatter_rows(in.shape[0], n, me)) * row_elems;
         scale(lib_, dev, outs[t], outs[t], count, dtype, post);
     }
 }

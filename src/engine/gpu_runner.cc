@@ -69,21 +69,21 @@ void GpuRunner::wait_ready_events(const std::vector<RequestPtr> &reqs, gpu::Devi
     for (const RequestPtr &r : reqs) {
         if (r->input.ready_event != nullptr)
             lib_->call("cudaStreamWaitEvent (ready event)", lib_->api->stream_wait_event,
-                       dev.stream, r->input.ready_event);
+                       dev.device, dev.stream, r->input.ready_event);
         if (r->output.ready_event != nullptr && r->output.ready_event != r->input.ready_event)
             lib_->call("cudaStreamWaitEvent (ready event)", lib_->api->stream_wait_event,
-                       dev.stream, r->output.ready_event);
+                       dev.device, dev.stream, r->output.ready_event);
     }
 }
 
 hvd_status_t GpuRunner::finish_on_device(const collectives::Comm &comm, const Response &resp,
                                          const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                                          void *nccl_comm, bool must_wait, std::string *message) {
-    lib_->call("cudaEventRecord", lib_->api->event_record, dev.done, dev.stream);
+    lib_->call("cudaEventRecord", lib_->api->event_record, dev.device, dev.done, dev.stream);
     for (const RequestPtr &r : reqs)
         if (r->has_stream)
             lib_->call("cudaStreamWaitEvent (caller's stream)", lib_->api->stream_wait_event,
-                       r->stream, dev.done);
+                       dev.device, r->stream, dev.done);
     if (!must_wait) return HVD_OK;
     return gpu::wait_event(*lib_, dev.done, nccl_comm, comm.deadline, comm.abort_status, rank_,
                            strprintf("%s '%s' on CUDA device %d", op_type_name(resp.type),

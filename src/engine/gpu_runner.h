@@ -25,7 +25,7 @@ class GpuRunner {
   public:
     // lib: the process's GPU module (loaded: a CUDA tensor passed the enqueue checks).
     GpuRunner(const gpu::GpuLibrary *lib, int32_t rank)
-        : lib_(lib), rank_(rank), devices_(lib), comms_(lib, rank) {}
+        : lib_(lib), rank_(rank), comms_(lib, rank), devices_(lib) {}
 
     // Runs one response (n == 1) or a fused run of n responses; reqs: their requests, each
     // with CUDA tensors on one device. fusion: the host fusion buffer the host-staged path
@@ -35,7 +35,10 @@ class GpuRunner {
                      const ActivityTrace &trace, std::string *message);
 
     // The process set was destroyed: its NCCL communicators go.
-    void forget_set(uint16_t set_id) { comms_.forget_set(set_id); }
+    void forget_set(uint16_t set_id) {
+        devices_.drain();  // its last ops finish before its communicators go
+        comms_.forget_set(set_id);
+    }
 
   private:
     hvd_status_t run_host_staged(collectives::Comm &comm, const Response *resps, size_t n,
@@ -54,6 +57,9 @@ class GpuRunner {
                         gpu::DeviceState &dev);
     void queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t n, int32_t me, void *nc,
                              gpu::DeviceState &dev);
+    // Waits until the communicator's last NCCL call (or group) has queued its work, before
+    // anything that depends on it is queued (NcclComms::await_idle, with the run's Comm).
+    void settle(void *nccl_comm);
     // Makes dev.stream wait for every ready event of the run's tensors.
     void wait_ready_events(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev);
     // After the run's work is queued: records dev.done, hands it to the callers' streams, and
@@ -64,8 +70,10 @@ class GpuRunner {
 
     const gpu::GpuLibrary *lib_;
     int32_t rank_;
-    gpu::DeviceStates devices_;
+    // Destroyed in reverse order: the streams are drained before the communicators go.
     gpu::NcclComms comms_;
+    gpu::DeviceStates devices_;
+    const collectives::Comm *settling_ = nullptr;  // the run queue_nccl works on
 };
 
 }  // namespace hvd::engine

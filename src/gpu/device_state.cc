@@ -36,14 +36,22 @@ DeviceState &DeviceStates::get(int32_t device) {
     return *(devices_[device] = std::move(d));
 }
 
-DeviceStates::~DeviceStates() {
+void DeviceStates::drain() {
     for (auto &[device, d] : devices_) {
         hvd_gpu_err_t err;
         err.text[0] = '\0';
         std::string message;
-        if (lib_->api->event_record(d->done, d->stream, &err) == 0)
+        if (lib_->api->event_record(device, d->done, d->stream, &err) == 0)
             wait_event(*lib_, d->done, nullptr, Deadline::after_ms(kTeardownWaitMs), nullptr, -1,
                        "the context's GPU work", &message);
+    }
+}
+
+DeviceStates::~DeviceStates() {
+    drain();
+    for (auto &[device, d] : devices_) {
+        hvd_gpu_err_t err;
+        err.text[0] = '\0';
         d->fusion.release();
         d->scratch.release();
         d->staging.release();

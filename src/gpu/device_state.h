@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/deadline.h"
 #include "gpu/device_buffer.h"
@@ -36,6 +37,8 @@ class DeviceStates {
 
     // The device's state, made on first use. Throws hvd::Error(HVD_ERR_DEVICE).
     DeviceState &get(int32_t device);
+    // Waits (bounded) until the work queued on every device's stream is done.
+    void drain();
     const GpuLibrary *library() const { return lib_; }
 
   private:

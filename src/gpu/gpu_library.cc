@@ -59,7 +59,9 @@ bool open_gpu_module(const std::string &path, const std::string &nccl_library, G
     void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
         const char *e = dlerror();
-        *problem = path + ": " + (e != nullptr ? e : "cannot be opened");
+        std::string why = e != nullptr ? e : "cannot be opened";
+        // dlerror names the file itself when it could not be found or read.
+        *problem = why.rfind(path, 0) == 0 ? why : path + ": " + why;
         return false;
     }
     auto get = reinterpret_cast<hvd_gpu_module_get_fn>(dlsym(h, HVD_GPU_MODULE_ENTRY));

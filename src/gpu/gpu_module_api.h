@@ -13,7 +13,9 @@
  * a NUL-terminated message in *err (HVD_GPU_ERR_LEN bytes). Pointers to device memory,
  * streams, events and communicators travel as void*. Dtypes are hvd_dtype_t codes, reduce
  * ops hvd_reduce_op_t codes (never Average: libhvd sums and scales). Thread-safe as the
- * CUDA runtime and NCCL are: libhvd calls a context's functions from its engine thread. */
+ * CUDA runtime and NCCL are: libhvd calls a context's functions from its engine thread, or
+ * from a caller's thread driving the engine; a function that works on a device restores the
+ * calling thread's current device before it returns. */
 #ifndef HVD_GPU_MODULE_API_H
 #define HVD_GPU_MODULE_API_H
 
@@ -77,10 +79,11 @@ typedef struct hvd_gpu_module {
     int (*stream_destroy)(int32_t device, void *stream, hvd_gpu_err_t *err);
     int (*event_create)(int32_t device, void **event, hvd_gpu_err_t *err);
     int (*event_destroy)(int32_t device, void *event, hvd_gpu_err_t *err);
-    int (*event_record)(void *event, void *stream, hvd_gpu_err_t *err);
+    int (*event_record)(int32_t device, void *event, void *stream, hvd_gpu_err_t *err);
     /* *done: 1 once every work the event captured has completed. Never blocks. */
     int (*event_query)(void *event, int32_t *done, hvd_gpu_err_t *err);
-    int (*stream_wait_event)(void *stream, void *event, hvd_gpu_err_t *err);
+    /* stream NULL: the device's default stream. */
+    int (*stream_wait_event)(int32_t device, void *stream, void *event, hvd_gpu_err_t *err);
 
     /* Work queued on a stream of `device` (asynchronous to the host). */
     int (*copy_async)(int32_t device, void *dst, const void *src, size_t bytes, void *stream,

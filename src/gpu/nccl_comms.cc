@@ -13,7 +13,8 @@ namespace hvd::gpu {
 
 namespace {
 
-// Waits until NCCL finished initialising `nccl_comm`; throws on error, abort or the deadline.
+// Waits until NCCL finished the communicator's last call (its initialisation included); throws
+// on error, abort or the deadline.
 void await_ready(const GpuLibrary &lib, void *nccl_comm, const collectives::Comm &comm,
                  int32_t rank) {
     hvd_gpu_err_t err;
@@ -21,8 +22,8 @@ void await_ready(const GpuLibrary &lib, void *nccl_comm, const collectives::Comm
     for (;;) {
         int32_t in_progress = 0;
         if (lib.api->nccl_comm_status(nccl_comm, &in_progress, &err) != 0)
-            throw Error(HVD_ERR_DEVICE, strprintf("rank %d: making the NCCL communicator of "
-                                                  "process set %u: %s",
+            throw Error(HVD_ERR_DEVICE, strprintf("rank %d: the NCCL communicator of process "
+                                                  "set %u: %s",
                                                   rank, comm.set_id, err.text));
         if (!in_progress) return;
         if (comm.abort_status != nullptr) {
@@ -30,15 +31,15 @@ void await_ready(const GpuLibrary &lib, void *nccl_comm, const collectives::Comm
             if (s != 0)
                 throw Error(static_cast<hvd_status_t>(s),
                             strprintf("rank %d: the context aborted while the NCCL "
-                                      "communicator of process set %u was made",
+                                      "communicator of process set %u was busy",
                                       rank, comm.set_id));
         }
         if (comm.deadline.expired())
             throw Error(HVD_ERR_TIMED_OUT,
-                        strprintf("rank %d: making the NCCL communicator of process set %u "
-                                  "timed out (a member did not take part)",
+                        strprintf("rank %d: the NCCL communicator of process set %u timed out "
+                                  "(a member did not take part)",
                                   rank, comm.set_id));
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 }
 
@@ -89,6 +90,10 @@ void *NcclComms::get(collectives::Comm &comm, int32_t device, uint64_t devices_k
     }
     comms_[key] = nc;
     return nc;
+}
+
+void NcclComms::await_idle(void *nccl_comm, const collectives::Comm &comm) const {
+    await_ready(*lib_, nccl_comm, comm, rank_);
 }
 
 void NcclComms::abort(void *nccl_comm) {

@@ -26,6 +26,12 @@ class NcclComms {
     // together: within comm.deadline, failing with the abort status when the context aborts.
     // Throws hvd::Error (HVD_ERR_DEVICE with NCCL's message, HVD_ERR_TIMED_OUT, ...).
     void *get(collectives::Comm &comm, int32_t device, uint64_t devices_key);
+    // Waits until the communicator finished its last call: on a non-blocking communicator a
+    // call (or a group's end) may return before its work is queued on the stream, and nothing
+    // may be queued after it, nor another NCCL call made, until then. Bounded by comm's
+    // deadline and abort flag; throws hvd::Error (HVD_ERR_DEVICE with NCCL's message,
+    // HVD_ERR_TIMED_OUT, the abort status).
+    void await_idle(void *nccl_comm, const collectives::Comm &comm) const;
     // Aborts the communicator (after one of its ops failed: NCCL's state is then unknown) and
     // forgets it. Never throws.
     void abort(void *nccl_comm);

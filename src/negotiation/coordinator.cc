@@ -34,7 +34,8 @@ void Coordinator::choose_device_path(Response &resp, const std::vector<OpMeta> &
             key *= 1099511628211ull;
         }
     }
-    resp.devices_key = resp.nccl ? key : 0;
+    // Also on the host path: responses of different devices or members never fuse.
+    resp.devices_key = resp.device_type == HVD_DEVICE_CUDA ? key : 0;
     std::sort(devices.begin(), devices.end());
     if (std::adjacent_find(devices.begin(), devices.end()) != devices.end()) resp.nccl = false;
 }

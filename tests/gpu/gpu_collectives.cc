@@ -33,8 +33,11 @@ struct DeviceTensor {
         cuda_ok(cudaMalloc(&ptr, n > 0 ? n : 1), "cudaMalloc");
     }
     ~DeviceTensor() { cudaFree(ptr); }
+    // A copy from pageable memory may return before it lands, and the library's stream does
+    // not wait for the default stream: without a ready event the caller synchronises first.
     void upload(const std::vector<char> &host) {
         cuda_ok(cudaMemcpy(ptr, host.data(), bytes, cudaMemcpyHostToDevice), "upload");
+        cuda_ok(cudaDeviceSynchronize(), "upload");
     }
     std::vector<char> download() const {
         std::vector<char> host(bytes);

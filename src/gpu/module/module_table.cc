@@ -39,6 +39,24 @@ int cuda_check(cudaError_t e, const char *what, hvd_gpu_err_t *err) {
     return fail(err, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
+// Makes `device` current for the scope and restores the caller's current device after: the
+// engine runs on callers' threads too, whose frameworks rely on their current device.
+class DeviceScope {
+  public:
+    explicit DeviceScope(int32_t device) {
+        if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+        result_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
+    }
+    ~DeviceScope() {
+        if (previous_ >= 0 && result_ == cudaSuccess) cudaSetDevice(previous_);
+    }
+    cudaError_t result() const { return result_; }
+
+  private:
+    int previous_ = -1;
+    cudaError_t result_ = cudaSuccess;
+};
+
 #define CUDA_TRY(call, what)                                       \
     do {                                                           \
         if (int rc_ = cuda_check((call), (what), err)) return rc_; \
@@ -176,13 +194,15 @@ int m_pointer_device(const void *ptr, int32_t *is_device, int32_t *device, hvd_g
 }
 
 int m_device_alloc(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err) {
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(cudaMalloc(ptr, bytes > 0 ? bytes : 1), "cudaMalloc");
     return 0;
 }
 
 int m_device_free(int32_t device, void *ptr, hvd_gpu_err_t *err) {
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(cudaFree(ptr), "cudaFree");
     return 0;
 }
@@ -198,7 +218,8 @@ int m_host_free(void *ptr, hvd_gpu_err_t *err) {
 }
 
 int m_stream_create(int32_t device, void **stream, hvd_gpu_err_t *err) {
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     cudaStream_t s = nullptr;
     CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     *stream = s;
@@ -206,13 +227,15 @@ int m_stream_create(int32_t device, void **stream, hvd_gpu_err_t *err) {
 }
 
 int m_stream_destroy(int32_t device, void *stream, hvd_gpu_err_t *err) {
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(cudaStreamDestroy(static_cast<cudaStream_t>(stream)), "cudaStreamDestroy");
     return 0;
 }
 
 int m_event_create(int32_t device, void **event, hvd_gpu_err_t *err) {
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     cudaEvent_t e = nullptr;
     CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     *event = e;
@@ -220,12 +243,15 @@ int m_event_create(int32_t device, void **event, hvd_gpu_err_t *err) {
 }
 
 int m_event_destroy(int32_t device, void *event, hvd_gpu_err_t *err) {
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(cudaEventDestroy(static_cast<cudaEvent_t>(event)), "cudaEventDestroy");
     return 0;
 }
 
-int m_event_record(void *event, void *stream, hvd_gpu_err_t *err) {
+int m_event_record(int32_t device, void *event, void *stream, hvd_gpu_err_t *err) {
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
              "cudaEventRecord");
     return 0;
@@ -242,7 +268,9 @@ int m_event_query(void *event, int32_t *done, hvd_gpu_err_t *err) {
     return 0;
 }
 
-int m_stream_wait_event(void *stream, void *event, hvd_gpu_err_t *err) {
+int m_stream_wait_event(int32_t device, void *stream, void *event, hvd_gpu_err_t *err) {
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(
         cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0),
         "cudaStreamWaitEvent");
@@ -252,7 +280,8 @@ int m_stream_wait_event(void *stream, void *event, hvd_gpu_err_t *err) {
 int m_copy_async(int32_t device, void *dst, const void *src, size_t bytes, void *stream,
                  hvd_gpu_err_t *err) {
     if (bytes == 0) return 0;
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
              "cudaMemcpyAsync");
     return 0;
@@ -260,7 +289,8 @@ int m_copy_async(int32_t device, void *dst, const void *src, size_t bytes, void 
 
 int m_copy_batch_async(int32_t device, const hvd_gpu_copy_t *copies, size_t n, int32_t dtype,
                        double factor, void *stream, hvd_gpu_err_t *err) {
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(launch_copy_batch(copies, n, dtype, factor, static_cast<cudaStream_t>(stream)),
              "batched copy kernel");
     return 0;
@@ -268,7 +298,8 @@ int m_copy_batch_async(int32_t device, const hvd_gpu_copy_t *copies, size_t n, i
 
 int m_scale_async(int32_t device, void *dst, const void *src, size_t count, int32_t dtype,
                   double factor, void *stream, hvd_gpu_err_t *err) {
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(launch_scale(dst, src, count, dtype, factor, static_cast<cudaStream_t>(stream)),
              "scale kernel");
     return 0;
@@ -276,7 +307,8 @@ int m_scale_async(int32_t device, void *dst, const void *src, size_t count, int3
 
 int m_zero_async(int32_t device, void *dst, size_t bytes, void *stream, hvd_gpu_err_t *err) {
     if (bytes == 0) return 0;
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
     return 0;
 }
@@ -292,7 +324,8 @@ int m_nccl_unique_id(uint8_t id[HVD_GPU_NCCL_ID_BYTES], hvd_gpu_err_t *err) {
 int m_nccl_comm_init(int32_t device, int32_t nranks, int32_t rank,
                      const uint8_t id[HVD_GPU_NCCL_ID_BYTES], void **comm, hvd_gpu_err_t *err) {
     if (int rc = need_nccl(err)) return rc;
-    CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     ncclUniqueId u;
     std::memcpy(u.internal, id, HVD_GPU_NCCL_ID_BYTES);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;

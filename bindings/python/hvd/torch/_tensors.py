@@ -131,6 +131,8 @@ class _CudaArray:
 def _typestr(dtype):
     if dtype == torch.bfloat16:  # no array-interface code: moved as int16, viewed back
         return "<i2"
+    if dtype == getattr(torch, "uint16", None):
+        return "<u2"
     return {torch.bool: "|b1", torch.uint8: "|u1", torch.int8: "|i1", torch.int16: "<i2",
             torch.int32: "<i4", torch.int64: "<i8", torch.float16: "<f2",
             torch.float32: "<f4", torch.float64: "<f8"}[dtype]

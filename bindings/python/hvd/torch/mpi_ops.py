@@ -68,9 +68,14 @@ def _check_adasum(process_set):
         raise NotImplementedError("Running Adasum with non-power of 2 ranks is not supported yet.")
 
 
+_INTO_CALLER_TENSORS = ("allreduce", "grouped_allreduce", "broadcast", "allgather_into")
+
+
 def _enqueue(kind, ins, outs, keep, finish, **kwargs):
     ins, outs, keep, stream = _tensors.on_current_stream(ins, outs, keep)
-    if stream is not None:
+    # Results in the caller's tensors are valid on the current stream; outputs the library
+    # owns are copied into new tensors once the op is done on the device (no stream).
+    if stream is not None and kind in _INTO_CALLER_TENSORS:
         kwargs["stream"] = stream
     try:
         return _runtime.enqueue(kind, ins, outs, keep=keep, finish=finish, **kwargs)
