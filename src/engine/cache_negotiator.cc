@@ -117,6 +117,7 @@ bool CacheNegotiator::receive_votes() {
 bool CacheNegotiator::advance_cache(util::Fifo<Response> &agreed) {
     bool any = false;
     mark_stale_cached();
+    evict_when_off();
     for (;;) {
         negotiation::ResponseBatch *batch = next_batch();
         if (batch != nullptr && batch->stamp <= rounds_done_) {
@@ -318,6 +319,23 @@ void CacheNegotiator::flush_cached(SetCache &sc, uint32_t bit) {
         if (w == nullptr || w->group_bits != group) continue;
         flushed_.push_back(w->req->meta);
         sc.waiting.erase(b);
+    }
+}
+
+// The cache switched off at run time (rank 0's capacity 0, hvd_config_set or autotune): rank 0
+// votes every entry it holds invalid, so that every member drops them at the same round and
+// their ops go through the coordinator from then on. One vote at a time: entries a round in
+// flight may yet drop wait for it.
+void CacheNegotiator::evict_when_off() {
+    if (coordinator() == nullptr || parts_.config->cache_capacity.load() != 0) return;
+    if (rounds_voted_ != rounds_done_) return;
+    for (auto &[id, sc] : sets_) {
+        if (sc->cache.size() == 0) continue;
+        for (uint32_t bit : sc->cache.bits()) {
+            if (sc->invalid.test(bit)) continue;
+            sc->invalid.set(bit);
+            cache_news_ = true;
+        }
     }
 }
 

@@ -88,6 +88,8 @@ class CacheNegotiator : public CoordinatorNegotiator {
     // A bit now means another op (or none).
     void cache_bit_changed(SetCache &sc, uint32_t bit);
     void mark_stale_cached();
+    // Rank 0 with a cache capacity of 0: every cached entry voted invalid.
+    void evict_when_off();
     // After `first` in reqs: the group's members, waiting on their bits or handed to the
     // coordinator together. Returns how many members it took.
     size_t report_group(const std::vector<RequestPtr> &reqs, size_t first,

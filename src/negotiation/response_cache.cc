@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "negotiation/response_cache.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "common/error.h"
@@ -93,6 +94,15 @@ void ResponseCache::erase(uint32_t bit) {
     by_name_.erase(e.response.name);
     e.stamp = 0;
     e.has_mine = false;
+}
+
+std::vector<uint32_t> ResponseCache::bits() const {
+    std::vector<uint32_t> held;
+    held.reserve(by_name_.size());
+    for (const auto &entry : by_name_)
+        held.push_back(entry.second);
+    std::sort(held.begin(), held.end());
+    return held;
 }
 
 }  // namespace hvd::negotiation

@@ -62,6 +62,8 @@ class ResponseCache {
         return bit < slots_.size() && slots_[bit].stamp != 0 ? &slots_[bit].response : nullptr;
     }
     size_t size() const { return by_name_.size(); }
+    // The bits that hold an op, ascending.
+    std::vector<uint32_t> bits() const;
 
     // Bits put or erased since the last clear_touched().
     bool touched(uint32_t bit) const { return touched_.count(bit) != 0; }

@@ -2,7 +2,8 @@
 // CacheNegotiator over the loopback transport, on 1..4 ranks as threads: a step's first run
 // goes through the coordinator, its repetitions through the response cache's vote rounds;
 // an op whose parameters changed goes back to the coordinator while the others stay hits; a
-// cache smaller than the step evicts and still agrees; a grouped op runs from the cache all
+// cache smaller than the step evicts and still agrees; a cache switched off at run time drops
+// its entries and on again fills anew; a grouped op runs from the cache all
 // together; a late rank still agrees. Every rank must see the same responses in the same
 // order, each with its own request. Assertions run on the main thread.
 #include <algorithm>
@@ -157,6 +158,28 @@ void test_small_cache_evicts_and_agrees(void **) {
     }
 }
 
+// Rank 0's capacity set to 0 between steps (the cache switched off at run time, as autotune
+// does): the entries cached so far are dropped on every rank, so every op goes through the
+// coordinator; switched on again, the ops are cached anew and hit.
+void test_cache_switched_off_and_on_at_run_time(void **) {
+    for (int32_t n = 1; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCache);
+        run_step(w, 0);
+        run_step(w, 1);
+        assert_counts(w, kOps, kOps);
+        w[0].config.cache_capacity = 0;
+        run_step(w, 2);
+        assert_counts(w, 2 * kOps, kOps);
+        run_step(w, 3);
+        assert_counts(w, 3 * kOps, kOps);
+        w[0].config.cache_capacity = 1024;
+        run_step(w, 4);
+        assert_counts(w, 4 * kOps, kOps);
+        run_step(w, 5);
+        assert_counts(w, 4 * kOps, 2 * kOps);
+    }
+}
+
 // The members of group `g` sit together in member order in rank r's responses from `from`.
 void assert_group_together(const Rank &r, size_t from, const std::string &g, int32_t size) {
     std::vector<std::string> names = r.names(from);
@@ -271,6 +294,7 @@ int main() {
         cmocka_unit_test(test_changed_op_goes_to_the_coordinator),
         cmocka_unit_test(test_one_rank_changing_an_op_gets_everyone_the_error),
         cmocka_unit_test(test_small_cache_evicts_and_agrees),
+        cmocka_unit_test(test_cache_switched_off_and_on_at_run_time),
         cmocka_unit_test(test_grouped_op_runs_from_the_cache_together),
         cmocka_unit_test(test_late_rank_still_agrees),
         cmocka_unit_test(test_op_held_back_goes_stale_and_to_the_coordinator),
