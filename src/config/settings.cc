@@ -75,17 +75,26 @@ const SettingInfo kTable[] = {
      "round trip through rank 0; 0: off. Rank 0's value decides."},
     {Setting::kAutotune, "AUTOTUNE", true, kBool, kTuning, 0, nullptr, 0, 1, kClamp, "", nullptr,
      KEY(HVD_CONFIG_AUTOTUNE),
-     "1: rank 0 tunes fusion threshold and cycle time online (every point of a fixed grid, "
-     "then the best) and every rank follows."},
+     "1: rank 0 tunes fusion threshold, cycle time and the response cache's on/off switch "
+     "online by Bayesian optimisation (see Autotune) and every rank follows."},
     {Setting::kAutotuneLog, "AUTOTUNE_LOG", true, kString, kTuning, 0, nullptr, 0, 0, kClamp, "",
      nullptr, NO_KEY,
      "A CSV file of rank 0's autotune samples; each rank writes what it adopted to "
      "`<file>.<rank>`."},
     {Setting::kAutotuneWarmupSamples, "AUTOTUNE_WARMUP_SAMPLES", true, kInt, kTuning, 1, nullptr, 0,
      kInt32Max, kClamp, "", nullptr, NO_KEY,
-     "Autotune samples discarded at each point before those that count."},
+     "Autotune samples discarded at each point before the two that count."},
     {Setting::kAutotuneStepsPerSample, "AUTOTUNE_STEPS_PER_SAMPLE", true, kInt, kTuning, 10,
-     nullptr, 1, kInt32Max, kClamp, "", nullptr, NO_KEY, "Ops in one autotune sample."},
+     nullptr, 1, kInt32Max, kClamp, "", nullptr, NO_KEY,
+     "Ops in one autotune sample (a sample also lasts at least 5 ms)."},
+    {Setting::kAutotuneBayesOptMaxSamples, "AUTOTUNE_BAYES_OPT_MAX_SAMPLES", true, kInt, kTuning,
+     20, nullptr, 1, 1000, kClamp, "", nullptr, NO_KEY,
+     "Points autotune scores before it keeps the best one (the first three are fixed, the rest "
+     "chosen by expected improvement)."},
+    {Setting::kAutotuneGaussianProcessNoise, "AUTOTUNE_GAUSSIAN_PROCESS_NOISE", true, kDouble,
+     kTuning, 0.2, nullptr, 0, 10, kClamp, "", nullptr, NO_KEY,
+     "The noise autotune's Gaussian process assumes in a point's score, in standard deviations "
+     "of the scores so far: larger trusts single samples less."},
     {Setting::kTimeline, "TIMELINE", true, kString, kTuning, 0, nullptr, 0, 0, kClamp, "", nullptr,
      NO_KEY,
      "A Chrome-trace file written by rank 0 (`hvd_timeline_start/stop` do it at run time on "

@@ -48,6 +48,8 @@ enum class Setting : int32_t {
     kAutotuneLog,
     kAutotuneWarmupSamples,
     kAutotuneStepsPerSample,
+    kAutotuneBayesOptMaxSamples,
+    kAutotuneGaussianProcessNoise,
     kTimeline,
     kTimelineMarkCycles,
     kStallCheckTimeSeconds,

@@ -19,24 +19,41 @@ void Tuner::step(ControlChannel &control) {
     }
     if (!autotuner_) {
         const char *log = config::get_string(config::Setting::kAutotuneLog);
-        autotuner_ = std::make_unique<Autotuner>(
-            log != nullptr ? log : "",
-            static_cast<int32_t>(config::get_int(config::Setting::kAutotuneWarmupSamples)),
-            static_cast<int32_t>(config::get_int(config::Setting::kAutotuneStepsPerSample)));
-        HVD_LOG(kInfo, rank_, "autotune: searching %zu points of fusion threshold x cycle time",
-                autotuner_->grid_size());
+        Autotuner::Options o;
+        o.log_path = log != nullptr ? log : "";
+        o.warmup_samples =
+            static_cast<int32_t>(config::get_int(config::Setting::kAutotuneWarmupSamples));
+        o.steps_per_sample =
+            static_cast<int32_t>(config::get_int(config::Setting::kAutotuneStepsPerSample));
+        o.max_points =
+            static_cast<int32_t>(config::get_int(config::Setting::kAutotuneBayesOptMaxSamples));
+        o.noise = config::get_double(config::Setting::kAutotuneGaussianProcessNoise);
+        o.start = TunedParams{config_->fusion_threshold_bytes.load(), config_->cycle_time_us.load(),
+                              config_->cache_capacity.load()};
+        // A search that switched the cache off leaves the capacity at 0: the next one may
+        // still switch it on again.
+        if (o.start.cache_capacity > 0) cache_capacity_on_ = o.start.cache_capacity;
+        o.cache_capacity_on = cache_capacity_on_;
+        autotuner_ = std::make_unique<Autotuner>(o);
+        HVD_LOG(kInfo, rank_,
+                "autotune: Bayesian search of fusion threshold, cycle time%s over %d points",
+                o.cache_capacity_on > 0 ? " and response cache" : "", autotuner_->max_points());
     } else if (!autotuner_->tick(std::chrono::steady_clock::now())) {
         return;
     }
     const TunedParams &p = autotuner_->current();
     if (autotuner_->done())
-        HVD_LOG(kInfo, rank_, "autotune: chose fusion threshold %lld bytes, cycle time %.3f ms",
-                static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0);
+        HVD_LOG(kInfo, rank_,
+                "autotune: chose fusion threshold %lld bytes, cycle time %.3f ms, cache capacity "
+                "%lld",
+                static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0,
+                static_cast<long long>(p.cache_capacity));
     apply(p, ++epoch_);
     util::WireWriter w;
     w.u64(epoch_);
     w.i64(p.fusion_threshold_bytes);
     w.i64(p.cycle_time_us);
+    w.i64(p.cache_capacity);
     for (int32_t peer = 0; peer < size_; ++peer)
         if (peer != rank_) control.send(peer, negotiation::kTuneMessage, w.bytes());
 }
@@ -47,7 +64,8 @@ void Tuner::receive(const std::string &payload) {
     TunedParams p;
     p.fusion_threshold_bytes = r.i64();
     p.cycle_time_us = r.i64();
-    if (p.fusion_threshold_bytes < 0 || p.cycle_time_us < 0 || !r.at_end())
+    p.cache_capacity = r.i64();
+    if (p.fusion_threshold_bytes < 0 || p.cycle_time_us < 0 || p.cache_capacity < 0 || !r.at_end())
         throw Error(HVD_ERR_TRANSPORT, strprintf("rank %d: malformed autotune message", rank_));
     apply(p, epoch);
 }
@@ -55,13 +73,15 @@ void Tuner::receive(const std::string &payload) {
 void Tuner::apply(const TunedParams &p, uint64_t epoch) {
     config_->fusion_threshold_bytes = p.fusion_threshold_bytes;
     config_->cycle_time_us = p.cycle_time_us;
+    config_->cache_capacity = p.cache_capacity;
     const char *log = config::get_string(config::Setting::kAutotuneLog);
     if (log == nullptr) return;
     std::string path = strprintf("%s.%d", log, rank_);
     std::FILE *f = std::fopen(path.c_str(), epoch == 1 ? "w" : "a");
     if (f == nullptr) return;
-    std::fprintf(f, "%llu,%lld,%.3f\n", static_cast<unsigned long long>(epoch),
-                 static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0);
+    std::fprintf(f, "%llu,%lld,%.3f,%lld\n", static_cast<unsigned long long>(epoch),
+                 static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0,
+                 static_cast<long long>(p.cache_capacity));
     std::fclose(f);
 }
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Autotune as the engine runs it (HVD_AUTOTUNE=1): the coordinator's Autotuner searches the
-// fusion threshold and cycle time from the bytes the collectives carry, and every rank
-// applies each point the coordinator chose, in the same order, when its message arrives.
-// With HVD_AUTOTUNE_LOG every rank records what it applied in <log>.<rank> as
-// "epoch,fusion_threshold_bytes,cycle_time_ms" (rank 0 logs its samples to <log> itself): the
-// files show that every rank followed the same sequence. Engine thread only.
+// fusion threshold, cycle time and response cache switch from the bytes the collectives
+// carry, starting from the configuration in force, and every rank applies each point the
+// coordinator chose, in the same order, when its message arrives (the cache capacity matters
+// on rank 0 only, which assigns the cache's entries). With HVD_AUTOTUNE_LOG every rank records
+// what it applied in <log>.<rank> as "epoch,fusion_threshold_bytes,cycle_time_ms,
+// cache_capacity" (rank 0 logs its samples to <log> itself): the files show that every rank
+// followed the same sequence. Engine thread only.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,7 @@ class Tuner {
     config::RuntimeConfig *config_;
     std::unique_ptr<Autotuner> autotuner_;  // coordinator, while HVD_AUTOTUNE is 1
     uint64_t epoch_ = 0;
+    int64_t cache_capacity_on_ = 0;  // the last nonzero capacity a search started from
 };
 
 }  // namespace hvd::engine

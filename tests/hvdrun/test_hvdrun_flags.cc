@@ -54,6 +54,9 @@ void test_tuning_flags_become_settings(void **) {
                  "3",
                  "--autotune-steps-per-sample",
                  "7",
+                 "--autotune-bayes-opt-max-samples",
+                 "12",
+                 "--autotune-gaussian-process-noise=0.5",
                  "--timeline-filename",
                  "tl.json",
                  "--timeline-mark-cycles",
@@ -74,6 +77,8 @@ void test_tuning_flags_become_settings(void **) {
                      {"HVD_AUTOTUNE_LOG", "/tmp/at.csv"},
                      {"HVD_AUTOTUNE_WARMUP_SAMPLES", "3"},
                      {"HVD_AUTOTUNE_STEPS_PER_SAMPLE", "7"},
+                     {"HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "12"},
+                     {"HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "0.5"},
                      {"HVD_TIMELINE", "tl.json"},
                      {"HVD_TIMELINE_MARK_CYCLES", "1"},
                      {"HVD_STALL_CHECK_DISABLE", "1"},
@@ -96,6 +101,7 @@ void test_tuning_flag_errors(void **) {
         {{"--log-level", "loud"}, "trace, debug, info, warning, error or fatal"},
         {{"--stall-check-warning-time-seconds", "90000"}, "whole seconds, 0 to 86400"},
         {{"--autotune=1"}, "option --autotune takes no value"},
+        {{"--autotune-gaussian-process-noise", "11"}, "a number, 0 to 10"},
         {{"--timeline-filename="}, "invalid --timeline-filename value ''"},
         {{"--cache-capacity"}, "invalid --cache-capacity value 'prog'"},
         {{"--hierarchical-allreduce"}, "unknown option '--hierarchical-allreduce'"},
@@ -221,6 +227,7 @@ void test_config_file(void **) {
                      {"HVD_AUTOTUNE_LOG", "/tmp/autotune log.csv"},
                      {"HVD_AUTOTUNE_WARMUP_SAMPLES", "5"},
                      {"HVD_AUTOTUNE_STEPS_PER_SAMPLE", "20"},
+                     {"HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "50"},
                      {"HVD_TIMELINE", "tl's.json"},
                      {"HVD_TIMELINE_MARK_CYCLES", "0"},
                      {"HVD_STALL_CHECK_DISABLE", "1"},
@@ -232,8 +239,6 @@ void test_config_file(void **) {
         "c.yaml:2: verbose has no effect here: use hvdrun --verbose",
         "c.yaml:7: params.hierarchical_allreduce has no effect: libhvd has no hierarchical "
         "collectives",
-        "c.yaml:13: autotune.bayes_opt_max_samples has no effect: libhvd's autotune searches a "
-        "fixed grid",
         "c.yaml:25: library_options.num_nccl_streams has no effect: options of MPI, NCCL, "
         "oneCCL and Gloo, which libhvd does not use"};
     assert_int_equal(warnings.size(), want_warnings.size());

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Autotune (HVD_AUTOTUNE=1, HVD_AUTOTUNE_LOG=<dir>/tune.csv): steps of small allreduces run
  * until rank 0's log shows the search ended. Checks that results stay exact while the
- * parameters change, that every rank ends with rank 0's choice (hvd_config_get), and that
- * every rank adopted the same sequence of parameters (<log>.<rank>) that rank 0 sampled
- * (<log>). Usage: mp_autotune LOG_PATH */
+ * parameters change (the response cache switched on and off among them), that every rank ends
+ * with rank 0's choice (hvd_config_get), that every rank adopted the same sequence of
+ * parameters (<log>.<rank>) that rank 0 sampled (<log>), and that rank 0 scored as many points
+ * as HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES says, both cache settings among them.
+ * Usage: mp_autotune LOG_PATH */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +57,13 @@ static int search_ended(const char *log) {
     return flag;
 }
 
-/* Whether every rank reports the same fusion threshold and cycle time (one allgather). */
+/* Whether every rank reports the same fusion threshold, cycle time and cache capacity (one
+ * allgather). */
 static int all_ranks_agree(double *mine) {
     hvd_config_get(mp_ctx, HVD_CONFIG_FUSION_THRESHOLD, &mine[0]);
     hvd_config_get(mp_ctx, HVD_CONFIG_CYCLE_TIME, &mine[1]);
-    int64_t shape[1] = {2};
+    hvd_config_get(mp_ctx, HVD_CONFIG_CACHE_CAPACITY, &mine[2]);
+    int64_t shape[1] = {3};
     hvd_tensor_t t = mp_tensor(mine, HVD_DTYPE_FLOAT64, 1, shape);
     hvd_request_h req;
     if (hvd_allgather_enqueue(mp_ctx, &t, NULL, &req) != HVD_OK || mp_wait(req) != HVD_OK)
@@ -69,40 +73,65 @@ static int all_ranks_agree(double *mine) {
     const double *all = (const double *)out.data;
     int same = 1;
     for (int r = 0; r < mp_size; ++r)
-        same = same && all[2 * r] == mine[0] && all[2 * r + 1] == mine[1];
+        same =
+            same && all[3 * r] == mine[0] && all[3 * r + 1] == mine[1] && all[3 * r + 2] == mine[2];
     hvd_request_release(req);
     return same;
 }
 
-/* Line parsers: rank 0's sample log ("sample,threshold,cycle,score,state") and a rank's
- * adoption log ("epoch,threshold,cycle"). Return 1 and the pair for a data line. */
-static int parse_sample(const char *line, long long *threshold, double *cycle) {
+/* Line parsers: rank 0's sample log ("sample,threshold,cycle,cache,score,state") and a rank's
+ * adoption log ("epoch,threshold,cycle,cache"). Return 1 and the parameters for a data line
+ * (the state too for a sample line). */
+typedef struct {
+    long long threshold, cache;
+    double cycle;
+    char state[32];
+} tune_line_t;
+
+static int parse_sample(const char *line, tune_line_t *t) {
     long long sample;
     double score;
-    char state[32];
-    return sscanf(line, "%lld,%lld,%lf,%lf,%31s", &sample, threshold, cycle, &score, state) == 5;
+    return sscanf(line, "%lld,%lld,%lf,%lld,%lf,%31s", &sample, &t->threshold, &t->cycle, &t->cache,
+                  &score, t->state) == 6;
 }
 
-static int parse_adoption(const char *line, long long *threshold, double *cycle) {
+static int parse_adoption(const char *line, tune_line_t *t) {
     unsigned long long epoch;
-    return sscanf(line, "%llu,%lld,%lf", &epoch, threshold, cycle) == 3;
+    t->state[0] = '\0';
+    return sscanf(line, "%llu,%lld,%lf,%lld", &epoch, &t->threshold, &t->cycle, &t->cache) == 4;
 }
 
-/* The "threshold,cycle" pairs of a log, in order, without repeats. */
-static int pair_sequence(const char *path, int (*parse)(const char *, long long *, double *),
-                         char seq[][64], int max) {
+/* The "threshold,cycle,cache" settings of a log, in order, without repeats; *scored gets the
+ * number of points scored (a point's last sample line) and *cache_states a bit per cache
+ * setting seen (1: off, 2: on). */
+static int pair_sequence(const char *path, int (*parse)(const char *, tune_line_t *),
+                         char seq[][64], int max, int *cache_states) {
     FILE *f = fopen(path, "r");
     if (f == NULL) mp_die("cannot read %s", path);
     char line[kLine];
     int n = 0;
-    long long threshold;
-    double cycle;
+    tune_line_t t;
+    *cache_states = 0;
     while (fgets(line, sizeof line, f) != NULL) {
-        if (!parse(line, &threshold, &cycle)) continue;
+        if (!parse(line, &t)) continue;
+        *cache_states |= t.cache > 0 ? 2 : 1;
         char pair[64];
-        snprintf(pair, sizeof pair, "%lld,%.3f", threshold, cycle);
+        snprintf(pair, sizeof pair, "%lld,%.3f,%lld", t.threshold, t.cycle, t.cache);
         if ((n == 0 || strcmp(seq[n - 1], pair) != 0) && n < max) strcpy(seq[n++], pair);
     }
+    fclose(f);
+    return n;
+}
+
+/* How many lines of rank 0's log are in `state`. */
+static int count_state(const char *log, const char *state) {
+    FILE *f = fopen(log, "r");
+    if (f == NULL) mp_die("cannot read %s", log);
+    char line[kLine];
+    int n = 0;
+    tune_line_t t;
+    while (fgets(line, sizeof line, f) != NULL)
+        n += parse_sample(line, &t) && strcmp(t.state, state) == 0;
     fclose(f);
     return n;
 }
@@ -120,7 +149,7 @@ int main(int argc, char **argv) {
         one_step(step);
     }
     if (step == 0) mp_die("the search had ended before the first step (a stale log?)");
-    double mine[2];
+    double mine[3];
     int agreed = 0;
     for (int round = 0; round < 200 && !agreed; ++round) {
         one_step(step);
@@ -133,12 +162,23 @@ int main(int argc, char **argv) {
     hvd_request_release(req);
     if (mp_rank == 0) {
         static char sampled[128][64], adopted[128][64];
-        int ns = pair_sequence(log, parse_sample, sampled, 128);
-        if (ns < 10) mp_die("rank 0 sampled only %d parameter settings", ns);
+        int cache_states = 0, adopted_states = 0;
+        int ns = pair_sequence(log, parse_sample, sampled, 128, &cache_states);
+        const char *max_points = getenv("HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES");
+        /* consecutive points may coincide; the search scores exactly this many */
+        if (max_points == NULL || ns < 3 || ns > atoi(max_points) + 1)
+            mp_die("rank 0 sampled %d parameter settings, HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=%s",
+                   ns, max_points ? max_points : "unset");
+        if (cache_states != 3) mp_die("rank 0 never sampled the cache both on and off");
+        /* every point scored counts two samples */
+        int scored = count_state(log, "sample");
+        if (scored != 2 * atoi(max_points) || count_state(log, "final") != 1)
+            mp_die("rank 0 logged %d scored samples and %d final lines for %s points", scored,
+                   count_state(log, "final"), max_points);
         for (int r = 0; r < mp_size; ++r) {
             char path[kLine];
             snprintf(path, sizeof path, "%s.%d", log, r);
-            int na = pair_sequence(path, parse_adoption, adopted, 128);
+            int na = pair_sequence(path, parse_adoption, adopted, 128, &adopted_states);
             /* the final choice is adopted after the last sampled point */
             if (na != ns && na != ns + 1)
                 mp_die("rank %d adopted %d settings, rank 0 sampled %d", r, na, ns);
@@ -148,8 +188,10 @@ int main(int argc, char **argv) {
                            sampled[i]);
         }
     }
-    printf("rank %d: autotune ok after %d steps: fusion threshold %.0f bytes, cycle time %.3f ms\n",
-           mp_rank, step, mine[0], mine[1]);
+    printf(
+        "rank %d: autotune ok after %d steps: fusion threshold %.0f bytes, cycle time %.3f ms, "
+        "cache capacity %.0f\n",
+        mp_rank, step, mine[0], mine[1], mine[2]);
     mp_finalize();
     return 0;
 }

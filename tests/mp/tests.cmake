@@ -192,8 +192,8 @@ file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/timeline)
 hvd_mp_test(mp_timeline NP 1 2 3 ARGS ${CMAKE_CURRENT_SOURCE_DIR}/mp/check_timeline.py
             ${CMAKE_CURRENT_BINARY_DIR}/timeline)
 
-# Autotune: rank 0 searches fusion threshold x cycle time while small allreduces run; every
-# rank follows the same sequence and ends with the same choice.
+# Autotune: rank 0 searches fusion threshold, cycle time and the cache switch while small
+# allreduces run; every rank follows the same sequence and ends with the same choice.
 hvd_mp_program(mp_autotune)
 file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/autotune)
 foreach(np 2 3)
@@ -203,7 +203,7 @@ foreach(np 2 3)
     COMMAND sh -c "rm -f \"$1\"*; exec \"$2\" -np ${np} \"$3\" \"$1\"" autotune
             ${log} $<TARGET_FILE:hvdrun> $<TARGET_FILE:mp_autotune>)
   set_tests_properties(mp.autotune.np${np} PROPERTIES LABELS mp TIMEOUT 120
-    ENVIRONMENT "HVD_AUTOTUNE=1;HVD_AUTOTUNE_LOG=${log};HVD_AUTOTUNE_STEPS_PER_SAMPLE=8;HVD_AUTOTUNE_WARMUP_SAMPLES=1")
+    ENVIRONMENT "HVD_AUTOTUNE=1;HVD_AUTOTUNE_LOG=${log};HVD_AUTOTUNE_STEPS_PER_SAMPLE=8;HVD_AUTOTUNE_WARMUP_SAMPLES=1;HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=12")
 endforeach()
 
 # Finalize right after large ops keeps the transport answering peers (no hang at teardown).

@@ -11,6 +11,7 @@ enum class TuningKind {
     kMegabytes,      // whole MiB >= 0, passed on in bytes
     kCount,          // whole number >= 0
     kMilliseconds,   // decimal number >= 0
+    kNoise,          // decimal number, 0 to 10
     kSeconds,        // whole seconds >= 0
     kPath,           // non-empty text
     kSwitch,         // a flag without value; in the config file a boolean
@@ -38,13 +39,19 @@ constexpr TuningFlag kTuningFlags[] = {
     {"--cache-capacity", "params", "cache_capacity", "HVD_CACHE_CAPACITY", TuningKind::kCount,
      "tuneable parameter arguments", "response cache entries (0: no cache)"},
     {"--autotune", "autotune", "enabled", "HVD_AUTOTUNE", TuningKind::kSwitch, "autotune arguments",
-     "tune fusion threshold and cycle time as the job runs"},
+     "tune fusion threshold, cycle time and cache as the job runs"},
     {"--autotune-log-file", "autotune", "log_file", "HVD_AUTOTUNE_LOG", TuningKind::kPath,
      "autotune arguments", "CSV file of the autotune samples"},
     {"--autotune-warmup-samples", "autotune", "warmup_samples", "HVD_AUTOTUNE_WARMUP_SAMPLES",
      TuningKind::kCount, "autotune arguments", "samples discarded at the start"},
     {"--autotune-steps-per-sample", "autotune", "steps_per_sample", "HVD_AUTOTUNE_STEPS_PER_SAMPLE",
      TuningKind::kCount, "autotune arguments", "ops in one sample"},
+    {"--autotune-bayes-opt-max-samples", "autotune", "bayes_opt_max_samples",
+     "HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", TuningKind::kCount, "autotune arguments",
+     "points scored before the best is kept"},
+    {"--autotune-gaussian-process-noise", "autotune", "gaussian_process_noise",
+     "HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", TuningKind::kNoise, "autotune arguments",
+     "noise the model assumes in a score, 0 to 10"},
     {"--timeline-filename", "timeline", "filename", "HVD_TIMELINE", TuningKind::kPath,
      "timeline arguments", "Chrome-trace file written by rank 0"},
     {"--timeline-mark-cycles", "timeline", "mark_cycles", "HVD_TIMELINE_MARK_CYCLES",
@@ -70,8 +77,6 @@ struct NoEffectKey {
 constexpr NoEffectKey kNoEffectKeys[] = {
     {"params", "hierarchical_allreduce", "libhvd has no hierarchical collectives"},
     {"params", "hierarchical_allgather", "libhvd has no hierarchical collectives"},
-    {"autotune", "bayes_opt_max_samples", "libhvd's autotune searches a fixed grid"},
-    {"autotune", "gaussian_process_noise", "libhvd's autotune searches a fixed grid"},
     {"logging", "with_timestamp", "libhvd's log lines always carry their time"},
     {"library_options", nullptr,
      "options of MPI, NCCL, oneCCL and Gloo, which libhvd does not use"},
@@ -121,6 +126,11 @@ bool convert(const TuningFlag &f, const std::string &text, std::string *value,
         case TuningKind::kMilliseconds:
             *expected = "milliseconds, 0 to 86400000";
             if (!parse_decimal(text, 86400000.0, &x)) return false;
+            *value = text;
+            return true;
+        case TuningKind::kNoise:
+            *expected = "a number, 0 to 10";
+            if (!parse_decimal(text, 10.0, &x)) return false;
             *value = text;
             return true;
         case TuningKind::kPath:
