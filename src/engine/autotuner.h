@@ -8,9 +8,9 @@
 // next two a fixed spread; after them a Gaussian process over the scores so far picks the point
 // of largest expected improvement (engine/bayesian_optimizer.h). The fusion threshold
 // (0 .. 128 MiB) and the cycle time (0 .. 5 ms) are searched on log scales that include 0; the
-// cache is on (the capacity configured when the search started) or off (0), and stays off
-// when it was configured off. After HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES points the point of best
-// predicted score is kept. Each sample goes to HVD_AUTOTUNE_LOG as a CSV line.
+// cache is on (Options::cache_capacity_on) or off (0), and stays off when that is 0. After
+// HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES points the point of best predicted score is kept. Each
+// sample goes to HVD_AUTOTUNE_LOG as a CSV line.
 #pragma once
 
 #include <chrono>
