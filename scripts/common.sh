@@ -103,3 +103,27 @@ hvd_python_venv() {
   [ -x "$py" ] || python3 -m venv "$HVD_VENV"
   "$py" -m pip install -q "torch==$HVD_VENV_TORCH" numpy pytest
 }
+
+# A virtual environment for hvd.jax (its XLA custom calls are built against this jaxlib's FFI
+# headers, and its tests and digits example run on it): PyPI's newest jax and jaxlib (CPU),
+# optax, NumPy, scikit-learn and pytest, in $HVD_JAX_VENV (default: jax-venv in the build
+# tree), created only when missing. Prints the interpreter, or nothing when it cannot be made
+# (the hvd.jax tests are then skipped, with a message here).
+HVD_JAX_VENV=${HVD_JAX_VENV:-$BUILD_DIR/jax-venv}
+hvd_jax_venv() {
+  local py="$HVD_JAX_VENV/bin/python"
+  local check="import jax, jaxlib, optax, numpy, sklearn, pytest"
+  if [ -x "$py" ] && "$py" -c "$check" 2>/dev/null; then
+    hvd_log "JAX venv $HVD_JAX_VENV is ready" >&2
+    echo "$py"
+    return 0
+  fi
+  hvd_log "preparing JAX venv $HVD_JAX_VENV (jax, jaxlib, optax, numpy, scikit-learn, pytest)" >&2
+  if { [ -x "$py" ] || python3 -m venv "$HVD_JAX_VENV" >&2; } &&
+    "$py" -m pip install -q jax jaxlib optax numpy scikit-learn pytest >&2 &&
+    "$py" -c "$check" 2>/dev/null; then
+    echo "$py"
+    return 0
+  fi
+  hvd_log "SKIPPING the hvd.jax tests: the JAX venv $HVD_JAX_VENV could not be made" >&2
+}

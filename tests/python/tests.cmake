@@ -96,6 +96,12 @@ else()
   message(WARNING "${hvd_core_interpreter} lacks numpy or pytest: the hvd Python tests are not added")
 endif()
 
+# hvd.jax (label jax) on the JAX interpreter its custom calls were built against
+# (HVD_PYTHON_JAX_INTERPRETER, bindings/python/jax_ffi), with each backend on 2 and 3 ranks.
+if(HVD_PYTHON_HAS_JAX)
+  include(${CMAKE_CURRENT_LIST_DIR}/jax/tests.cmake)
+endif()
+
 # The examples: the digits classifier on 1, 2 and 4 ranks reaches the 1-rank accuracy (Debian's
 # python3 has scikit-learn), the synthetic benchmark runs with hvd and with DDP.
 list(LENGTH HVD_PYTHON_TORCH_INTERPRETERS hvd_n_torch)

@@ -49,6 +49,15 @@ state = _State()
 # way: add, poll, synchronize, detach_all, release_detached, set_session.
 requests = getattr(backend, "requests", None) or _requests.RequestTable(backend)
 
+# Callables told of the process's context: the new handle after init, None before finalize
+# (hvd.jax hands it to its XLA custom calls, which run outside Python).
+context_listeners = []
+
+
+def _tell_listeners(ctx):
+    for listener in context_listeners:
+        listener(ctx)
+
 
 def _not_initialized():
     return _errors.HvdValueError("Horovod has not been initialized; use hvd.init().",
@@ -87,6 +96,7 @@ def init_context():
         state.cross_rank = backend.cross_rank(ctx)
         state.cross_size = backend.cross_size(ctx)
         requests.set_session(ctx, state.generation)
+        _tell_listeners(ctx)
     state.homogeneous = _all_hosts_alike()
     return True
 
@@ -116,6 +126,7 @@ def shutdown_context():
         ctx = state.ctx
         if ctx is None:
             return
+        _tell_listeners(None)
         state.ctx = None
         state.generation += 1
         requests.set_session(None, state.generation)

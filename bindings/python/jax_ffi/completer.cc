@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "completer.h"
+
+#include <utility>
+
+namespace hvd_jax {
+
+namespace {
+// A wait slice: the thread checks for shutdown this often while a request is outstanding.
+constexpr int64_t kWaitSliceMs = 200;
+constexpr auto kIdleSlice = std::chrono::milliseconds(200);
+}  // namespace
+
+std::string error_text(hvd_status_t status, const std::string &what, const std::string &detail) {
+    bool caller_error = status == HVD_ERR_INVALID_ARG || status == HVD_ERR_UNSUPPORTED ||
+                        status == HVD_ERR_NOT_READY || status == HVD_ERR_VERSION;
+    std::string text = caller_error ? "ValueError: " : "HorovodInternalError: ";
+    text += hvd_status_name(status);
+    text += ": hvd.jax " + what;
+    if (!detail.empty()) text += ": " + detail;
+    return text;
+}
+
+Completer::Completer() : thread_([this] { loop(); }) {}
+
+Completer::~Completer() {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+void Completer::add(hvd_request_h req, xla::ffi::Promise promise, std::string what,
+                    FinishFn finish) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        queue_.push_back(Pending{req, std::move(promise), std::move(what), std::move(finish)});
+    }
+    cv_.notify_one();
+}
+
+void Completer::settle(Pending &p, hvd_status_t status) {
+    std::string error;
+    if (status == HVD_OK) {
+        error = p.finish ? p.finish(p.req) : std::string();
+        if (!error.empty()) error = error_text(HVD_ERR_MISMATCH, p.what, error);
+    } else {
+        char buf[2048];
+        size_t n = hvd_request_message(p.req, buf, sizeof(buf));
+        error = error_text(status, p.what, std::string(buf, n < sizeof(buf) ? n : 0));
+    }
+    hvd_request_release(p.req);
+    if (error.empty()) {
+        p.promise.SetAvailable();
+    } else {
+        p.promise.SetError(xla::ffi::Error(xla::ffi::ErrorCode::kInternal, error));
+    }
+}
+
+void Completer::loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+        if (queue_.empty()) {
+            if (stop_) return;
+            cv_.wait_for(lock, kIdleSlice);
+            continue;
+        }
+        Pending p = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        // Every request completes by its op timeout at the latest; the slices only let a
+        // shutdown of the process through.
+        hvd_status_t status = hvd_request_wait(p.req, kWaitSliceMs);
+        if (status == HVD_INPROGRESS) {
+            lock.lock();
+            if (stop_) {
+                lock.unlock();
+                settle(p, HVD_ERR_ABORTED);
+                lock.lock();
+                continue;
+            }
+            queue_.push_back(std::move(p));  // others may have finished meanwhile
+            continue;
+        }
+        settle(p, status);
+        lock.lock();
+    }
+}
+
+Completer &completer() {
+    static Completer c;
+    return c;
+}
+
+}  // namespace hvd_jax

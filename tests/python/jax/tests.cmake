@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: Apache-2.0
+# hvd.jax's suite (tests/python/jax) and its digits example, on HVD_PYTHON_JAX_INTERPRETER.
+set(hvd_jax_py ${HVD_PYTHON_JAX_INTERPRETER})
+execute_process(COMMAND ${hvd_jax_py} -c "import jax, optax, pytest, ml_dtypes"
+                RESULT_VARIABLE hvd_jax_rc OUTPUT_QUIET ERROR_QUIET)
+if(NOT hvd_jax_rc EQUAL 0)
+  message(WARNING "${hvd_jax_py} lacks jax, optax, pytest or ml_dtypes: the hvd.jax tests are "
+                  "not added")
+  return()
+endif()
+set(hvd_jax_env "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1"
+    "JAX_PLATFORMS=cpu")
+foreach(backend ${hvd_py_backends})
+  foreach(np 2 3)
+    set(tname python.jax.${backend}.np${np})
+    add_test(NAME ${tname}
+      COMMAND $<TARGET_FILE:hvdrun> -np ${np} ${hvd_jax_py} -m pytest -x -q -p no:cacheprovider
+              ${CMAKE_CURRENT_SOURCE_DIR}/python/jax
+      WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+    set_tests_properties(${tname} PROPERTIES LABELS "python;jax" TIMEOUT 300
+      ENVIRONMENT "${hvd_jax_env};HVD_PY_BACKEND=${backend}")
+  endforeach()
+endforeach()
