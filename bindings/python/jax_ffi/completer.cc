@@ -11,9 +11,11 @@ constexpr int64_t kWaitSliceMs = 200;
 constexpr auto kIdleSlice = std::chrono::milliseconds(200);
 }  // namespace
 
-std::string error_text(hvd_status_t status, const std::string &what, const std::string &detail) {
-    bool caller_error = status == HVD_ERR_INVALID_ARG || status == HVD_ERR_UNSUPPORTED ||
-                        status == HVD_ERR_NOT_READY || status == HVD_ERR_VERSION;
+std::string error_text(hvd_status_t status, const std::string &what, const std::string &detail,
+                       bool at_enqueue) {
+    bool caller_error =
+        at_enqueue && (status == HVD_ERR_INVALID_ARG || status == HVD_ERR_UNSUPPORTED ||
+                       status == HVD_ERR_NOT_READY || status == HVD_ERR_VERSION);
     std::string text = caller_error ? "ValueError: " : "HorovodInternalError: ";
     text += hvd_status_name(status);
     text += ": hvd.jax " + what;
@@ -45,11 +47,11 @@ void Completer::settle(Pending &p, hvd_status_t status) {
     std::string error;
     if (status == HVD_OK) {
         error = p.finish ? p.finish(p.req) : std::string();
-        if (!error.empty()) error = error_text(HVD_ERR_MISMATCH, p.what, error);
+        if (!error.empty()) error = error_text(HVD_ERR_MISMATCH, p.what, error, false);
     } else {
         char buf[2048];
         size_t n = hvd_request_message(p.req, buf, sizeof(buf));
-        error = error_text(status, p.what, std::string(buf, n < sizeof(buf) ? n : 0));
+        error = error_text(status, p.what, std::string(buf, n < sizeof(buf) ? n : 0), false);
     }
     hvd_request_release(p.req);
     if (error.empty()) {

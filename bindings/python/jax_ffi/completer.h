@@ -52,7 +52,9 @@ class Completer {
 // The process's completer (started on first use).
 Completer &completer();
 
-// The error text hvd.jax turns into HorovodInternalError (or ValueError for a caller error).
-std::string error_text(hvd_status_t status, const std::string &what, const std::string &detail);
+// The text of a failed op, led by the Python exception Horovod raises for it: ValueError for
+// a call wrong on this rank (refused at enqueue), else HorovodInternalError.
+std::string error_text(hvd_status_t status, const std::string &what, const std::string &detail,
+                       bool at_enqueue);
 
 }  // namespace hvd_jax

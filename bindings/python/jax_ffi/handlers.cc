@@ -125,7 +125,7 @@ bool start(Op &op, const char *kind, std::string_view name, int64_t ps_id) {
     op.ctx = context();
     if (op.ctx == nullptr) {
         op.error = error_text(HVD_ERR_NOT_READY, op.what,
-                              "Horovod has not been initialized; use hvd.init().");
+                              "Horovod has not been initialized; use hvd.init().", true);
         return false;
     }
     hvd_process_set_h ps = nullptr;
@@ -133,7 +133,8 @@ bool start(Op &op, const char *kind, std::string_view name, int64_t ps_id) {
         op.error = error_text(HVD_ERR_INVALID_ARG, op.what,
                               "process set " + std::to_string(ps_id) +
                                   " is not registered in this hvd.init (trace the function "
-                                  "again after registering it)");
+                                  "again after registering it)",
+                              true);
         return false;
     }
     op.params.field_mask = HVD_OP_FIELD_NAME | HVD_OP_FIELD_PROCESS_SET;
@@ -151,7 +152,7 @@ void set_reduce(Op &op, int32_t reduce_op, double prescale, double postscale) {
 
 // Hands an enqueued request to the completer; an enqueue that failed fails the future.
 ffi::Future submit(const Op &op, hvd_status_t status, hvd_request_h req, FinishFn finish) {
-    if (status != HVD_OK) return failed(error_text(status, op.what, last_error()));
+    if (status != HVD_OK) return failed(error_text(status, op.what, last_error(), true));
     ffi::Promise promise;
     ffi::Future future(promise);
     completer().add(req, std::move(promise), op.what, std::move(finish));
@@ -161,7 +162,7 @@ ffi::Future submit(const Op &op, hvd_status_t status, hvd_request_h req, FinishF
 ffi::Future bad_dtype(const Op &op, ffi::DataType t) {
     return failed(error_text(
         HVD_ERR_UNSUPPORTED, op.what,
-        "XLA element type " + std::to_string(static_cast<int>(t)) + " has no libhvd dtype"));
+        "XLA element type " + std::to_string(static_cast<int>(t)) + " has no libhvd dtype", true));
 }
 
 // Copies output 0 of a finished request (library-owned) into out, which must have its size.

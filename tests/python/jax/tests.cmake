@@ -21,3 +21,15 @@ foreach(backend ${hvd_py_backends})
       ENVIRONMENT "${hvd_jax_env};HVD_PY_BACKEND=${backend}")
   endforeach()
 endforeach()
+
+# The digits example on 1, 2 and 4 ranks reaches the 1-rank accuracy and loss.
+execute_process(COMMAND ${hvd_jax_py} -c "import sklearn" RESULT_VARIABLE hvd_jax_rc
+                OUTPUT_QUIET ERROR_QUIET)
+if(hvd_jax_rc EQUAL 0)
+  add_test(NAME python.jax.digits
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_digits.sh $<TARGET_FILE:hvdrun>
+            ${HVD_PYTHON_BUILD_DIR} ${hvd_jax_py})
+  set_tests_properties(python.jax.digits PROPERTIES LABELS "python;jax" TIMEOUT 300)
+else()
+  message(WARNING "${hvd_jax_py} lacks scikit-learn: the hvd.jax digits example is not tested")
+endif()

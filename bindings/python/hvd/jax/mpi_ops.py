@@ -5,9 +5,10 @@ Eagerly (concrete arrays) an op runs at once through hvd's NumPy path, named lik
 eager op (unnamed ones by libhvd in enqueue order). Under a trace (jax.jit, jax.grad's
 linearisation, lax.cond ...) it becomes an XLA custom call (hvd/jax/_ffi.py, which says how
 traced ops are named). Under jit, allgather and alltoall learn the other ranks' row counts
-when the function is traced: a function whose rows vary between calls on some rank must be
-traced again there (its shapes change, so JAX does so by itself), and a stale trace fails
-with HorovodInternalError rather than delivering wrong rows.
+(and splits) by a small collective when the function is traced, so all ranks must trace it
+together: a rank that traces again (its shapes changed) while the others reuse their trace
+waits for them until the op timeout. A trace whose counts are no longer true fails on every
+rank with HorovodInternalError rather than delivering wrong rows.
 
 Gradients follow Horovod: allreduce's is the same allreduce of the cotangent, allgather's an
 average of the cotangent cut to this rank's rows, broadcast's an average kept on the root,
@@ -237,7 +238,11 @@ def _alltoall_splits(x, splits, process_set):
     if isinstance(splits, jax.core.Tracer):
         raise ValueError("alltoall under jax.jit needs splits known when tracing (a list or a "
                          "NumPy array), not a traced value")
-    return _op_args.splits_list(splits if isinstance(splits, (list, tuple)) else np.asarray(splits))
+    sent = _op_args.splits_list(splits if isinstance(splits, (list, tuple)) else np.asarray(splits))
+    if len(sent) != n or any(s < 0 for s in sent) or sum(sent) > x.shape[0]:
+        raise ValueError("alltoall: splits %r must be %d non-negative ints summing to at most "
+                         "the first dimension %d" % (sent, n, x.shape[0]))
+    return sent
 
 
 def _received(sent, name, process_set):
