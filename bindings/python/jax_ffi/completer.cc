@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "completer.h"
 
+#include <cstddef>
 #include <utility>
+#include <vector>
 
 namespace hvd_jax {
 
 namespace {
-// A wait slice: the thread checks for shutdown this often while a request is outstanding.
-constexpr int64_t kWaitSliceMs = 200;
+// A wait slice: while requests are outstanding, they are all tested this often.
+constexpr int64_t kWaitSliceMs = 2;
 constexpr auto kIdleSlice = std::chrono::milliseconds(200);
 }  // namespace
 
@@ -62,32 +64,40 @@ void Completer::settle(Pending &p, hvd_status_t status) {
 }
 
 void Completer::loop() {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::vector<Pending> pending;
     for (;;) {
-        if (queue_.empty()) {
-            if (stop_) return;
-            cv_.wait_for(lock, kIdleSlice);
-            continue;
-        }
-        Pending p = std::move(queue_.front());
-        queue_.pop_front();
-        lock.unlock();
-        // Every request completes by its op timeout at the latest; the slices only let a
-        // shutdown of the process through.
-        hvd_status_t status = hvd_request_wait(p.req, kWaitSliceMs);
-        if (status == HVD_INPROGRESS) {
-            lock.lock();
-            if (stop_) {
-                lock.unlock();
-                settle(p, HVD_ERR_ABORTED);
-                lock.lock();
+        {
+            std::unique_lock<std::mutex> lock(mu_);
+            if (pending.empty() && queue_.empty()) {
+                if (stop_) return;
+                cv_.wait_for(lock, kIdleSlice);
+            }
+            while (!queue_.empty()) {
+                pending.push_back(std::move(queue_.front()));
+                queue_.pop_front();
+            }
+            if (stop_) {  // the process is exiting: nobody waits for these any more
+                for (Pending &p : pending)
+                    settle(p, HVD_ERR_ABORTED);
+                pending.clear();
                 continue;
             }
-            queue_.push_back(std::move(p));  // others may have finished meanwhile
-            continue;
         }
-        settle(p, status);
-        lock.lock();
+        if (pending.empty()) continue;
+        // Waiting on the oldest drives libhvd's engine; a short slice keeps the others'
+        // completions prompt. Every request completes by its op timeout at the latest.
+        hvd_request_wait(pending.front().req, kWaitSliceMs);
+        size_t kept = 0;
+        for (size_t i = 0; i < pending.size(); ++i) {
+            hvd_status_t status = hvd_request_test(pending[i].req);
+            if (status != HVD_INPROGRESS) {
+                settle(pending[i], status);
+            } else {
+                if (kept != i) pending[kept] = std::move(pending[i]);
+                ++kept;
+            }
+        }
+        pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(kept), pending.end());
     }
 }
 

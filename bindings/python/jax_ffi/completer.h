@@ -34,7 +34,7 @@ class Completer {
 
   private:
     struct Pending {
-        hvd_request_h req;
+        hvd_request_h req = nullptr;
         xla::ffi::Promise promise;
         std::string what;
         FinishFn finish;

@@ -52,13 +52,15 @@ def close(got, want, dtype):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
+# Average of integers truncates and of bools is unsupported (the NumPy suite covers both).
+ALLREDUCE_CASES = ([(d, op) for d in DTYPES for op in ("Sum", "Min", "Max", "Product")]
+                   + [(d, "Average") for d in FLOATS])
+
+
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("op", ["Sum", "Min", "Max", "Product", "Average"])
+@pytest.mark.parametrize("dtype,op", ALLREDUCE_CASES)
 def test_allreduce(mode, dtype, op):
     op = getattr(hvd, op)
-    if op == hvd.Average and dtype not in FLOATS:
-        pytest.skip("Average of integers and bools is covered by the NumPy suite")
     if dtype == np.bool_:
         bools = {hvd.Sum: np.logical_or, hvd.Max: np.logical_or,
                  hvd.Min: np.logical_and, hvd.Product: np.logical_and}
@@ -129,8 +131,7 @@ def test_broadcast(mode, dtype):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("dtype", [np.int8, np.int64, ml_dtypes.bfloat16, np.float32,
-                                   np.bool_])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_alltoall_splits(mode, dtype):
     n, r = hvd.size(), hvd.rank()
 
@@ -161,13 +162,14 @@ def test_alltoall_even(mode):
     np.testing.assert_array_equal(np.asarray(out), want)
 
 
+REDUCESCATTER_CASES = ([(d, "Sum") for d in DTYPES if d != np.bool_]
+                       + [(d, "Average") for d in FLOATS])
+
+
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16, np.float32, np.float64])
-@pytest.mark.parametrize("op", ["Sum", "Average"])
+@pytest.mark.parametrize("dtype,op", REDUCESCATTER_CASES)
 def test_reducescatter(mode, dtype, op):
     op = getattr(hvd, op)
-    if op == hvd.Average and dtype in (np.int32, np.int64):
-        pytest.skip("integer averages truncate; covered by the NumPy suite")
     n, r = hvd.size(), hvd.rank()
     d0 = 2 * n + 1  # does not divide: the first rank gets one more row
     x = jnp.asarray(value(r, (d0, 3), dtype))
@@ -176,6 +178,21 @@ def test_reducescatter(mode, dtype, op):
     counts = [d0 // n + (1 if k < d0 % n else 0) for k in range(n)]
     start = sum(counts[:r])
     close(out, full[start:start + counts[r]], dtype)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_adasum(mode):
+    n = hvd.size()
+    x = jnp.asarray([1.0, -2.0, 3.0], jnp.float32)
+    if n & (n - 1):
+        with pytest.raises(NotImplementedError):
+            run(mode, lambda x: hvd.allreduce(x, op=hvd.Adasum), x)
+        return
+    # Adasum of equal vectors is that vector; of orthogonal ones their sum.
+    np.testing.assert_allclose(run(mode, lambda x: hvd.allreduce(x, op=hvd.Adasum), x), x)
+    e = jnp.zeros(n, jnp.float32).at[hvd.rank()].set(hvd.rank() + 1.0)
+    np.testing.assert_allclose(run(mode, lambda x: hvd.allreduce(x, op=hvd.Adasum), e),
+                               np.arange(1, n + 1), rtol=1e-6)
 
 
 def test_jit_reuses_compiled_ops():

@@ -114,23 +114,8 @@ def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor
     leaves, treedef = _leaves(tensors)
     params = (_op_args.check_name(name), op, float(prescale_factor), float(postscale_factor),
               process_set)
-    xs = list(leaves)
-    if len(xs) == 1:  # still a grouped op: a group of one, named as a group
-        out = _grouped_one(params, xs)
-    else:
-        out = _allreduce_diff(params, xs)
-    out = jax.tree_util.tree_unflatten(treedef, out)
+    out = jax.tree_util.tree_unflatten(treedef, _allreduce_diff(params, list(leaves)))
     return list(out) if isinstance(tensors, (list, tuple)) else out
-
-
-def _grouped_one(params, xs):
-    if _traced(xs):
-        return _allreduce_diff(params, xs)
-    name, op, prescale, postscale, process_set = params
-    outs = _numpy_ops.grouped_allreduce([_host(xs[0])], name=name, op=op,
-                                        prescale_factor=prescale, postscale_factor=postscale,
-                                        process_set=process_set)
-    return [jnp.asarray(outs[0])]
 
 
 # ------------------------------------------------------------------ allgather
