@@ -121,16 +121,19 @@ def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor
 # ------------------------------------------------------------------ allgather
 
 
-def _row_counts(x, name, process_set):
-    """Every member's first dimension (one small eager allgather)."""
-    rows = np.array([x.shape[0]], dtype=np.int64)
-    return [int(r) for r in _numpy_ops.allgather(rows, name=name, process_set=process_set)]
+def _row_counts(rows, name, process_set):
+    """Every member's first dimension, given this rank's (one small eager allgather)."""
+    mine = np.array([rows], dtype=np.int64)
+    return [int(r) for r in _numpy_ops.allgather(mine, name=name, process_set=process_set)]
 
 
 def _allgather_run(params, x):
-    name, process_set, rows = params
-    if rows is not None:
-        return _ffi.allgather(jnp.asarray(x), sum(rows), name, process_set)
+    name, process_set = params
+    if _traced([x]):
+        _ffi.check_dtype(x)
+        full = _ffi.op_name("allgather", name)
+        rows = _row_counts(x.shape[0], full[len("allgather."):] + ".rows", process_set)
+        return _ffi.allgather(jnp.asarray(x), sum(rows), full, process_set)
     return jnp.asarray(_numpy_ops.allgather(_host(x), name=name, process_set=process_set))
 
 
@@ -140,17 +143,16 @@ def _allgather_diff(params, x):
 
 
 def _allgather_fwd(params, x):
-    return _allgather_run(params, x), None
+    # The residual's shape carries this rank's rows (static even under jit).
+    return _allgather_run(params, x), jnp.zeros((x.shape[0], 0), jnp.float32)
 
 
-def _allgather_bwd(params, _, ct):
-    name, process_set, rows = params
+def _allgather_bwd(params, mine, ct):
+    process_set = params[1]
     (grad,) = _allreduce_run((None, Average, 1.0, 1.0, process_set), [ct])
-    if rows is None:
-        rows = _row_counts(grad, None, process_set)
-    me = _op_args.set_rank(process_set)
-    offset = sum(rows[:me])
-    return (jax.lax.slice_in_dim(grad, offset, offset + rows[me], axis=0),)
+    rows = _row_counts(mine.shape[0], None, process_set)
+    offset = sum(rows[:_op_args.set_rank(process_set)])
+    return (jax.lax.slice_in_dim(grad, offset, offset + mine.shape[0], axis=0),)
 
 
 _allgather_diff.defvjp(_allgather_fwd, _allgather_bwd)
@@ -159,15 +161,9 @@ _allgather_diff.defvjp(_allgather_fwd, _allgather_bwd)
 def allgather(tensor, name=None, process_set=global_process_set):
     """Every rank's tensor concatenated along dimension 0 in rank order (the first dimension
     may differ between ranks). Differentiable."""
-    name = _op_args.check_name(name)
     if jnp.ndim(tensor) == 0:
         raise ValueError("allgather needs a tensor with at least one dimension")
-    if _traced([tensor]):
-        _ffi.check_dtype(tensor)
-        full = _ffi.op_name("allgather", name)
-        rows = _row_counts(tensor, full[len("allgather."):] + ".rows", process_set)
-        return _allgather_diff((full, process_set, tuple(rows)), tensor)
-    return _allgather_diff((name, process_set, None), tensor)
+    return _allgather_diff((_op_args.check_name(name), process_set), tensor)
 
 
 # ------------------------------------------------------------------ broadcast
@@ -234,59 +230,49 @@ def _received(sent, name, process_set):
     """The rows this rank receives from each member (one small eager allgather)."""
     table = _numpy_ops.allgather(np.array([sent], dtype=np.int32), name=name,
                                  process_set=process_set)
-    return tuple(int(v) for v in table[:, _op_args.set_rank(process_set)])
+    return [int(v) for v in table[:, _op_args.set_rank(process_set)]]
+
+
+def _alltoall_run(params, x):
+    """(rows received, how many came from each member as an int32 array)."""
+    name, sent, even, process_set = params
+    if _traced([x]):
+        _ffi.check_dtype(x)
+        full = _ffi.op_name("alltoall", name)
+        received = _received(sent, full[len("alltoall."):] + ".splits", process_set)
+        out = _ffi.alltoall(jnp.asarray(x), None if even else sent, received, full, process_set)
+    else:
+        out, received = _numpy_ops.alltoall(_host(x), splits=list(sent), name=name,
+                                            process_set=process_set)
+    return jnp.asarray(out), jnp.asarray(received, dtype=jnp.int32)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _alltoall_traced(params, x):
-    name, sent, received, process_set = params
-    return _ffi.alltoall(x, sent, received, name, process_set)
+def _alltoall_diff(params, x):
+    return _alltoall_run(params, x)
 
 
-def _alltoall_traced_fwd(params, x):
-    return _alltoall_traced(params, x), None
+def _alltoall_fwd(params, x):
+    return _alltoall_run(params, x), None
 
 
-def _alltoall_traced_bwd(params, _, ct):
-    return (alltoall(ct, splits=list(params[2]), process_set=params[3])[0],)
+def _alltoall_bwd(params, _, cts):
+    _, sent, _, process_set = params
+    back = _received(sent, None, process_set)  # the rows each member sent here
+    return (alltoall(cts[0], splits=back, process_set=process_set)[0],)
 
 
-_alltoall_traced.defvjp(_alltoall_traced_fwd, _alltoall_traced_bwd)
-
-
-def _alltoall_eager(x, sent, name, process_set):
-    out, got = _numpy_ops.alltoall(_host(x), splits=sent, name=name, process_set=process_set)
-    out, received = jnp.asarray(out), [int(v) for v in got]
-
-    @jax.custom_vjp
-    def f(x):
-        return out
-
-    def fwd(x):
-        return out, None
-
-    def bwd(_, ct):
-        return (alltoall(ct, splits=received, process_set=process_set)[0],)
-
-    f.defvjp(fwd, bwd)
-    return f(x), received
+_alltoall_diff.defvjp(_alltoall_fwd, _alltoall_bwd)
 
 
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     """Sends splits[j] rows (dimension 0) to rank j of the set (even split by default).
     Returns the received rows, and with splits also how many came from each rank (int32).
     Differentiable. Under jax.jit splits must be known when tracing."""
-    name = _op_args.check_name(name)
     sent = _alltoall_splits(tensor, splits, process_set)
-    if _traced([tensor]):
-        _ffi.check_dtype(tensor)
-        full = _ffi.op_name("alltoall", name)
-        received = _received(sent, full[len("alltoall."):] + ".splits", process_set)
-        out = _alltoall_traced((full, None if splits is None else tuple(sent), received,
-                                process_set), jnp.asarray(tensor))
-    else:
-        out, received = _alltoall_eager(tensor, sent, name, process_set)
-    return out if splits is None else (out, jnp.asarray(received, dtype=jnp.int32))
+    params = (_op_args.check_name(name), tuple(sent), splits is None, process_set)
+    out, received = _alltoall_diff(params, tensor)
+    return out if splits is None else (out, received)
 
 
 # ------------------------------------------------------------------ reducescatter
