@@ -121,7 +121,7 @@ def case_hvdrun_stopped(job):
     argv = [job.hvdrun_path, "-np", "3", "-H", ",".join("%s:1" % h for h in HOSTS),
             "--ssh-identity-file", job.key, "sleep", "600"]
     p = host.start(argv)
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 30  # three ssh logins on a loaded machine
     started = lambda: all(job.running(h, "sleep") for h in job.cluster.hosts)
     while not started() and time.monotonic() < deadline:
         time.sleep(0.1)
