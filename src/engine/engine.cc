@@ -266,6 +266,9 @@ void Engine::flush_before_abort() {
 }
 
 void Engine::fail_everything(hvd_status_t status, const std::string &detail) {
+    // Only an abort ends device work at once; a finalize lets it finish (the runner's GPU
+    // state drains its streams before the communicators go).
+    if (abort_->aborted()) runner_.abort_device_work();
     if (!runner_.transport_aborted()) {
         transport_->abort_all(status);
         runner_.set_transport_aborted();

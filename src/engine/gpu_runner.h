@@ -34,6 +34,11 @@ class GpuRunner {
                      const std::vector<RequestPtr> &reqs, collectives::ScratchBuffer *fusion,
                      const ActivityTrace &trace, std::string *message);
 
+    // The context aborted: every NCCL communicator is aborted, which ends NCCL work still
+    // running on the device (an op whose request completed on a caller's stream, a peer that
+    // died mid-collective), so no stream waits on it forever.
+    void abort_communicators() { comms_.abort_all(); }
+
     // The process set was destroyed: its NCCL communicators go.
     void forget_set(uint16_t set_id) {
         devices_.drain();  // its last ops finish before its communicators go

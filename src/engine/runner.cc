@@ -265,6 +265,10 @@ hvd_status_t Runner::settle_failure(const Response &resp, hvd_status_t s, std::s
     return p_.abort->status();  // a dead peer, when that is the cause
 }
 
+void Runner::abort_device_work() {
+    if (gpu_) gpu_->abort_communicators();
+}
+
 bool Runner::on_device(const Request &req) {
     return req.input.device_type == HVD_DEVICE_CUDA;
 }

@@ -71,6 +71,9 @@ class Runner {
     // after finishing the requests it had taken with that error.
     bool run(util::Fifo<Response> &responses);
 
+    // The context aborted: ends the NCCL work of ops on CUDA tensors (GpuRunner).
+    void abort_device_work();
+
     // Whether a failed collective aborted the transport (wait_all does on failure).
     bool transport_aborted() const { return transport_aborted_; }
     void set_transport_aborted() { transport_aborted_ = true; }
