@@ -199,16 +199,21 @@ void check_same_device(const char *fn, const TensorRef &in, const TensorRef &out
                               device_name(in).c_str(), device_name(out).c_str()));
 }
 
-// The GPU module's checks of a CUDA tensor's memory; the device's identity and whether this
+// The GPU module's checks of a CUDA input's memory; the device's identity and whether this
 // rank can run it on NCCL go to the coordinator.
-void check_cuda(const char *fn, bool has_output, Request &req) {
+void check_cuda_input(const char *fn, Request &req) {
     hvd::gpu::CudaTensorInfo info = hvd::gpu::check_cuda_tensor(
         fn, "input", req.input.data, req.input.device_id, req.input.bytes());
-    if (has_output && req.output.data != req.input.data)
-        hvd::gpu::check_cuda_tensor(fn, "output", req.output.data, req.output.device_id,
-                                    req.output.bytes());
     req.meta.device_key = info.device_key;
     req.meta.nccl_ok = info.nccl_ok;
+}
+
+// A CUDA output through its own descriptor (on the input's device, checked before): memory of
+// that device, where it is not the very range the input's check covered.
+void check_cuda_output(const char *fn, const Request &req) {
+    if (req.output.data != req.input.data || req.output.bytes() != req.input.bytes())
+        hvd::gpu::check_cuda_tensor(fn, "output", req.output.data, req.output.device_id,
+                                    req.output.bytes());
 }
 
 // The checks every enqueue starts with; out may be NULL for library-owned outputs.
@@ -216,14 +221,18 @@ std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
                                      const hvd_tensor_t *out, bool has_output) {
     auto req = hvd::engine::make_request();
     req->input = read_tensor(fn, "input", in);
+    const bool own_output = has_output && out != in;
     if (has_output && out == in) {
         req->output = req->input;  // in place, through one descriptor: read and checked once
-    } else if (has_output) {
+    } else if (own_output) {
         req->output = read_tensor(fn, "output", out);
         check_same_layout(fn, req->input, req->output);
         check_same_device(fn, req->input, req->output);
     }
-    if (req->input.device_type == HVD_DEVICE_CUDA) check_cuda(fn, has_output, *req);
+    if (req->input.device_type == HVD_DEVICE_CUDA) {
+        check_cuda_input(fn, *req);
+        if (own_output) check_cuda_output(fn, *req);
+    }
     return req;
 }
 
@@ -418,9 +427,7 @@ HVD_API hvd_status_t hvd_allgather_into_enqueue(hvd_context_h ctx, const hvd_ten
         auto req = prepare_allgather(fn, in);
         req->output = read_tensor(fn, "output", out);
         check_same_device(fn, req->input, req->output);
-        if (req->output.device_type == HVD_DEVICE_CUDA)
-            hvd::gpu::check_cuda_tensor(fn, "output", req->output.data, req->output.device_id,
-                                        req->output.bytes());
+        if (req->output.device_type == HVD_DEVICE_CUDA) check_cuda_output(fn, *req);
         check_gather_output(fn, *req);
         return submit(fn, c, o, req, req_p);
     });

@@ -367,6 +367,19 @@ hvd_status_t execute_fused_reducescatter(collectives::Comm &comm,
     return s;
 }
 
+hvd_status_t execute_fused(collectives::Comm &comm, const Response *resps,
+                           const std::vector<RequestPtr> &reqs, collectives::ScratchBuffer *fusion,
+                           const ActivityTrace &trace, std::string *message) {
+    switch (resps[0].type) {
+        case OpType::kAllgather:
+            return execute_fused_allgather(comm, resps, reqs, fusion, trace, message);
+        case OpType::kReducescatter:
+            return execute_fused_reducescatter(comm, reqs, fusion, trace, message);
+        default:
+            return execute_fused_allreduce(comm, reqs, fusion, trace, message);
+    }
+}
+
 hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Request &req,
                               std::string *message) {
     hvd_status_t s = HVD_ERR_INTERNAL;

@@ -35,6 +35,12 @@ class ActivityTrace {
     const std::vector<RequestPtr> &reqs_;
 };
 
+// A fused run (responses chained with fuse_next, one request each): the execute_fused_* of
+// its op type below.
+hvd_status_t execute_fused(collectives::Comm &comm, const Response *resps,
+                           const std::vector<RequestPtr> &reqs, collectives::ScratchBuffer *fusion,
+                           const ActivityTrace &trace, std::string *message);
+
 // Runs several allreduces (same set, dtype, op and scale factors) as one collective: packs
 // the (prescaled) inputs into `fusion`, reduces once, unpacks (postscaled) into the outputs.
 hvd_status_t execute_fused_allreduce(collectives::Comm &comm, const std::vector<RequestPtr> &reqs,

@@ -22,25 +22,39 @@ bool separate_output(const Request &req) {
            (req.output.data != req.input.data || req.output.bytes() != req.input.bytes());
 }
 
-// The CPU executor of the run, on host copies of its tensors.
-hvd_status_t execute_on_host(collectives::Comm &comm, const Response *resps, size_t n,
-                             const std::vector<RequestPtr> &reqs,
-                             collectives::ScratchBuffer *fusion, const ActivityTrace &trace,
-                             std::string *message) {
-    if (n == 1) return execute_response(comm, resps[0], *reqs.front(), message);
-    switch (resps[0].type) {
-        case OpType::kAllgather:
-            return execute_fused_allgather(comm, resps, reqs, fusion, trace, message);
-        case OpType::kReducescatter:
-            return execute_fused_reducescatter(comm, reqs, fusion, trace, message);
-        default:
-            return execute_fused_allreduce(comm, reqs, fusion, trace, message);
+// Where a request's tensors are on the device and in the staging buffer.
+struct Place {
+    void *device_in, *device_out;
+    char *host_in, *host_out;
+};
+
+// Points the requests at their host copies for as long as it lives, then back at the device.
+class OnHost {
+  public:
+    OnHost(const std::vector<RequestPtr> &reqs, const std::vector<Place> &places)
+        : reqs_(reqs), places_(places) {
+        for (size_t i = 0; i < reqs_.size(); ++i) {
+            reqs_[i]->input.data = places_[i].host_in;
+            reqs_[i]->output.data = places_[i].host_out;
+        }
     }
-}
+    OnHost(const OnHost &) = delete;
+    OnHost &operator=(const OnHost &) = delete;
+    ~OnHost() {
+        for (size_t i = 0; i < reqs_.size(); ++i) {
+            reqs_[i]->input.data = places_[i].device_in;
+            reqs_[i]->output.data = places_[i].device_out;
+        }
+    }
+
+  private:
+    const std::vector<RequestPtr> &reqs_;
+    const std::vector<Place> &places_;
+};
 
 }  // namespace
 
-hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response *resps, size_t n,
+hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response *resps,
                                         const std::vector<RequestPtr> &reqs,
                                         collectives::ScratchBuffer *fusion, gpu::DeviceState &dev,
                                         const ActivityTrace &trace, std::string *message) {
@@ -48,10 +62,6 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
     for (const RequestPtr &r : reqs)
         total += r->input.bytes() + (separate_output(*r) ? r->output.bytes() : 0);
     dev.staging.reserve(lib_, gpu::DeviceBuffer::Kind::kPinnedHost, dev.device, total);
-    struct Place {
-        void *device_in, *device_out;
-        char *host_in, *host_out;
-    };
     std::vector<Place> places;
     places.reserve(reqs.size());
     char *cursor = dev.staging.data();
@@ -73,22 +83,10 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
                                      rank_, what, message);
     trace.end();
     if (s != HVD_OK) return s;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-        reqs[i]->input.data = places[i].host_in;
-        reqs[i]->output.data = places[i].host_out;
-    }
-    try {
-        s = execute_on_host(comm, resps, n, reqs, fusion, trace, message);
-    } catch (...) {
-        for (size_t i = 0; i < reqs.size(); ++i) {
-            reqs[i]->input.data = places[i].device_in;
-            reqs[i]->output.data = places[i].device_out;
-        }
-        throw;
-    }
-    for (size_t i = 0; i < reqs.size(); ++i) {
-        reqs[i]->input.data = places[i].device_in;
-        reqs[i]->output.data = places[i].device_out;
+    {
+        OnHost on_host(reqs, places);
+        s = reqs.size() == 1 ? execute_response(comm, resps[0], *reqs.front(), message)
+                             : execute_fused(comm, resps, reqs, fusion, trace, message);
     }
     if (s != HVD_OK) return s;
     trace.begin("MEMCPY_HOST_TO_DEVICE");

@@ -66,7 +66,7 @@ void GpuRunner::settle(void *nc) {
     comms_.await_idle(nc, *settling_);
 }
 
-void GpuRunner::queue_nccl(collectives::Comm &comm, const Response *resps, size_t n,
+void GpuRunner::queue_nccl(collectives::Comm &comm, const Response *resps,
                            const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                            void **nccl_comm) {
     void *nc = comms_.get(comm, dev.device, resps[0].devices_key);
@@ -93,7 +93,6 @@ void GpuRunner::queue_nccl(collectives::Comm &comm, const Response *resps, size_
                         strprintf("rank %d: %s '%s' has no NCCL path", rank_,
                                   op_type_name(resps[0].type), resps[0].name.c_str()));
     }
-    (void)n;
 }
 
 void GpuRunner::queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set_size, void *nc,
@@ -262,13 +261,14 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
         srcs.push_back(src);
     }
     std::vector<char *> outs;
+    std::vector<size_t> mine;  // elements of this member's rows of each tensor
     for (const RequestPtr &r : reqs) {
-        int64_t d0 = r->input.shape[0];
-        int64_t my_rows = scatter_rows(d0, n, me);
+        int64_t my_rows = scatter_rows(r->input.shape[0], n, me);
         r->owned_shape = r->input.shape;
         r->owned_shape[0] = my_rows;
-        outs.push_back(
-            owned_device_output(lib_, *r, static_cast<size_t>(my_rows) * row_bytes_of(r->input)));
+        size_t bytes = static_cast<size_t>(my_rows) * row_bytes_of(r->input);
+        outs.push_back(owned_device_output(lib_, *r, bytes));
+        mine.push_back(bytes / esz);
     }
     {
         NcclGroup group(lib_);
@@ -297,12 +297,8 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
         settle(nc);
     }
     if (post == 1.0) return;
-    for (size_t t = 0; t < reqs.size(); ++t) {
-        const TensorRef &in = reqs[t]->input;
-        size_t row_elems = in.shape[0] > 0 ? in.elements() / static_cast<size_t>(in.shape[0]) : 0;
-        size_t count = static_cast<size_t>(scatter_rows(in.shape[0], n, me)) * row_elems;
-        scale(lib_, dev, outs[t], outs[t], count, dtype, post);
-    }
+    for (size_t t = 0; t < reqs.size(); ++t)
+        scale(lib_, dev, outs[t], outs[t], mine[t], dtype, post);
 }
 
 }  // namespace hvd::engine

@@ -25,7 +25,7 @@ bool nccl_runs(const gpu::GpuLibrary &lib, const Response &resp) {
 
 }  // namespace
 
-hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps, size_t n,
+hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps,
                             const std::vector<RequestPtr> &reqs, collectives::ScratchBuffer *fusion,
                             const ActivityTrace &trace, std::string *message) {
     const Request &first = *reqs.front();
@@ -43,9 +43,9 @@ hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps, size
         wait_ready_events(reqs, dev);
         trace.end();
         if (!nccl_runs(*lib_, resps[0]))
-            return run_host_staged(comm, resps, n, reqs, fusion, dev, trace, message);
+            return run_host_staged(comm, resps, reqs, fusion, dev, trace, message);
         trace.begin("NCCL_" + upper_op_name(resps[0].type));
-        queue_nccl(comm, resps, n, reqs, dev, &nccl_comm);
+        queue_nccl(comm, resps, reqs, dev, &nccl_comm);
         bool must_wait = false;
         for (const RequestPtr &r : reqs)
             must_wait = must_wait || !r->has_stream;

@@ -27,10 +27,10 @@ class GpuRunner {
     GpuRunner(const gpu::GpuLibrary *lib, int32_t rank)
         : lib_(lib), rank_(rank), comms_(lib, rank), devices_(lib) {}
 
-    // Runs one response (n == 1) or a fused run of n responses; reqs: their requests, each
-    // with CUDA tensors on one device. fusion: the host fusion buffer the host-staged path
-    // lends to the CPU collectives. Returns the status the requests complete with.
-    hvd_status_t run(collectives::Comm &comm, const Response *resps, size_t n,
+    // Runs one response or a fused run of responses (resps[0 .. reqs.size())); reqs: their
+    // requests, each with CUDA tensors on one device. fusion: the host fusion buffer the
+    // host-staged path lends to the CPU collectives. Returns the status the requests complete with.
+    hvd_status_t run(collectives::Comm &comm, const Response *resps,
                      const std::vector<RequestPtr> &reqs, collectives::ScratchBuffer *fusion,
                      const ActivityTrace &trace, std::string *message);
 
@@ -46,12 +46,12 @@ class GpuRunner {
     }
 
   private:
-    hvd_status_t run_host_staged(collectives::Comm &comm, const Response *resps, size_t n,
+    hvd_status_t run_host_staged(collectives::Comm &comm, const Response *resps,
                                  const std::vector<RequestPtr> &reqs,
                                  collectives::ScratchBuffer *fusion, gpu::DeviceState &dev,
                                  const ActivityTrace &trace, std::string *message);
     // Queues the run's NCCL work on dev.stream; *nccl_comm gets the communicator used.
-    void queue_nccl(collectives::Comm &comm, const Response *resps, size_t n,
+    void queue_nccl(collectives::Comm &comm, const Response *resps,
                     const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev, void **nccl_comm);
     void queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set_size, void *nc,
                          gpu::DeviceState &dev);

@@ -147,13 +147,9 @@ void Runner::run_fused_taken(const Response *resps, const std::vector<RequestPtr
     hvd_status_t s = HVD_ERR_INTERNAL;
     try {
         if (on_device(*reqs.front()))
-            s = gpu_runner().run(comm, resps, reqs.size(), reqs, &fusion_buffer_, trace, &message);
-        else if (resps[0].type == OpType::kAllgather)
-            s = execute_fused_allgather(comm, resps, reqs, &fusion_buffer_, trace, &message);
-        else if (resps[0].type == OpType::kReducescatter)
-            s = execute_fused_reducescatter(comm, reqs, &fusion_buffer_, trace, &message);
+            s = gpu_runner().run(comm, resps, reqs, &fusion_buffer_, trace, &message);
         else
-            s = execute_fused_allreduce(comm, reqs, &fusion_buffer_, trace, &message);
+            s = execute_fused(comm, resps, reqs, &fusion_buffer_, trace, &message);
     } catch (const std::bad_alloc &) {
         s = HVD_ERR_NO_MEMORY;
         message = strprintf("rank %d: out of memory running a fused %s", p_.rank,
@@ -215,7 +211,7 @@ void Runner::run_one(const Response &resp, const RequestPtr &req) {
     ActivityTrace trace(req->traced ? p_.timeline : nullptr, one);
     hvd_status_t s;
     if (on_device(*req)) {
-        s = gpu_runner().run(comm, &resp, 1, one, &fusion_buffer_, trace, &message);
+        s = gpu_runner().run(comm, &resp, one, &fusion_buffer_, trace, &message);
     } else {
         trace.begin(transfer_activity(comm, resp.type));
         s = execute_response(comm, resp, *req, &message);
