@@ -127,3 +127,28 @@ hvd_jax_venv() {
   fi
   hvd_log "SKIPPING the hvd.jax tests: the JAX venv $HVD_JAX_VENV could not be made" >&2
 }
+
+# A virtual environment for hvd.ray and hvd.spark: PyPI's ray and pyspark (Spark runs on the
+# OpenJDK the Java packages bring) over Debian's Python with its system packages (PyTorch,
+# NumPy, scikit-learn: the digits example runs on it), in $HVD_CLUSTER_VENV (default:
+# cluster-venv in the build tree), created only when missing. Prints the interpreter, or
+# nothing when it cannot be made (the hvd.ray and hvd.spark tests are then skipped, with a
+# message here).
+HVD_CLUSTER_VENV=${HVD_CLUSTER_VENV:-$BUILD_DIR/cluster-venv}
+hvd_cluster_venv() {
+  local py="$HVD_CLUSTER_VENV/bin/python"
+  local check="import ray, pyspark, torch, numpy, sklearn, pytest"
+  if [ -x "$py" ] && "$py" -c "$check" 2>/dev/null; then
+    hvd_log "cluster venv $HVD_CLUSTER_VENV is ready" >&2
+    echo "$py"
+    return 0
+  fi
+  hvd_log "preparing cluster venv $HVD_CLUSTER_VENV (ray, pyspark, pytest over Debian's python3)" >&2
+  if { [ -x "$py" ] || /usr/bin/python3 -m venv --system-site-packages "$HVD_CLUSTER_VENV" >&2; } &&
+    "$py" -m pip install -q ray pyspark pytest >&2 &&
+    "$py" -c "$check" 2>/dev/null; then
+    echo "$py"
+    return 0
+  fi
+  hvd_log "SKIPPING the hvd.ray and hvd.spark tests: the cluster venv $HVD_CLUSTER_VENV could not be made" >&2
+}

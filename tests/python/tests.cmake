@@ -102,6 +102,25 @@ if(HVD_PYTHON_HAS_JAX)
   include(${CMAKE_CURRENT_LIST_DIR}/jax/tests.cmake)
 endif()
 
+# hvd.ray and hvd.spark (labels ray, spark) on HVD_PYTHON_CLUSTER_INTERPRETER: a Python with
+# ray, pyspark, PyTorch, scikit-learn and pytest (scripts/test.sh: the cluster venv in the
+# build tree). Each engine's tests start a local cluster of their own (Ray's ray.init, Spark's
+# local[N] master) and bound their time.
+set(HVD_PYTHON_CLUSTER_INTERPRETER "" CACHE STRING
+    "Python with ray, pyspark, torch, scikit-learn and pytest for the hvd.ray/hvd.spark tests")
+if(NOT HVD_PYTHON_CLUSTER_INTERPRETER STREQUAL "")
+  execute_process(COMMAND ${HVD_PYTHON_CLUSTER_INTERPRETER} -c
+                          "import ray, pyspark, torch, numpy, sklearn, pytest"
+                  RESULT_VARIABLE hvd_cluster_rc OUTPUT_QUIET ERROR_QUIET)
+  if(hvd_cluster_rc EQUAL 0)
+    include(${CMAKE_CURRENT_LIST_DIR}/ray/tests.cmake OPTIONAL)
+    include(${CMAKE_CURRENT_LIST_DIR}/spark/tests.cmake OPTIONAL)
+  else()
+    message(WARNING "${HVD_PYTHON_CLUSTER_INTERPRETER} lacks ray, pyspark, torch, numpy, "
+                    "scikit-learn or pytest: the hvd.ray and hvd.spark tests are not added")
+  endif()
+endif()
+
 # The examples: the digits classifier on 1, 2 and 4 ranks reaches the 1-rank accuracy (Debian's
 # python3 has scikit-learn), the synthetic benchmark runs with hvd and with DDP.
 list(LENGTH HVD_PYTHON_TORCH_INTERPRETERS hvd_n_torch)
