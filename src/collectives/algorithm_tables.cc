@@ -2,6 +2,7 @@
 // The entries of each collective's table (algorithms.h), in order of preference.
 #include "collectives/algorithms.h"
 #include "collectives/collectives.h"
+#include "collectives/hierarchy.h"
 #include "collectives/shm/shm_sync.h"
 
 namespace hvd::collectives {
@@ -15,6 +16,12 @@ bool on_host(const Comm &, size_t, Memory memory) {
 // Every member on one host, in one shared-memory group.
 bool on_shared_memory(const Comm &comm, size_t, Memory memory) {
     return memory == Memory::kHost && comm.shm != nullptr;
+}
+
+// A job spanning hosts with the same number of ranks on each, from the hierarchy's size on.
+bool across_hosts(const Comm &comm, size_t bytes, Memory memory) {
+    return memory == Memory::kHost && comm.hierarchy != nullptr &&
+           bytes >= comm.hierarchy->allreduce_min_bytes;
 }
 
 // Recursive doubling moves the whole buffer log2(n) times but in only log2(n) rounds; the
@@ -35,6 +42,7 @@ bool tree_broadcast(const Comm &comm, size_t bytes, Memory memory) {
 const std::vector<Algorithm<AllreduceRun>> &allreduce_algorithms() {
     static const std::vector<Algorithm<AllreduceRun>> table{
         {"shm allreduce", on_shared_memory, allreduce_shm},
+        {"hierarchical allreduce", across_hosts, allreduce_hierarchical},
         {"recursive doubling allreduce", small_allreduce, allreduce_recursive_doubling},
         {"ring allreduce", on_host, allreduce_ring},
     };

@@ -24,7 +24,8 @@ namespace hvd::collectives {
 
 // In place: buf holds this rank's count elements of dtype and receives the reduction
 // (op: HVD_OP_SUM, MIN, MAX or PRODUCT; scaling is the caller's job). One host: shared
-// memory; else up to recursive_doubling_max_bytes() recursive doubling (latency-optimal,
+// memory; a job spanning hosts, hierarchically (allreduce_hierarchical); else up to
+// recursive_doubling_max_bytes() recursive doubling (latency-optimal,
 // any group size), above it a pipelined ring (reduce-scatter then
 // allgather). Every rank ends with bitwise identical results.
 // Errors: HVD_ERR_UNSUPPORTED (dtype or op), HVD_ERR_INVALID_ARG (null buf with count > 0,
@@ -57,6 +58,12 @@ hvd_status_t allreduce_recursive_doubling(Comm &comm, void *buf, size_t count, i
 hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
 hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op,
                             size_t chunk_bytes);
+
+// A job spanning hosts (comm.hierarchy set, collectives/hierarchy.h): the host's ranks
+// allreduce through shared memory, local rank i allreduces share i (1/L of the buffer) across
+// hosts with the ranks of local rank i, the host's ranks gather the shares through shared
+// memory. HVD_ERR_INVALID_ARG without a hierarchy.
+hvd_status_t allreduce_hierarchical(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
 
 // Root sends to the heads of log2 n subtrees, each forwards the same way.
 hvd_status_t broadcast_binomial_tree(Comm &comm, void *buf, size_t bytes, int32_t root_index);

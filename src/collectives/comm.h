@@ -21,6 +21,8 @@ class Group;
 
 namespace hvd::collectives {
 
+struct Hierarchy;
+
 // Memory that an algorithm needs for the duration of one call: receive buffers and the
 // Completion records of its in-flight operations. Grows, never shrinks; reused by every
 // collective of a context, so steady-state calls allocate nothing. Not thread-safe: one
@@ -61,6 +63,10 @@ struct Comm {
     // group for the global process set of a single-host job, or a smaller set's own group);
     // null otherwise. When set, the dispatch prefers the algorithms that move data through it.
     shm::Group *shm = nullptr;
+    // The job's hosts (collectives/hierarchy.h) where this Comm's members are every rank of a
+    // job that spans hosts and the hierarchical algorithms apply; null otherwise. When set, the
+    // dispatch prefers them (from the sizes the hierarchy names).
+    const Hierarchy *hierarchy = nullptr;
     // Where this call's buffers live.
     Memory memory = Memory::kHost;
 

@@ -165,6 +165,17 @@ const SettingInfo kTable[] = {
      kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "Allreduces from this size (and above the one-shot size) whose tensors every rank "
      "allocated with `hvd_mem_alloc` are reduced in place in each other's buffers; 0: never."},
+    {Setting::kHierarchicalAllreduce, "HIERARCHICAL_ALLREDUCE", true, kEnum, kTuning, 0, "auto", 0,
+     0, kClamp, "", "auto|1|0", NO_KEY,
+     "Allreduces of a job that spans hosts: `1` (any size) or `auto` (from "
+     "`HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES`) reduce within each host through shared memory, "
+     "then each of a host's ranks allreduces its share across hosts with the ranks of the same "
+     "local rank, then the host gathers the shares; `0`: one ring or recursive doubling over "
+     "all ranks. Needs every host to run the same number of ranks (two or more), shared memory "
+     "on every host and the same value on every rank; otherwise the flat algorithms run."},
+    {Setting::kHierarchicalAllreduceMinBytes, "HIERARCHICAL_ALLREDUCE_MIN_BYTES", false, kInt,
+     kTuning, 1048576, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
+     "With `HVD_HIERARCHICAL_ALLREDUCE=auto`, allreduces from this size run hierarchically."},
     {Setting::kGpuOperations, "GPU_OPERATIONS", true, kEnum, kTuning, 0, nullptr, 0, 0, kClamp, "",
      "nccl|host", NO_KEY,
      "How collectives on CUDA tensors move data. `nccl` (the default where every member of the "

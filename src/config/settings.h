@@ -69,6 +69,8 @@ enum class Setting : int32_t {
     kShmSingleCopyMinBytes,
     kShmSingleCopyMaxBytes,
     kShmMappedMinBytes,
+    kHierarchicalAllreduce,
+    kHierarchicalAllreduceMinBytes,
     // Tuning: GPU tensors
     kGpuOperations,
     kGpuModule,

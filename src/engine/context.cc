@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "config/read.h"
+#include "engine/host_groups.h"
 #include "engine/peer_reachability.h"
 #include "negotiation/wire_protocol.h"
 #include "topology/network.h"
@@ -45,7 +46,7 @@ Context::Context(const InitConfig &config) : config_(config) {
         kv_->all_gather("host", host_entry(topology::this_host_name()), deadline), rank_);
     placement_ = topology::place_rank(hosts, rank_);
     connect_transport(hosts, deadline);
-    attach_shared_memory(deadline);
+    attach_shared_memory(hosts, deadline);
     choose_spin_policy();
     // Horovod's HVD_TIMELINE records the coordinator's view, on rank 0.
     if (const char *path = config::get_string(config::Setting::kTimeline);
@@ -54,7 +55,10 @@ Context::Context(const InitConfig &config) : config_(config) {
     engine_ = std::make_shared<Engine>(rank_, size_, transport_.get(), &abort_, &sets_, &timeline_,
                                        &runtime_);
     monitor_ = std::make_unique<FailureMonitor>(rank_, std::move(kv_), &abort_, engine_.get());
-    engine_->use_shared_memory(shm_.get(), hosts, config::get_bool(config::Setting::kShm));
+    // A job spanning hosts keeps its host's group for the hierarchy only.
+    engine_->use_shared_memory(hierarchy_ ? nullptr : shm_.get(), hosts,
+                               config::get_bool(config::Setting::kShm));
+    engine_->use_hierarchy(hierarchy_.get());
     engine_->start();
     monitor_->start();
     HVD_LOG(kDebug, rank_, "joined a job of %d ranks (local %d/%d, cross %d/%d)", size_,
@@ -173,73 +177,26 @@ void Context::connect_transport(const std::vector<std::string> &hosts, const Dea
         require_reachable(*transport_, hosts, entries, config_.bootstrap_timeout_ms, deadline);
 }
 
-void Context::attach_shared_memory(const Deadline &deadline) {
-    if (size_ < 2 || placement_.local_size != size_) return;  // the same on every rank
-    // Every rank takes part in the exchanges below, even one that wants no shared memory
-    // (HVD_SHM=0): a rank that skipped them would leave the others waiting for it.
-    const bool wanted = config::get_bool(config::Setting::kShm);
-    std::unique_ptr<shm::Group> group;
-    std::string problem = wanted ? "" : "HVD_SHM=0";
-    if (rank_ == 0) {
-        std::string offer;
-        if (wanted) {
-            try {
-                group = shm::Group::create(size_, rank_, shm::Settings::from_env());
-                offer = strprintf("%s %016llx", group->name().c_str(),
-                                  static_cast<unsigned long long>(group->nonce()));
-            } catch (const Error &e) {
-                problem = e.what();
-            }
-        }
-        kv_->put("shm", offer);
-    } else {
-        std::string offer = kv_->get("shm", deadline);
-        size_t space = offer.find(' ');
-        if (!wanted) {
-            // stays on the transport
-        } else if (space == std::string::npos) {
-            problem = "rank 0 has no segment to offer";
-        } else {
-            try {
-                uint64_t nonce = std::stoull(offer.substr(space + 1), nullptr, 16);
-                group = shm::Group::open(offer.substr(0, space), nonce, size_, rank_);
-            } catch (const Error &e) {
-                problem = e.what();
-            } catch (const std::exception &) {
-                problem = "malformed offer '" + offer + "'";
-            }
-        }
-    }
-    std::vector<std::string> mapped = kv_->all_gather("shm-mapped", group ? "1" : "0", deadline);
-    if (group) group->unlink();  // every rank that could has mapped it: no name left behind
-    for (int32_t r = 0; r < size_; ++r) {
-        if (mapped[r] == "1") continue;
-        if (r == rank_ && wanted)
-            HVD_LOG(kWarning, rank_,
-                    "no shared memory for the collectives of this single-host job (%s): they "
-                    "go through the transport",
-                    problem.c_str());
+void Context::attach_shared_memory(const std::vector<std::string> &hosts,
+                                   const Deadline &deadline) {
+    if (size_ < 2) return;
+    if (placement_.local_size != size_) {  // the same on every rank
+        hierarchy_ = set_up_hierarchy(*kv_, rank_, hosts, deadline, &shm_);
         return;
     }
-    // Single copy needs every rank able to read every other's memory (same user or ptrace
-    // rights, one PID namespace); a rank that cannot keeps all of them staging.
-    // Mapped buffers likewise need every rank able to take every other's file descriptors.
-    bool can_read = group->probe_single_copy();
-    bool can_map = can_read && group->probe_mapped();
-    std::string mine = std::string(can_read ? "1" : "0") + (can_map ? "1" : "0");
-    std::vector<std::string> answers = kv_->all_gather("shm-single-copy", mine, deadline);
-    bool everyone_reads = true, everyone_maps = true;
-    for (const std::string &a : answers) {
-        everyone_reads = everyone_reads && a.size() == 2 && a[0] == '1';
-        everyone_maps = everyone_maps && a.size() == 2 && a[1] == '1';
-    }
-    group->enable_single_copy(everyone_reads);
-    group->enable_mapped(everyone_reads && everyone_maps);
-    HVD_LOG(kDebug, rank_,
-            "shared memory: the ranks %s read each other's memory; mapped buffers "
-            "(hvd_mem_alloc) %s",
-            everyone_reads ? "can" : "cannot", group->may_map() ? "on" : "off");
-    shm_ = std::move(group);
+    // Every rank takes part in the exchanges, even one that wants no shared memory
+    // (HVD_SHM=0): a rank that skipped them would leave the others waiting for it.
+    const bool wanted = config::get_bool(config::Setting::kShm);
+    std::vector<int32_t> everyone(static_cast<size_t>(size_));
+    for (int32_t r = 0; r < size_; ++r)
+        everyone[r] = r;
+    std::string problem;
+    shm_ = attach_host_group(*kv_, rank_, everyone, wanted, deadline, &problem);
+    if (!shm_ && wanted)
+        HVD_LOG(kWarning, rank_,
+                "no shared memory for the collectives of this single-host job (%s): they go "
+                "through the transport",
+                problem.c_str());
 }
 
 void Context::choose_spin_policy() {
@@ -303,6 +260,7 @@ void Context::finalize() {
         }
     }
     engine_.reset();
+    hierarchy_.reset();
     shm_.reset();
     transport_.reset();
     if (kv) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bootstrap/kv_store.h"
+#include "collectives/hierarchy.h"
 #include "config/runtime_config.h"
 #include "diagnostics/timeline.h"
 #include "engine/abort_state.h"
@@ -66,8 +67,10 @@ class Context {
     void choose_spin_policy();
     void connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline);
     // A single-host job maps one shared-memory segment for its collectives; any rank that
-    // cannot (HVD_SHM=0, /dev/shm absent or full) makes all of them stay on the transport.
-    void attach_shared_memory(const Deadline &deadline);
+    // cannot (HVD_SHM=0, /dev/shm absent or full) makes all of them stay on the transport. A
+    // job spanning hosts maps one per host for its hierarchy, where one applies
+    // (engine/host_groups.h).
+    void attach_shared_memory(const std::vector<std::string> &hosts, const Deadline &deadline);
     void finalize_barrier(bootstrap::KvClient &kv, const Deadline &deadline);
 
     InitConfig config_;
@@ -85,6 +88,9 @@ class Context {
     std::unique_ptr<bootstrap::KvClient> kv_;      // during init; then owned by monitor_
     std::unique_ptr<transport::Transport> transport_;
     std::unique_ptr<shm::Group> shm_;  // declared before engine_: outlives it
+    // A job spanning hosts: its hosts for the hierarchical collectives (over shm_, this host's
+    // group); null otherwise. Declared before engine_: outlives it.
+    std::unique_ptr<collectives::Hierarchy> hierarchy_;
     std::shared_ptr<Engine> engine_;
     std::unique_ptr<FailureMonitor> monitor_;
     bool finalized_ = false;

@@ -55,6 +55,11 @@ class Engine {
     void use_shared_memory(shm::Group *group, std::vector<std::string> hosts, bool wanted) {
         runner_.use_shared_memory(group, std::move(hosts), wanted);
     }
+    // The hosts of a job that spans them, for the hierarchical collectives (owned by the
+    // context, outlives the engine; null: none). Call before start().
+    void use_hierarchy(const collectives::Hierarchy *hierarchy) {
+        runner_.use_hierarchy(hierarchy);
+    }
 
     void start();
     // Stops the thread; requests not yet completed fail with HVD_ERR_ABORTED.

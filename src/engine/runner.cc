@@ -240,6 +240,8 @@ collectives::Comm Runner::make_comm(const Response &resp, const Request &req) {
     // Every rank is a member (in rank order): the shared-memory group's rounds stay in step.
     if (shm_ != nullptr && set->size() == p_.size) {
         comm.shm = shm_;
+    } else if (hierarchy_ != nullptr && set->size() == p_.size) {
+        comm.hierarchy = hierarchy_;
     } else if (!set_groups_.empty()) {
         auto g = set_groups_.find(resp.set_id);
         if (g != set_groups_.end()) comm.shm = g->second.get();

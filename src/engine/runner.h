@@ -63,6 +63,10 @@ class Runner {
         shm_wanted_ = wanted;
     }
 
+    // The hosts of a job that spans them (collectives/hierarchy.h; outlives the runner; null:
+    // none): collectives of process sets with every rank run on it. Call before the first run.
+    void use_hierarchy(const collectives::Hierarchy *hierarchy) { hierarchy_ = hierarchy; }
+
     // Runs responses from the front of the queue until it is empty or the context aborted;
     // each leaves the queue once run. Returns whether there was any. A failed collective
     // finishes its requests with the failure and, unless the failure was this op's alone
@@ -112,6 +116,7 @@ class Runner {
 
     const RunnerParts p_;
     shm::Group *shm_ = nullptr;
+    const collectives::Hierarchy *hierarchy_ = nullptr;
     std::vector<std::string> hosts_;  // rank r's host name
     bool shm_wanted_ = false;         // HVD_SHM on this rank
     // Whether every member of the set runs on one host.

@@ -115,6 +115,18 @@ def case_hvdrun(job):
     job.wait_no_leftovers()
 
 
+def case_hierarchical(job):
+    """Every allreduce hierarchical across the three hosts (shared memory within each, one
+    flow per local rank between them): the program's checked values pass on every rank, and
+    every rank set the hierarchy up."""
+    rc, out, _ = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives",
+                            env={"HVD_HIERARCHICAL_ALLREDUCE": "1", "HVD_LOG_LEVEL": "debug"})
+    expect(rc == 0, "hvdrun exited %d" % rc)
+    said = len(re.findall(r"hierarchical allreduce from 0 bytes: 3 hosts of 2 ranks", out))
+    expect(said == 6, "%d of 6 ranks set the hierarchy up" % said)
+    job.wait_no_leftovers()
+
+
 def case_hvdrun_stopped(job):
     """hvdrun stopped by SIGTERM: its remote ranks end too (ssh itself forwards no signal)."""
     host = job.cluster.hosts[0]

@@ -94,6 +94,29 @@ add_test(NAME mp.process_set_shm_two_hosts.np4
 set_tests_properties(mp.process_set_shm_two_hosts.np4 PROPERTIES LABELS mp TIMEOUT 300
   ENVIRONMENT "${HVD_MP_ENV};HVD_LOG_LEVEL=debug")
 hvd_mp_test(mp_more_collectives NP 3 SUFFIX _no_shm TIMEOUT 300)
+
+# Jobs spanning "hosts" of one machine (hosts of MP_RANKS_PER_HOST ranks in rank order): every
+# allreduce runs hierarchically (HVD_HIERARCHICAL_ALLREDUCE=1; every rank says it will), with
+# 2 hosts of 2 and 2 hosts of 3 ranks; fused allreduces too. An uneven job (2 + 1 ranks) runs
+# flat and passes.
+foreach(spec "mp_collectives;4;2" "mp_collectives;6;3" "mp_join_and_fusion;4;2")
+  list(GET spec 0 prog)
+  list(GET spec 1 np)
+  list(GET spec 2 per_host)
+  add_test(NAME mp.${prog}_hierarchical_${per_host}per_host.np${np}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "hierarchical allreduce from 0 bytes"
+            ${np} -- $<TARGET_FILE:hvdrun> -np ${np} ${CMAKE_CURRENT_SOURCE_DIR}/mp/host_by_block.sh
+            $<TARGET_FILE:${prog}>)
+  set_tests_properties(mp.${prog}_hierarchical_${per_host}per_host.np${np} PROPERTIES LABELS mp
+    TIMEOUT 300 ENVIRONMENT
+    "${HVD_MP_ENV};HVD_LOG_LEVEL=debug;HVD_HIERARCHICAL_ALLREDUCE=1;MP_RANKS_PER_HOST=${per_host}")
+endforeach()
+add_test(NAME mp.mp_more_collectives_uneven_hosts.np3
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "allreduces run flat" 1 --
+          $<TARGET_FILE:hvdrun> -np 3 ${CMAKE_CURRENT_SOURCE_DIR}/mp/host_by_parity.sh
+          $<TARGET_FILE:mp_more_collectives>)
+set_tests_properties(mp.mp_more_collectives_uneven_hosts.np3 PROPERTIES LABELS mp TIMEOUT 300
+  ENVIRONMENT "${HVD_MP_ENV};HVD_HIERARCHICAL_ALLREDUCE=1")
 set_tests_properties(mp.mp_more_collectives_no_shm.np3 PROPERTIES
   ENVIRONMENT "${HVD_MP_ENV};HVD_SHM=0")
 

@@ -195,4 +195,43 @@ inline double load(const void *buf, size_t i, int32_t dtype) {
     return NAN;
 }
 
+// Rank `rank`'s element i: small integers, so every result is exact in every dtype (sums of
+// up to 6 values in [-2, 4] and products of up to 6 values in {-1, 1, 2} fit int8) and any
+// reduction order gives the same bits.
+inline int64_t input_value(int32_t rank, size_t i, int32_t dtype, int32_t op) {
+    int64_t h = static_cast<int64_t>((i * 7 + static_cast<size_t>(rank) * 5 + i / 3) % 1009);
+    if (dtype == HVD_DTYPE_BOOL) return h % 4 != 0;
+    switch (op) {
+        case HVD_OP_SUM:
+            return is_unsigned(dtype) ? h % 5 : h % 5 - 2;
+        case HVD_OP_PRODUCT: {
+            static const int64_t kSigned[3] = {1, -1, 2}, kUnsigned[3] = {1, 2, 1};
+            return (is_unsigned(dtype) ? kUnsigned : kSigned)[h % 3];
+        }
+        default:
+            return is_unsigned(dtype) ? h % 11 : h % 11 - 5;  // min, max
+    }
+}
+
+// The reduction of input_value over ranks 0..n-1, computed independently of libhvd.
+inline int64_t expected_value(int32_t n, size_t i, int32_t dtype, int32_t op) {
+    int64_t acc = input_value(0, i, dtype, op);
+    for (int32_t r = 1; r < n; ++r) {
+        int64_t v = input_value(r, i, dtype, op);
+        if (dtype == HVD_DTYPE_BOOL) {
+            bool any = op == HVD_OP_SUM || op == HVD_OP_MAX;  // or; min/product are and
+            acc = any ? (acc || v) : (acc && v);
+        } else if (op == HVD_OP_SUM) {
+            acc += v;
+        } else if (op == HVD_OP_PRODUCT) {
+            acc *= v;
+        } else if (op == HVD_OP_MIN) {
+            acc = v < acc ? v : acc;
+        } else {
+            acc = v > acc ? v : acc;
+        }
+    }
+    return acc;
+}
+
 }  // namespace rank_threads

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// Allreduce of a job that spans hosts, in three steps:
+//  1. within each host, through its shared-memory group, the host's ranks allreduce the
+//     buffer (every local rank ends with the host's sum);
+//  2. the buffer is cut into as many shares as a host has ranks; local rank i allreduces
+//     share i across hosts with the ranks of local rank i (ring or recursive doubling over
+//     the transport), so every rank of a host moves 1/L of the bytes across the network, all
+//     at once (one flow per local rank: every core and NIC works);
+//  3. within each host the ranks gather the shares through shared memory.
+// Each element is reduced across hosts by one cross group, whose members end with identical
+// bits, and step 3 copies those bits to the host: every rank ends with identical results.
+#include "collectives/collectives.h"
+#include "collectives/hierarchy.h"
+#include "common/dtype.h"
+
+namespace hvd::collectives {
+
+namespace {
+
+constexpr const char *kName = "hierarchical allreduce";
+
+Comm sub_comm(const Comm &comm, const std::vector<int32_t> &members, int32_t index,
+              shm::Group *shm) {
+    Comm sub = comm;
+    sub.members = members;
+    sub.my_index = index;
+    sub.shm = shm;
+    sub.hierarchy = nullptr;
+    return sub;
+}
+
+}  // namespace
+
+hvd_status_t allreduce_hierarchical(Comm &comm, void *buf, size_t count, int32_t dtype,
+                                    int32_t op) {
+    hvd_status_t st = check_allreduce_args(comm, buf, count, dtype, op, kName);
+    if (st != HVD_OK) return st;
+    if (comm.hierarchy == nullptr || comm.hierarchy->local_shm == nullptr)
+        return comm.abort_with(HVD_ERR_INVALID_ARG, std::string(kName) + ": no host hierarchy");
+    const Hierarchy &h = *comm.hierarchy;
+    Comm local = sub_comm(comm, h.local_members, h.local_index, h.local_shm);
+    Comm cross = sub_comm(comm, h.cross_members, h.cross_index, nullptr);
+    const size_t esize = dtype_size(dtype);
+    const size_t shares = h.local_members.size();
+    std::vector<size_t> share_bytes(shares);
+    size_t my_offset = 0;
+    for (size_t i = 0; i < shares; ++i) {
+        size_t n = count / shares + (i < count % shares ? 1 : 0);
+        share_bytes[i] = n * esize;
+        if (i < static_cast<size_t>(h.local_index)) my_offset += share_bytes[i];
+    }
+    char *mine = static_cast<char *>(buf) + my_offset;
+    st = allreduce(local, buf, count, dtype, op);
+    if (st == HVD_OK) st = allreduce(cross, mine, share_bytes[h.local_index] / esize, dtype, op);
+    if (st == HVD_OK) st = allgatherv(local, mine, buf, share_bytes);
+    return st;
+}
+
+}  // namespace hvd::collectives

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hierarchical allreduce (collectives/hierarchical/) on N ranks as threads split into
+// "hosts": each host gets its own shared-memory group and every rank the hierarchy
+// make_hierarchy builds, and the dispatcher must pick the hierarchical algorithm. Every dtype x
+// op x count (counts below, at and above the number of shares, uneven shares, many slot
+// rounds) against references computed independently of libhvd; hosts of 2 and 3 ranks, 2 and
+// 3 hosts, ranks of a host contiguous or interleaved. Also the hierarchy's shape and the
+// table's choice by size.
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+// cmocka 1.1.5's header has no extern "C" guard of its own.
+extern "C" {
+#include <cmocka.h>
+}
+// clang-format on
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/algorithms.h"
+#include "collectives/collectives.h"
+#include "collectives/hierarchy.h"
+#include "common/dtype.h"
+#include "rank_threads.h"
+
+namespace {
+
+using hvd::collectives::Comm;
+using hvd::collectives::Hierarchy;
+using namespace rank_threads;
+
+constexpr int32_t kDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_DTYPE_UINT16,
+                               HVD_DTYPE_INT16,   HVD_DTYPE_INT32,   HVD_DTYPE_INT64,
+                               HVD_DTYPE_FLOAT16, HVD_DTYPE_FLOAT32, HVD_DTYPE_FLOAT64,
+                               HVD_DTYPE_BOOL,    HVD_DTYPE_BFLOAT16};
+constexpr int32_t kOps[] = {HVD_OP_SUM, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
+
+// A job of hosts.size() ranks as threads; rank r runs on host hosts[r].
+struct Cluster {
+    explicit Cluster(const std::vector<std::string> &host_of)
+        : world(static_cast<int32_t>(host_of.size())) {
+        const auto by_host = hvd::collectives::ranks_by_host(host_of);
+        hvd::shm::Settings settings;
+        settings.slot_bytes = kTestSlotBytes;
+        groups.resize(host_of.size());
+        for (const std::vector<int32_t> &ranks : by_host) {
+            const int32_t n = static_cast<int32_t>(ranks.size());
+            groups[ranks[0]] = hvd::shm::Group::create(n, 0, settings);
+            for (int32_t i = 1; i < n; ++i)
+                groups[ranks[i]] = hvd::shm::Group::open(groups[ranks[0]]->name(),
+                                                         groups[ranks[0]]->nonce(), n, i);
+            groups[ranks[0]]->unlink();
+        }
+        for (int32_t r = 0; r < world.size(); ++r) {
+            hierarchies.push_back(hvd::collectives::make_hierarchy(by_host, r));
+            hierarchies.back().local_shm = groups[r].get();
+        }
+    }
+    World world;
+    std::vector<std::unique_ptr<hvd::shm::Group>> groups;  // rank r's host group
+    std::vector<Hierarchy> hierarchies;
+};
+
+struct Case {
+    int32_t dtype;
+    int32_t op;
+    size_t count;
+};
+
+void check_cases(const std::vector<std::string> &host_of) {
+    Cluster c(host_of);
+    const int32_t n = c.world.size();
+    std::vector<Case> cases;
+    for (int32_t dtype : kDtypes)
+        for (int32_t op : kOps)
+            for (size_t count : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{1001}})
+                cases.push_back({dtype, op, count});
+    cases.push_back({HVD_DTYPE_FLOAT32, HVD_OP_SUM, 100003});  // many slot rounds per share
+    std::vector<std::vector<std::vector<uint8_t>>> bufs(n);
+    for (int32_t r = 0; r < n; ++r)
+        for (const Case &k : cases) {
+            std::vector<uint8_t> b(k.count * hvd::dtype_size(k.dtype));
+            for (size_t i = 0; i < k.count; ++i)
+                store(b.data(), i, k.dtype, static_cast<double>(input_value(r, i, k.dtype, k.op)));
+            bufs[r].push_back(std::move(b));
+        }
+    std::vector<std::string> chosen(n);
+    assert_all_ok(run_ranks(c.world, cases.size(), [&](int32_t r, size_t k, Comm &comm) {
+        comm.hierarchy = &c.hierarchies[r];
+        const Case &cs = cases[k];
+        const auto *a = hvd::collectives::choose(hvd::collectives::allreduce_algorithms(), comm,
+                                                 cs.count * hvd::dtype_size(cs.dtype),
+                                                 hvd::collectives::Memory::kHost);
+        if (a != nullptr && chosen[r].empty()) chosen[r] = a->name;
+        return hvd::collectives::allreduce(comm, bufs[r][k].data(), cs.count, cs.dtype, cs.op);
+    }));
+    for (int32_t r = 0; r < n; ++r)
+        assert_string_equal(chosen[r].c_str(), "hierarchical allreduce");
+    for (size_t k = 0; k < cases.size(); ++k) {
+        const Case &cs = cases[k];
+        for (int32_t r = 0; r < n; ++r)
+            for (size_t i = 0; i < cs.count; ++i) {
+                double got = load(bufs[r][k].data(), i, cs.dtype);
+                double want = static_cast<double>(expected_value(n, i, cs.dtype, cs.op));
+                if (got != want)
+                    fail_msg("%d ranks, %s %s count %zu: rank %d element %zu is %g, want %g", n,
+                             hvd::dtype_name(cs.dtype), hvd::reduce_op_name(cs.op), cs.count, r, i,
+                             got, want);
+            }
+    }
+}
+
+void test_two_hosts_of_two(void **) {
+    check_cases({"a", "a", "b", "b"});
+}
+
+void test_three_hosts_of_two(void **) {
+    check_cases({"a", "a", "b", "b", "c", "c"});
+}
+
+void test_two_hosts_of_three(void **) {
+    check_cases({"a", "a", "a", "b", "b", "b"});
+}
+
+void test_interleaved_hosts(void **) {
+    check_cases({"x", "y", "x", "y"});
+}
+
+void test_hierarchy_shape(void **) {
+    const auto by_host = hvd::collectives::ranks_by_host({"q", "p", "q", "p", "r", "r"});
+    assert_int_equal(by_host.size(), 3);
+    assert_true((by_host[0] == std::vector<int32_t>{0, 2}));  // hosts by their lowest rank
+    assert_true((by_host[1] == std::vector<int32_t>{1, 3}));
+    assert_true((by_host[2] == std::vector<int32_t>{4, 5}));
+    assert_true(hvd::collectives::hierarchy_applies(by_host));
+    Hierarchy h = hvd::collectives::make_hierarchy(by_host, 3);
+    assert_true((h.local_members == std::vector<int32_t>{1, 3}));
+    assert_int_equal(h.local_index, 1);
+    assert_true((h.cross_members == std::vector<int32_t>{2, 3, 5}));
+    assert_int_equal(h.cross_index, 1);
+    // Where it does not apply: one host, a host of one rank, uneven hosts.
+    assert_false(hvd::collectives::hierarchy_applies(hvd::collectives::ranks_by_host({"a", "a"})));
+    assert_false(hvd::collectives::hierarchy_applies(hvd::collectives::ranks_by_host({"a", "b"})));
+    assert_false(
+        hvd::collectives::hierarchy_applies(hvd::collectives::ranks_by_host({"a", "a", "b"})));
+    assert_false(hvd::collectives::hierarchy_applies(
+        hvd::collectives::ranks_by_host({"a", "a", "b", "b", "b"})));
+}
+
+void test_table_choice_by_size(void **) {
+    Hierarchy h;
+    h.allreduce_min_bytes = 1 << 20;
+    Comm comm;
+    comm.members = {0, 1, 2, 3};
+    comm.hierarchy = &h;
+    const auto &t = hvd::collectives::allreduce_algorithms();
+    auto name = [&](size_t bytes, hvd::collectives::Memory m) {
+        const auto *a = hvd::collectives::choose(t, comm, bytes, m);
+        return std::string(a != nullptr ? a->name : "none");
+    };
+    const auto host = hvd::collectives::Memory::kHost;
+    assert_string_equal(name(8, host).c_str(), "recursive doubling allreduce");
+    assert_string_equal(name(1 << 20, host).c_str(), "hierarchical allreduce");
+    assert_string_equal(name(size_t{1} << 30, host).c_str(), "hierarchical allreduce");
+    assert_string_equal(name(1 << 20, hvd::collectives::Memory::kDevice).c_str(), "none");
+    comm.hierarchy = nullptr;
+    assert_string_equal(name(size_t{1} << 30, host).c_str(), "ring allreduce");
+}
+
+}  // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hierarchy_shape),    cmocka_unit_test(test_table_choice_by_size),
+        cmocka_unit_test(test_two_hosts_of_two),   cmocka_unit_test(test_three_hosts_of_two),
+        cmocka_unit_test(test_two_hosts_of_three), cmocka_unit_test(test_interleaved_hosts),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
