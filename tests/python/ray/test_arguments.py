@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: Apache-2.0
+"""hvd.ray's refusals: bad arguments raise ValueError, elastic jobs ElasticUnavailableError
+(a NotImplementedError), before anything is started."""
+
+import pytest
+
+from hvd.ray import ElasticRayExecutor, ElasticUnavailableError, RayExecutor, create_settings
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(num_workers=0), "num_workers must be an int >= 1"),
+    (dict(num_workers=-2), "num_workers must be an int >= 1"),
+    (dict(num_workers=1.5), "num_workers must be an int >= 1"),
+    (dict(num_workers=True), "num_workers must be an int >= 1"),
+    (dict(), "give either num_workers, or num_hosts"),
+    (dict(num_workers=2, num_hosts=1), "give either num_workers, or num_hosts"),
+    (dict(num_hosts=0), "num_hosts must be an int >= 1"),
+    (dict(num_hosts=1, num_workers_per_host=0), "num_workers_per_host must be an int >= 1"),
+    (dict(num_workers=2, num_workers_per_host=2), "num_workers_per_host goes with num_hosts"),
+    (dict(num_workers=2, cpus_per_worker=0), "cpus_per_worker must be a number > 0"),
+    (dict(num_workers=2, gpus_per_worker=1), "use_gpu must be True"),
+    (dict(num_workers=2, use_gpu=True, gpus_per_worker=0), "gpus_per_worker must be a number"),
+    (dict(num_workers=2, settings=object()), "settings must come from"),
+])
+def test_bad_executor_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RayExecutor(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(timeout_s=0), "timeout_s must be a positive"),
+    (dict(placement_group_timeout_s=-1), "placement_group_timeout_s must be a positive"),
+    (dict(run_timeout_s="10"), "run_timeout_s must be a positive"),
+    (dict(nics=set()), "nics must be a non-empty set"),
+    (dict(nics={"eth0,eth1"}), "nics must be a non-empty set"),
+])
+def test_bad_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RayExecutor.create_settings(**kwargs)
+
+
+def test_settings_keep_horovods_fields():
+    s = create_settings(timeout_s=5, placement_group_timeout_s=7, nics={"lo"},
+                        ssh_identity_file="/nonexistent", ssh_str="ignored")
+    assert (s.timeout_s, s.placement_group_timeout_s, s.nics, s.run_timeout_s) == \
+        (5, 7, {"lo"}, None)
+
+
+@pytest.mark.parametrize("kwargs", [dict(min_workers=1), dict(min_workers=1, max_workers=4),
+                                    dict(num_workers=2, reset_limit=3)])
+def test_elastic_arguments_are_refused(kwargs):
+    with pytest.raises(NotImplementedError, match="needs libhvd's elastic jobs") as info:
+        RayExecutor(**kwargs)
+    assert isinstance(info.value, ElasticUnavailableError)
+
+
+def test_elastic_executor_is_refused():
+    with pytest.raises(ElasticUnavailableError, match="not have them yet"):
+        ElasticRayExecutor(None, min_workers=1)
+    with pytest.raises(ElasticUnavailableError):
+        ElasticRayExecutor.create_settings(min_num_proc=1)

@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: Apache-2.0
+# hvd.ray (label ray) on HVD_PYTHON_CLUSTER_INTERPRETER: the executor's suite and the digits
+# example, each on a local Ray cluster the test starts and shuts down itself (conftest.py).
+set(hvd_ray_env "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1"
+    "RAY_USAGE_STATS_ENABLED=0")
+add_test(NAME python.ray.executor
+  COMMAND ${HVD_PYTHON_CLUSTER_INTERPRETER} -m pytest -x -q -p no:cacheprovider
+          ${CMAKE_CURRENT_LIST_DIR}/test_arguments.py ${CMAKE_CURRENT_LIST_DIR}/test_executor.py
+          ${CMAKE_CURRENT_LIST_DIR}/test_failures.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(python.ray.executor PROPERTIES LABELS "python;ray" TIMEOUT 150
+  ENVIRONMENT "${hvd_ray_env}")
