@@ -19,7 +19,8 @@ agree on the batches.
 
 Test accuracy is counted on each rank's share of the test set and summed with hvd.allreduce;
 rank 0 prints the last epoch's mean training loss and the accuracy as `final_train_loss=0.xxxx`
-and `test_accuracy=0.xxxx`. Needs scikit-learn (Debian: python3-sklearn);
+and `test_accuracy=0.xxxx`, and main() returns them on every rank (ray_digits.py runs it on
+Ray workers). Needs scikit-learn (Debian: python3-sklearn);
 load_digits ships with it, nothing is downloaded.
 """
 
@@ -78,6 +79,7 @@ def load_data(test_fraction, seed):
 
 
 def main(argv=None):
+    """Trains on this job's ranks; returns (final_train_loss, test_accuracy)."""
     args = parse_args(argv)
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
@@ -132,6 +134,7 @@ def main(argv=None):
         print("final_train_loss=%.4f" % mean_loss, flush=True)
         print("test_accuracy=%.4f" % accuracy, flush=True)
     hvd.shutdown()
+    return mean_loss, accuracy
 
 
 if __name__ == "__main__":

@@ -10,3 +10,11 @@ add_test(NAME python.ray.executor
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(python.ray.executor PROPERTIES LABELS "python;ray" TIMEOUT 150
   ENVIRONMENT "${hvd_ray_env}")
+
+# The digits example on 2 and 3 Ray workers against hvdrun's run of torch_digits_train.py.
+add_test(NAME python.ray.digits
+  COMMAND ${HVD_PYTHON_CLUSTER_INTERPRETER} -m pytest -x -q -s -p no:cacheprovider
+          ${CMAKE_CURRENT_LIST_DIR}/test_digits.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(python.ray.digits PROPERTIES LABELS "python;ray" TIMEOUT 240
+  ENVIRONMENT "${hvd_ray_env};HVD_TEST_HVDRUN=$<TARGET_FILE:hvdrun>")
