@@ -119,10 +119,13 @@ class RayExecutor:
         """Starts the workers: the placement group, one actor per worker, their ranks and
         the job's variables, then executable_cls(*executable_args, **executable_kwargs) in
         each (the object execute's functions get). extra_env_vars: more environment
-        variables for the workers, set before the executable is made."""
+        variables for the workers, set before the executable is made. Ray is initialised
+        (ray.init()) if it was not."""
         if self._placement is not None:
             raise RuntimeError("hvd.ray: this RayExecutor is already started; shutdown() first")
         extra = {str(k): str(v) for k, v in (extra_env_vars or {}).items()}
+        if not ray.is_initialized():
+            ray.init()  # as Ray's own API does on first use
         self._placement = Placement(self.settings, **self._shape)
         try:
             self._placement.reserve()

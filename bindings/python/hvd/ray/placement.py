@@ -93,7 +93,8 @@ class Placement:
         Empty dicts without GPUs."""
         node_gpus = OrderedDict()
         for m in self.members:
-            node_gpus.setdefault(m.info["node_id"], []).extend(m.info["gpu_ids"])
+            ids = node_gpus.setdefault(m.info["node_id"], [])
+            ids.extend(g for g in m.info["gpu_ids"] if g not in ids)  # fractions share one
         return [{"CUDA_VISIBLE_DEVICES": ",".join(node_gpus[m.info["node_id"]])}
                 if self.gpus else {} for m in self.members]
 
