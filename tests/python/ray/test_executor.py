@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hvd
-from hvd.ray import RayExecutor
+from hvd.ray import RayExecutor, WorkerError
 
 SETTINGS = dict(timeout_s=30, run_timeout_s=60, placement_group_timeout_s=20)
 
@@ -117,16 +117,32 @@ class Trainer:
 
 def test_execute_on_executable():
     ex = RayExecutor(RayExecutor.create_settings(**SETTINGS), num_workers=2)
-    ex.start(executable_cls=Trainer, executable_args=[2.0], extra_env_vars={"HVD_T": "x"})
+    ex.start(executable_cls=Trainer, executable_args=[2.0],
+             extra_env_vars={"HVD_T": "x", "HVD_START_TIMEOUT": 25})
     try:
         assert ex.execute(lambda w: w.advance()) == [(0, 6.0), (1, 6.0)]
         assert ex.execute(Trainer.advance) == [(0, 12.0), (1, 12.0)]
         assert ex.execute_single(lambda w: (w.value, w.step)) == (12.0, 2.0)
-        assert ex.run(lambda: __import__("os").environ["HVD_T"]) == ["x", "x"]
+        env = ex.run(lambda: {k: __import__("os").environ[k] for k in ("HVD_T",
+                                                                      "HVD_START_TIMEOUT")})
+        assert env == [{"HVD_T": "x", "HVD_START_TIMEOUT": "25"}] * 2
     finally:
         ex.shutdown()
     with pytest.raises(RuntimeError, match="not started"):
         ex.run(topology)
+
+
+class Broken:
+    def __init__(self):
+        raise KeyError("no model here")
+
+
+def test_start_fails_when_the_executable_does():
+    ex = RayExecutor(RayExecutor.create_settings(**SETTINGS), num_workers=2)
+    with pytest.raises(WorkerError, match=r"start failed on 2 of 2 rank\(s\): rank 0 \(.*"
+                       r"KeyError: 'no model here'"):
+        ex.start(executable_cls=Broken)
+    assert ex.workers == []
 
 
 def test_context_manager_and_spread_by_hosts():

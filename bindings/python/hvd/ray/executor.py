@@ -153,7 +153,7 @@ class RayExecutor:
                                                        self._placement.gpu_env())):
             env = _launch.worker_env(rank, len(members), place, hosts[rank], rank0["ip"], port,
                                      job)
-            refs.append(m.actor.set_env.remote(env, dict(common, **gpu_env, **extra)))
+            refs.append(m.actor.set_env.remote(env, {**common, **gpu_env, **extra}))
         ray.get(refs, timeout=timeout)
         if self.settings.verbose:
             logger.info("hvd.ray: %d workers on %d node(s), rendezvous %s:%d",
