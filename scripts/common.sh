@@ -12,6 +12,7 @@ HVD_APT_PACKAGES=(
   libucx-dev libhwloc-dev libcmocka-dev
   openmpi-bin libopenmpi-dev   # mpirun: a launcher the tests run libhvd under
   openssh-server iproute2      # the cluster tests: an sshd in each network-namespace host
+  hwloc                        # hwloc-calc, hwloc-bind: hwloc's own view in the hvdrun tests
   clang-format
   python3 python3-dev python3-venv   # test helpers; the hvd Python package and its venv
   python3-numpy python3-pytest python3-pybind11 pybind11-dev

@@ -266,37 +266,109 @@ case_aliases_and_info() {
     expect_match out '^usage: hvdrun -np N'
 }
 
-# --bind-to core: each local rank runs on exactly one CPU, local rank mod the CPUs hvdrun may
-# use (worked out here from hvdrun's own affinity); bad values and remote hosts are refused.
+# hwloc's own view (Debian's hwloc tools), worked out apart from hvdrun's code: hwloc-calc
+# ARGS... restricted to the CPUs this shell (and so hvdrun) may run on.
+calc() {
+    command -v hwloc-calc >/dev/null ||
+        fail "needs hwloc-calc and hwloc-bind (Debian package hwloc; scripts/test.sh installs it)"
+    hwloc-calc --restrict "$(hwloc-bind --get)" "$@"
+}
+
+# expand LIST: "0-2,5" -> "0,1,2,5", as hwloc-calc -I writes CPU numbers.
+expand() {
+    echo "$1" | tr ',' '\n' | awk -F- '{ if (NF == 2) for (c = $1; c <= $2; c++) print c; else print $1 }' |
+        paste -sd, -
+}
+
+SHOW_CPUS='awk "/^Cpus_allowed_list/ { print \"cpus=\" \$2 }" /proc/self/status'
+
+# expect_cpus RANK PUS: rank RANK printed its Cpus_allowed_list (SHOW_CPUS) and it is PUS.
+expect_cpus() {
+    got=$(sed -n "s/^\[$1\]<stdout>: cpus=//p" "$T/out")
+    [ "$(expand "$got")" = "$2" ] || fail "rank $1 runs on CPUs '$got', hwloc expects '$2'"
+}
+
+# --bind-to core|numa|socket|none and --map-by on this host: each rank's CPUs, read back from
+# /proc, are hwloc-calc's for the place mpirun's rules give it; impossible requests and bad
+# values are refused.
 case_bind() {
     cpus=$(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status)
-    run -np 3 --bind-to core sh -c 'awk "/^Cpus_allowed_list/ { print \"cpus=\" \$2 }" /proc/self/status'
+    ncores=$(calc -N core all)
+    nnuma=$(calc -N numa all)
+    run -np "$ncores" --bind-to core sh -c "$SHOW_CPUS"
     expect_rc 0
-    expect_lines out 3
-    list=$(echo "$cpus" | tr ',' '\n' | awk -F- '{ if (NF == 2) for (c = $1; c <= $2; c++) print c; else print $1 }')
-    ncpu=$(echo "$list" | wc -l)
-    for r in 0 1 2; do
-        want=$(echo "$list" | sed -n "$((r % ncpu + 1))p")
-        expect_once out "[$r]<stdout>: cpus=$want"
-    done
-    run -np 2 --bind-to=none sh -c 'awk "/^Cpus_allowed_list/ { print \$2 }" /proc/self/status'
+    expect_lines out "$ncores"
+    for r in $(seq 0 $((ncores - 1))); do expect_cpus "$r" "$(calc --po -I pu "core:$r")"; done
+    run -np $((ncores + 1)) --bind-to core true
+    expect_rc 2
+    expect_match err "^hvdrun: --bind-to core: ranks 0 and $ncores would share core L#0 \(CPUs [0-9,-]+\), which has 1 core \($((ncores + 1)) ranks on this host\); use --bind-to core:overload-allowed to allow it, or --bind-to none$"
+    run -np $((ncores + 1)) --bind-to core:overload-allowed sh -c "$SHOW_CPUS"
+    expect_rc 0
+    expect_cpus "$ncores" "$(calc --po -I pu core:0)"
+    # By NUMA node: rank r on NUMA node r mod the NUMA nodes, bound to all of it.
+    run -np 2 --map-by numa --bind-to numa:overload-allowed sh -c "$SHOW_CPUS"
+    expect_rc 0
+    for r in 0 1; do expect_cpus "$r" "$(calc --po -I pu "numa:$((r % nnuma))")"; done
+    # --map-by socket alone binds to the socket, as mpirun does.
+    run -np 1 --map-by socket --report-bindings sh -c "$SHOW_CPUS"
+    expect_rc 0
+    expect_cpus 0 "$(calc --po -I pu package:0)"
+    expect_match err "^\[[^]:]+:[0-9]+\] MCW rank 0 bound to socket 0\[core 0\[hwt 0[-0-9]*\]\](, socket 0\[core [0-9]+\[hwt [-0-9]+\]\])*: \[B"
+    run -np 2 --bind-to=none --report-bindings sh -c 'awk "/^Cpus_allowed_list/ { print \$2 }" /proc/self/status'
     expect_rc 0
     expect_once out "[1]<stdout>: $cpus"
-    HVD_RUN_BIND_TO=core run -np 2 sh -c 'awk "/^Cpus_allowed_list/ { print \$2 }" /proc/self/status'
+    expect_match err "^\[[^]:]+:[0-9]+\] MCW rank 1 is not bound \(or bound to all available processors\)$"
+    HVD_RUN_BIND_TO=core run -np 1 sh -c "$SHOW_CPUS"
     expect_rc 0
-    expect_once out "[1]<stdout>: $(echo "$list" | sed -n "$((1 % ncpu + 1))p")"
+    expect_cpus 0 "$(calc --po -I pu core:0)"
     HVD_RUN_BIND_TO=core run -np 2 --bind-to none sh -c 'awk "/^Cpus_allowed_list/ { print \$2 }" /proc/self/status'
     expect_rc 0
     expect_once out "[1]<stdout>: $cpus"
-    HVD_RUN_BIND_TO=numa run -np 1 true
+    HVD_RUN_BIND_TO=hwthread run -np 1 true
     expect_rc 2
-    expect_once err "hvdrun: invalid HVD_RUN_BIND_TO value 'numa' (expected core or none)"
-    run -np 1 --bind-to socket true
+    expect_once err "hvdrun: invalid HVD_RUN_BIND_TO value 'hwthread' (expected core, numa, socket or none, optionally :overload-allowed)"
+    run -np 1 --bind-to l3cache true
     expect_rc 2
-    expect_once err "hvdrun: invalid --bind-to value 'socket' (expected core or none)"
+    expect_once err "hvdrun: invalid --bind-to value 'l3cache' (expected core, numa, socket or none, optionally :overload-allowed)"
+    run -np 1 --map-by node true
+    expect_rc 2
+    expect_once err "hvdrun: invalid --map-by value 'node' (expected slot, core, numa or socket)"
     run -np 2 -H localhost:1,fakehost-b:1 --bind-to core true
     expect_rc 2
     expect_once err "hvdrun: --bind-to core binds ranks on this host only; rank 1 runs on fakehost-b"
+}
+
+# Machines this host is not, through hwloc's synthetic topologies (HWLOC_SYNTHETIC, read by
+# hvdrun and by hwloc-calc alike): two sockets of one CPU each on CPUs 0 and 1 (real pinning),
+# and two sockets of two NUMA nodes of four 2-thread cores (the planned CPUs, from --verbose).
+case_bind_synthetic() {
+    if [ "$(calc --po -I pu pu:0-1)" = "0,1" ]; then
+        export HWLOC_SYNTHETIC="pack:2 numa:1 core:1 pu:1"
+        run -np 2 --map-by socket --bind-to core sh -c "$SHOW_CPUS"
+        expect_rc 0
+        for r in 0 1; do expect_cpus "$r" "$(hwloc-calc --po -I pu "package:$r")"; done
+    fi
+    export HWLOC_SYNTHETIC="pack:2 numa:2 core:4 pu:2"
+    planned() { expand "$(sed -n "s/^hvdrun: rank $1 on .*, cpus \([0-9,-]*\)).*/\1/p" "$T/err")"; }
+    run -np 5 --map-by numa --bind-to core --verbose --report-bindings true
+    expect_rc 0
+    for r in 0 1 2 3 4; do
+        first=$(hwloc-calc -I core "numa:$((r % 4))" | cut -d, -f$((r / 4 + 1)))
+        [ "$(planned $r)" = "$(hwloc-calc --po -I pu "core:$first")" ] ||
+            fail "rank $r planned on CPUs '$(planned $r)', not core $first's"
+    done
+    expect_match err "^\[[^]:]+:[0-9]+\] MCW rank 1 bound to socket 0\[core 4\[hwt 0-1\]\]: \[\.\./\.\./\.\./\.\./BB/\.\./\.\./\.\.\]\[\.\./\.\./\.\./\.\./\.\./\.\./\.\./\.\.\]$"
+    run -np 3 --map-by socket --bind-to numa --verbose true
+    expect_rc 0
+    for r in 0 1 2; do
+        numa=$(hwloc-calc -I numa "package:$((r % 2))" | cut -d, -f$((r / 2 + 1)))
+        [ "$(planned $r)" = "$(hwloc-calc --po -I pu "numa:$numa")" ] ||
+            fail "rank $r planned on CPUs '$(planned $r)', not NUMA node $numa's"
+    done
+    export HWLOC_SYNTHETIC="pack:1 core:2 pu:1"
+    run -np 3 --bind-to socket true
+    expect_rc 2
+    expect_once err "hvdrun: --bind-to socket: ranks 0, 1 and 2 would share socket L#0 (CPUs 0-1), which has 2 cores (3 ranks on this host); use --bind-to socket:overload-allowed to allow it, or --bind-to none"
 }
 
 case_exports() {

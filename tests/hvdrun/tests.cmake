@@ -8,6 +8,7 @@ set(HVDRUN_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/../../tools/hvdrun)
 add_executable(test_hvdrun_units
     ${HVDRUN_TEST_DIR}/test_hvdrun_units.cc
     ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/binding_policy.cc
     ${HVDRUN_SOURCE_DIR}/hosts.cc
     ${HVDRUN_SOURCE_DIR}/rank_env.cc
     ${HVDRUN_SOURCE_DIR}/remote_command.cc
@@ -25,6 +26,7 @@ set_tests_properties(hvdrun.units PROPERTIES LABELS hvdrun TIMEOUT 30)
 add_executable(test_hvdrun_flags
     ${HVDRUN_TEST_DIR}/test_hvdrun_flags.cc
     ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/binding_policy.cc
     ${HVDRUN_SOURCE_DIR}/numbers.cc
     ${HVDRUN_SOURCE_DIR}/tuning.cc
     ${HVDRUN_SOURCE_DIR}/config_file.cc
@@ -36,10 +38,26 @@ target_compile_options(test_hvdrun_flags PRIVATE ${HVD_WARNINGS})
 add_test(NAME hvdrun.flags COMMAND test_hvdrun_flags)
 set_tests_properties(hvdrun.flags PROPERTIES LABELS hvdrun TIMEOUT 30)
 
+# --map-by / --bind-to placement on hwloc's synthetic machines, --report-bindings' text.
+add_executable(test_hvdrun_placement
+    ${HVDRUN_TEST_DIR}/test_hvdrun_placement.cc
+    ${HVDRUN_SOURCE_DIR}/binding_policy.cc
+    ${HVDRUN_SOURCE_DIR}/placement.cc
+    ${HVDRUN_SOURCE_DIR}/cpu_binding.cc
+    ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/numbers.cc
+    ${HVDRUN_SOURCE_DIR}/tuning.cc
+    ${HVDRUN_SOURCE_DIR}/network_interfaces.cc)
+target_include_directories(test_hvdrun_placement PRIVATE ${HVDRUN_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(test_hvdrun_placement PRIVATE PkgConfig::CMOCKA PkgConfig::HWLOC)
+target_compile_options(test_hvdrun_placement PRIVATE ${HVD_WARNINGS})
+add_test(NAME hvdrun.map_bind COMMAND test_hvdrun_placement)
+set_tests_properties(hvdrun.map_bind PROPERTIES LABELS hvdrun TIMEOUT 30)
+
 # End-to-end cases: hvdrun starting real processes (see hvdrun_cases.sh for each case).
 set(HVDRUN_CASES env output no_prefix whole_lines exit_code signal sigkill_escalation
     forward_signals hvdrun_killed usage_errors missing_program placement hostfile aliases_and_info exports
-    remote bind rendezvous_port tuning_flags network_interfaces ssh_identity check_build)
+    remote bind bind_synthetic rendezvous_port tuning_flags network_interfaces ssh_identity check_build)
 foreach(case ${HVDRUN_CASES})
   add_test(NAME hvdrun.${case}
            COMMAND sh ${HVDRUN_TEST_DIR}/hvdrun_cases.sh $<TARGET_FILE:hvdrun> ${case})

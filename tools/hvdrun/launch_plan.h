@@ -19,7 +19,7 @@ struct RankLaunch {
     std::vector<std::string> argv;  // what to exec locally: the program, or ssh
     std::vector<std::string> envp;  // its complete environment
     std::string stdin_data;         // for ssh: the job secret, kept off the command line
-    int cpu = -1;                   // --bind-to core: the CPU a local rank runs on; -1 none
+    std::vector<int> cpus;          // --bind-to: the CPUs a local rank is pinned to; empty: none
 };
 
 struct LaunchContext {

@@ -142,7 +142,8 @@ void print_plan(const std::vector<Placement> &ranks, const std::vector<RankLaunc
                  ctx.job.rdv_port, ctx.job.job_id.c_str());
     for (size_t i = 0; i < ranks.size(); ++i) {
         const Placement &p = ranks[i];
-        std::string cpu = plan[i].cpu >= 0 ? ", cpu " + std::to_string(plan[i].cpu) : "";
+        std::string cpu =
+            plan[i].cpus.empty() ? "" : ", cpus " + hvd::topology::cpu_list_text(plan[i].cpus);
         std::fprintf(stderr, "hvdrun: rank %d on %s (local %d/%d, cross %d/%d%s)%s%s\n", p.rank,
                      p.host.c_str(), p.local_rank, p.local_size, p.cross_rank, p.cross_size,
                      cpu.c_str(), plan[i].remote ? ": " : "",
@@ -190,11 +191,18 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan)
     }
     LaunchContext ctx = make_context(*opts, ranks, this_host, rdv_addr, std::move(settings));
     *plan = plan_launch(ranks, opts->command, ctx);
-    if (opts->bind_core && !assign_cpus(ranks, allowed_cpus(), plan, &err)) {
+    hvd::topology::Machine machine;
+    if (opts->binding.bind_to != Level::kNone &&
+        (!load_local_machine(&machine, &err) ||
+         !assign_cpus(machine, opts->binding, ranks, plan, &err))) {
         std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
         return kUsageError;
     }
     if (opts->verbose) print_plan(ranks, *plan, ctx);
+    if (opts->report_bindings) {
+        for (const std::string &line : binding_report(machine, *plan, this_host, getpid()))
+            std::fprintf(stderr, "%s\n", line.c_str());
+    }
     return -1;
 }
 

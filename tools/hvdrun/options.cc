@@ -102,20 +102,29 @@ bool set_no_prefix(const std::string &, const std::string &, Options *o, std::st
     return true;
 }
 
-// "core" or "none" into *core; false for anything else.
-bool parse_bind_to(const std::string &v, bool *core) {
-    if (v != "core" && v != "none") return false;
-    *core = v == "core";
-    return true;
-}
+constexpr const char *kBindValues = "core, numa, socket or none, optionally :overload-allowed";
 
 bool set_bind_to(const std::string &flag, const std::string &v, Options *o, std::string *err) {
-    if (parse_bind_to(v, &o->bind_core)) {
+    if (parse_bind_to(v, &o->binding)) {
         o->bind_given = true;
         return true;
     }
-    *err = "invalid " + flag + " value '" + v + "' (expected core or none)";
+    *err = "invalid " + flag + " value '" + v + "' (expected " + kBindValues + ")";
     return false;
+}
+
+bool set_map_by(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (parse_map_by(v, &o->binding)) {
+        o->map_given = true;
+        return true;
+    }
+    *err = "invalid " + flag + " value '" + v + "' (expected slot, core, numa or socket)";
+    return false;
+}
+
+bool set_report_bindings(const std::string &, const std::string &, Options *o, std::string *) {
+    o->report_bindings = true;
+    return true;
 }
 
 bool set_verbose(const std::string &, const std::string &, Options *o, std::string *) {
@@ -149,6 +158,8 @@ constexpr OptionSpec kOptions[] = {
     {"--start-timeout", true, set_start_timeout},
     {"--no-prefix", false, set_no_prefix},
     {"--bind-to", true, set_bind_to},
+    {"--map-by", true, set_map_by},
+    {"--report-bindings", false, set_report_bindings},
     {"--verbose", false, set_verbose},
     {"-i", true, set_file<&Options::ssh_identity_file>},
     {"--ssh-identity-file", true, set_file<&Options::ssh_identity_file>},
@@ -244,10 +255,15 @@ bool apply_grace_env(const char *grace_env, Options *opts, std::string *err) {
 }
 
 bool apply_bind_env(const char *bind_env, Options *opts, std::string *err) {
-    if (opts->bind_given || bind_env == nullptr || bind_env[0] == '\0') return true;
+    if (opts->bind_given) return true;
+    if (bind_env == nullptr || bind_env[0] == '\0') {
+        Level map_by = opts->binding.map_by;
+        opts->binding.bind_to = map_by == Level::kSlot ? Level::kNone : map_by;
+        return true;
+    }
     std::string v(bind_env);
-    if (parse_bind_to(v, &opts->bind_core)) return true;
-    *err = "invalid HVD_RUN_BIND_TO value '" + v + "' (expected core or none)";
+    if (parse_bind_to(v, &opts->binding)) return true;
+    *err = "invalid HVD_RUN_BIND_TO value '" + v + "' (expected " + kBindValues + ")";
     return false;
 }
 
@@ -278,10 +294,15 @@ std::string usage_text() {
                "                           others to exit before SIGTERM (default 5, or\n"
                "                           HVD_RUN_GRACE_SECONDS)\n"
                "  --no-prefix              pass rank output through without the rank prefix\n"
-               "  --bind-to core|none      core: pin each rank to one CPU (local rank mod the\n"
-               "                           CPUs hvdrun may use), as mpirun --bind-to core;\n"
-               "                           ranks on this host only (default none, or\n"
-               "                           HVD_RUN_BIND_TO)\n"
+               "  --bind-to core|numa|socket|none[:overload-allowed]\n"
+               "                           pin each rank to a core, NUMA node or socket of\n"
+               "                           the CPUs hvdrun may use, as mpirun does; ranks on\n"
+               "                           this host only (default: HVD_RUN_BIND_TO, else the\n"
+               "                           --map-by place, else none)\n"
+               "  --map-by slot|core|numa|socket\n"
+               "                           place a host's ranks round-robin over its cores,\n"
+               "                           NUMA nodes or sockets (default slot: in order)\n"
+               "  --report-bindings        print each rank's binding, as mpirun does\n"
                "  --verbose                print the rank placement and remote commands\n") +
            tuning_usage() +
            "\nhost arguments:\n"

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "binding_policy.h"
+
 namespace hvdrun {
 
 struct Options {
@@ -26,8 +28,10 @@ struct Options {
     std::vector<std::string> network_interfaces;  // --network-interfaces / --network-interface
     // HVD_* settings from horovodrun's tuning flags (--cycle-time-ms ...), in order given
     std::vector<std::pair<std::string, std::string>> settings;
-    bool bind_core = false;            // --bind-to core (true) or none (false, the default)
+    BindPolicy binding;                // --map-by, --bind-to (default: slot, none)
     bool bind_given = false;           // true when --bind-to was on the command line
+    bool map_given = false;            // true when --map-by was on the command line
+    bool report_bindings = false;      // --report-bindings
     std::vector<std::string> command;  // program and its arguments, untouched
 };
 
@@ -43,8 +47,10 @@ ParseOutcome parse_options(const std::vector<std::string> &args, Options *out, s
 // command line already set the grace period. Returns false with *err on a malformed value.
 bool apply_grace_env(const char *grace_env, Options *opts, std::string *err);
 
-// Applies HVD_RUN_BIND_TO (core or none; value of the variable, nullptr when unset) unless
-// the command line gave --bind-to. Returns false with *err on another value.
+// Completes the binding policy when the command line gave no --bind-to: HVD_RUN_BIND_TO (a
+// --bind-to value; the variable's value, nullptr when unset), else, as mpirun does, binding
+// to the place --map-by core|numa|socket maps to, else none. Returns false with *err on a
+// malformed HVD_RUN_BIND_TO.
 bool apply_bind_env(const char *bind_env, Options *opts, std::string *err);
 
 // Parses a non-negative decimal number of seconds ("5", "0.5"). Returns false if malformed.

@@ -84,7 +84,7 @@ void reset_signals(const sigset_t &mask) {
 
 // Runs in the forked child; never returns. Only redirects, resets and exec's.
 [[noreturn]] void exec_child(char *const argv[], char *const envp[], const ChildPipes &p,
-                             pid_t hvdrun_pid, const sigset_t &mask, int cpu) {
+                             pid_t hvdrun_pid, const sigset_t &mask, const cpu_set_t *cpus) {
     // If hvdrun dies without its cleanup (SIGKILL), the rank still gets SIGTERM. Checking the
     // parent afterwards closes the window where hvdrun died before prctl.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -95,16 +95,11 @@ void reset_signals(const sigset_t &mask) {
     if (input >= 0) dup2(input, STDIN_FILENO);
     dup2(p.out.write_end, STDOUT_FILENO);
     dup2(p.err.write_end, STDERR_FILENO);
-    if (cpu >= 0) {
-        cpu_set_t one;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        if (sched_setaffinity(0, sizeof one, &one) != 0) {
-            static const char kMsg[] =
-                "hvdrun: --bind-to core: cannot pin this rank to its CPU; "
-                "it runs unpinned\n";
-            (void)!write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
-        }
+    if (cpus != nullptr && sched_setaffinity(0, sizeof *cpus, cpus) != 0) {
+        static const char kMsg[] =
+            "hvdrun: --bind-to: cannot pin this rank to its CPUs; "
+            "it runs unpinned\n";
+        (void)!write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
     }
     execvpe(argv[0], argv, envp);
     int code = errno;
@@ -113,13 +108,14 @@ void reset_signals(const sigset_t &mask) {
 }
 
 // fork() with every signal blocked, so that no hvdrun handler runs in the child.
-pid_t fork_child(char *const argv[], char *const envp[], const ChildPipes &p, int cpu) {
+pid_t fork_child(char *const argv[], char *const envp[], const ChildPipes &p,
+                 const cpu_set_t *cpus) {
     sigset_t all, saved;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &saved);
     pid_t hvdrun_pid = getpid();
     pid_t pid = fork();
-    if (pid == 0) exec_child(argv, envp, p, hvdrun_pid, saved, cpu);
+    if (pid == 0) exec_child(argv, envp, p, hvdrun_pid, saved, cpus);
     int fork_errno = errno;
     sigprocmask(SIG_SETMASK, &saved, nullptr);
     errno = fork_errno;
@@ -147,11 +143,16 @@ int read_exec_errno(int fd) {
 
 SpawnedProcess spawn_process(const std::vector<std::string> &argv,
                              const std::vector<std::string> &envp, const std::string &stdin_data,
-                             int cpu) {
+                             const std::vector<int> &cpus) {
     std::vector<char *> c_argv = c_strings(argv);
+    // Made here: the child between fork and exec only calls async-signal-safe functions.
+    cpu_set_t cpu_set;
+    CPU_ZERO(&cpu_set);
+    for (int c : cpus)
+        if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpu_set);
     std::vector<char *> c_envp = c_strings(envp);
     ChildPipes p = make_child_pipes(!stdin_data.empty());
-    pid_t pid = fork_child(c_argv.data(), c_envp.data(), p, cpu);
+    pid_t pid = fork_child(c_argv.data(), c_envp.data(), p, cpus.empty() ? nullptr : &cpu_set);
     int fork_errno = errno;
     // The child's ends belong to the child alone.
     for (int *fd : {&p.in.read_end, &p.out.write_end, &p.err.write_end, &p.status.write_end}) {

@@ -25,12 +25,13 @@ struct SpawnedProcess {
 // ("NAME=VALUE" strings), in its own process group. Its stdin is /dev/null, or, when
 // `stdin_data` is not empty, a pipe holding stdin_data, open until the caller closes in_fd
 // (stdin_data must fit a pipe buffer, 64 KiB, and SIGPIPE must be ignored). Returns once the child
-// has exec'ed or failed to (waits at most 10 s for that). cpu >= 0 pins the child to that CPU
-// before it exec's (when the kernel refuses, the child says so on its stderr and runs unpinned).
+// has exec'ed or failed to (waits at most 10 s for that). A non-empty `cpus` pins the child to
+// those CPUs before it exec's (when the kernel refuses, the child says so on its stderr and runs
+// unpinned).
 // Throws std::runtime_error when a pipe or fork() fails.
 SpawnedProcess spawn_process(const std::vector<std::string> &argv,
                              const std::vector<std::string> &envp, const std::string &stdin_data,
-                             int cpu = -1);
+                             const std::vector<int> &cpus = {});
 
 // This process's environment with `overrides` replacing or adding variables.
 std::vector<std::string> merged_environment(const std::vector<EnvVar> &overrides);

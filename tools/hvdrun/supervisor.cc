@@ -56,7 +56,7 @@ void Supervisor::start(const std::vector<RankLaunch> &launches) {
 bool Supervisor::spawn_rank(const RankLaunch &launch) {
     SpawnedProcess proc;
     try {
-        proc = spawn_process(launch.argv, launch.envp, launch.stdin_data, launch.cpu);
+        proc = spawn_process(launch.argv, launch.envp, launch.stdin_data, launch.cpus);
     } catch (const std::runtime_error &e) {
         std::fprintf(stderr, "hvdrun: cannot start rank %d on %s: %s\n", launch.rank,
                      launch.host.c_str(), e.what());
