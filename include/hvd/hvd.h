@@ -96,7 +96,9 @@ HVD_API uint64_t hvd_features(void) HVD_NOEXCEPT;
 /* Set: HVD_FEATURE_CUDA, and the module loaded NCCL (HVD_NCCL_LIBRARY, else libnccl.so.2):
  * collectives on CUDA tensors can run on NCCL (HVD_GPU_OPERATIONS). */
 #define HVD_FEATURE_NCCL HVD_BIT(2)
-/* Reserved until rank placement reads the host topology through hwloc: never set. */
+/* Set: hwloc read this host's topology (packages, NUMA nodes, cores, NICs and GPUs): each rank's
+ * shared-memory slots and hvd_mem_alloc memory are bound to its NUMA node where it runs within
+ * one of several. */
 #define HVD_FEATURE_HWLOC HVD_BIT(3)
 
 /* ---------------------------------------------------------------- handles and enums */

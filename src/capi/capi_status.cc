@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "gpu/gpu_library.h"
 #include "hvd/hvd.h"
+#include "topology/local_topology.h"
 
 extern "C" {
 
@@ -29,6 +30,10 @@ HVD_API const char *hvd_version_string(void) noexcept {
 
 HVD_API uint64_t hvd_features(void) noexcept {
     uint64_t features = HVD_FEATURE_UCX;
+    try {
+        if (hvd::topology::local_machine() != nullptr) features |= HVD_FEATURE_HWLOC;
+    } catch (...) {
+    }
     try {
         features |= hvd::gpu::gpu_features();  // loads the GPU module on the first call
     } catch (...) {

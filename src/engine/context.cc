@@ -22,6 +22,7 @@
 #include "engine/host_groups.h"
 #include "engine/peer_reachability.h"
 #include "negotiation/wire_protocol.h"
+#include "topology/local_topology.h"
 #include "topology/network.h"
 #include "transport/ucx/ucx_transport.h"
 
@@ -45,6 +46,7 @@ Context::Context(const InitConfig &config) : config_(config) {
     std::vector<std::string> hosts = hosts_of_same_protocol(
         kv_->all_gather("host", host_entry(topology::this_host_name()), deadline), rank_);
     placement_ = topology::place_rank(hosts, rank_);
+    locality_ = topology::this_process_locality();
     connect_transport(hosts, deadline);
     attach_shared_memory(hosts, deadline);
     choose_spin_policy();
@@ -59,11 +61,12 @@ Context::Context(const InitConfig &config) : config_(config) {
     engine_->use_shared_memory(hierarchy_ ? nullptr : shm_.get(), hosts,
                                config::get_bool(config::Setting::kShm));
     engine_->use_hierarchy(hierarchy_.get());
+    engine_->set_locality(locality_);
     engine_->start();
     monitor_->start();
-    HVD_LOG(kDebug, rank_, "joined a job of %d ranks (local %d/%d, cross %d/%d)", size_,
+    HVD_LOG(kDebug, rank_, "joined a job of %d ranks (local %d/%d, cross %d/%d); runs on %s", size_,
             placement_.local_rank, placement_.local_size, placement_.cross_rank,
-            placement_.cross_size);
+            placement_.cross_size, topology::describe(locality_).c_str());
 }
 
 // Rank 0's rendezvous server on the launcher's address (resolved) rather than every

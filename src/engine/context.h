@@ -18,6 +18,7 @@
 #include "engine/process_set_table.h"
 #include "shm/shm_group.h"
 #include "topology/host_topology.h"
+#include "topology/rank_locality.h"
 #include "transport/transport.h"
 
 namespace hvd::engine {
@@ -49,6 +50,8 @@ class Context {
     int32_t rank() const { return rank_; }
     int32_t size() const { return size_; }
     const topology::HostPlacement &placement() const { return placement_; }
+    // Where this rank runs on its host: NUMA node, package, nearest NIC and GPU (hwloc's).
+    const topology::RankLocality &locality() const { return locality_; }
     int64_t op_timeout_ms() const { return config_.op_timeout_ms; }
     AbortState &abort_state() { return abort_; }
     Engine &engine() { return *engine_; }
@@ -77,6 +80,7 @@ class Context {
     int32_t rank_ = 0;
     int32_t size_ = 0;
     topology::HostPlacement placement_;
+    topology::RankLocality locality_;
     transport::SpinPolicy spin_policy_;
     AbortState abort_;
     ProcessSetTable sets_;

@@ -30,6 +30,7 @@
 #include "engine/runner.h"
 #include "engine/tuner.h"
 #include "engine/watchdog.h"
+#include "topology/rank_locality.h"
 #include "transport/transport.h"
 #include "util/fifo.h"
 
@@ -60,6 +61,10 @@ class Engine {
     void use_hierarchy(const collectives::Hierarchy *hierarchy) {
         runner_.use_hierarchy(hierarchy);
     }
+    // Where this rank runs on its host (NUMA node, nearest NIC and GPU), for algorithms that
+    // depend on it. Call before start().
+    void set_locality(topology::RankLocality locality) { locality_ = std::move(locality); }
+    const topology::RankLocality &locality() const { return locality_; }
 
     void start();
     // Stops the thread; requests not yet completed fail with HVD_ERR_ABORTED.
@@ -127,6 +132,7 @@ class Engine {
     int wake_fd_ = -1;
     std::thread thread_;
     bool unpinned_ = true;  // the engine thread (and so its caller) may use several CPUs
+    topology::RankLocality locality_;
     // stop_flag_: a stop was requested. sleeping_: the engine is (about to be) blocked in
     // poll, so an enqueue must write the eventfd; otherwise it need not. The enqueue that
     // writes it clears it.

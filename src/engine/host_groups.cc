@@ -82,7 +82,10 @@ std::unique_ptr<shm::Group> attach_host_group(bootstrap::KvClient &kv, int32_t r
         if (wanted) group = open_offer(offer, n, index, problem);
     }
     std::vector<std::string> mapped = kv.all_gather("shm-mapped", group ? "1" : "0", deadline);
-    if (group) group->unlink();  // every rank that could has mapped it: no name left behind
+    if (group) {
+        group->unlink();  // every rank that could has mapped it: no name left behind
+        group->map_peers();
+    }
     const bool host_mapped = all_answered(mapped, host_ranks, 0);
     // Single copy needs every rank of the host able to read every other's memory (same user
     // or ptrace rights, one PID namespace); a rank that cannot keeps all of them staging.

@@ -64,7 +64,10 @@ hvd_status_t set_up_set_shared_memory(collectives::Comm &comm, bool wanted,
     int32_t mapped = *group != nullptr ? 1 : 0;
     st = all_agree(comm, &mapped, 1);
     if (st != HVD_OK) return st;
-    if (*group != nullptr) (*group)->unlink();  // every member that could has mapped it
+    if (*group != nullptr) {
+        (*group)->unlink();  // every member that could has mapped it
+        (*group)->map_peers();
+    }
     if (mapped == 0) {
         if (!problem.empty())
             HVD_LOG(kWarning, rank,

@@ -9,8 +9,10 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "common/error.h"
+#include "topology/local_topology.h"
 
 namespace hvd::shm {
 
@@ -60,6 +62,9 @@ void *shared_alloc(size_t bytes) {
         p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
         if (p == MAP_FAILED) err = errno;
     }
+    std::string why;  // not on this rank's NUMA node (the OS refused) is no failure
+    if (err == 0)
+        (void)topology::bind_memory(p, len, topology::this_process_locality().numa_node, &why);
     if (err != 0) {
         ::close(fd);
         fail_with(err == EINVAL ? ENOMEM : err, call, bytes);

@@ -17,7 +17,9 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "config/read.h"
+#include "topology/local_topology.h"
 #include "transport/transport.h"
 
 namespace hvd::shm {
@@ -27,6 +29,16 @@ namespace {
 constexpr uint64_t kMagic = 0x3168766473686d31ULL;  // "1mhsdvh1"
 constexpr uint32_t kLayoutVersion = 4;
 constexpr size_t kPage = 4096;
+
+// Maps the pages of [p, p + bytes) into this process (they exist: the creator fallocated them),
+// so that no collective takes a page fault.
+void populate(char *p, size_t bytes) {
+#ifdef MADV_POPULATE_READ
+    if (::madvise(p, bytes, MADV_POPULATE_READ) == 0) return;
+#endif
+    for (size_t off = 0; off < bytes; off += kPage)
+        (void)*static_cast<volatile char *>(p + off);
+}
 constexpr size_t kMaxSlotBytes = size_t{64} << 20;
 // Longest single futex sleep: bounds how late an abort or the deadline is seen.
 constexpr int64_t kMaxSleepMs = 10;
@@ -174,7 +186,8 @@ std::unique_ptr<Group> Group::create(int32_t size, int32_t my_index, const Setti
                   : ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
     void *base = MAP_FAILED;
     if (err == 0) {
-        base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+        // Not populated: each member maps its own slots first, onto its NUMA node.
+        base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (base == MAP_FAILED) err = errno;
     }
     ::close(fd);
@@ -193,8 +206,10 @@ std::unique_ptr<Group> Group::create(int32_t size, int32_t my_index, const Setti
     h->single_copy_max_bytes = settings.single_copy_max_bytes;
     h->mapped_min_bytes = settings.mapped_min_bytes;
     __atomic_store_n(&h->magic, kMagic, __ATOMIC_RELEASE);
-    return std::unique_ptr<Group>(
+    std::unique_ptr<Group> group(
         new Group(std::move(name), base, bytes, size, my_index, settings, true));
+    group->place_own_slots();
+    return group;
 }
 
 std::unique_ptr<Group> Group::open(const std::string &name, uint64_t nonce, int32_t size,
@@ -209,7 +224,7 @@ std::unique_ptr<Group> Group::open(const std::string &name, uint64_t nonce, int3
     size_t bytes = err == 0 ? static_cast<size_t>(st.st_size) : 0;
     void *base = MAP_FAILED;
     if (err == 0 && bytes >= kPage) {
-        base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+        base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (base == MAP_FAILED) err = errno;
     }
     ::close(fd);
@@ -238,7 +253,24 @@ std::unique_ptr<Group> Group::open(const std::string &name, uint64_t nonce, int3
     settings.single_copy_min_bytes = h->single_copy_min_bytes;
     settings.single_copy_max_bytes = h->single_copy_max_bytes;
     settings.mapped_min_bytes = h->mapped_min_bytes;
-    return std::unique_ptr<Group>(new Group(name, base, bytes, size, my_index, settings, false));
+    std::unique_ptr<Group> group(new Group(name, base, bytes, size, my_index, settings, false));
+    group->place_own_slots();
+    return group;
+}
+
+void Group::place_own_slots() {
+    char *mine = slot(my_index_, 0);  // both halves follow each other
+    const size_t len = 2 * settings_.slot_bytes;
+    populate(mine, len);  // mapped here alone, its pages may move
+    std::string why;
+    int node = topology::this_process_locality().numa_node;
+    if (!topology::bind_memory(mine, len, node, &why))
+        HVD_LOG(kDebug, -1, "shared memory: member %d's slots stay where they are (%s)", my_index_,
+                why.c_str());
+}
+
+void Group::map_peers() {
+    populate(static_cast<char *>(base_), bytes_);
 }
 
 Group::~Group() {

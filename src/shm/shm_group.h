@@ -99,6 +99,11 @@ class Group {
     // Removes the segment's name (the memory stays while anyone maps it). The creator calls
     // it once every member has mapped the segment, so nothing is left behind by a crash.
     void unlink();
+    // Maps the whole segment into this process, so that no collective takes a page fault.
+    // Each member's own slots are on its NUMA node (create and open bind them there when the
+    // member runs within one node of several); call this once every member has mapped the
+    // segment, after which they stay there.
+    void map_peers();
 
     int32_t size() const { return size_; }
     int32_t my_index() const { return my_index_; }
@@ -189,6 +194,8 @@ class Group {
           const Settings &settings, bool owns_name);
     Header *header() const;
     Control *control(int32_t member) const;
+    // Maps this member's slots and binds them to its NUMA node (topology/local_topology.h).
+    void place_own_slots();
     bool reached(int32_t member, Counter c, uint64_t round) const;
     void sleep_once(int32_t member, Counter c, uint64_t round, const Deadline &deadline);
 
