@@ -18,12 +18,12 @@ foreach(prog mp_collectives mp_more_collectives mp_join_and_fusion mp_allgather_
   endforeach()
 endforeach()
 
-# Ranks pinned to one CPU each (hvdrun --bind-to core), where the waiting thread that runs
+# Ranks pinned to one core each (hvdrun --bind-to core), where the waiting thread that runs
 # the engine's passes (Engine::drive_while_waiting) shares its CPU with the engine thread;
-# with more ranks than CPUs (np3 on 2 CPUs) ranks also share CPUs, and waiters yield after
-# every poll. Failures and timeouts must reach a driving waiter too.
+# with more ranks than cores (np3 on 2 cores, :overload-allowed) ranks also share cores, and
+# waiters yield after every poll. Failures and timeouts must reach a driving waiter too.
 foreach(prog mp_collectives mp_more_collectives mp_join_and_fusion mp_allgather_into mp_mem_alloc)
-  hvd_mp_test(${prog} NP 2 3 SUFFIX _bound HVDRUN_ARGS --bind-to core TIMEOUT 300)
+  hvd_mp_test(${prog} NP 2 3 SUFFIX _bound HVDRUN_ARGS --bind-to core:overload-allowed TIMEOUT 300)
   foreach(np 2 3)
     set_tests_properties(mp.${prog}_bound.np${np} PROPERTIES ENVIRONMENT "${HVD_MP_ENV}")
   endforeach()
