@@ -9,3 +9,11 @@ add_test(NAME python.spark.run
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(python.spark.run PROPERTIES LABELS "python;spark" TIMEOUT 150
   ENVIRONMENT "${hvd_spark_env}")
+
+# The digits example with jobs of 2 and 3 ranks against hvdrun's run of torch_digits_train.py.
+add_test(NAME python.spark.digits
+  COMMAND ${HVD_PYTHON_CLUSTER_INTERPRETER} -m pytest -x -q -s -p no:cacheprovider
+          ${CMAKE_CURRENT_LIST_DIR}/test_digits.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(python.spark.digits PROPERTIES LABELS "python;spark" TIMEOUT 240
+  ENVIRONMENT "${hvd_spark_env};HVD_TEST_HVDRUN=$<TARGET_FILE:hvdrun>")
