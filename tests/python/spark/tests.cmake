@@ -5,7 +5,8 @@
 set(hvd_spark_env "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1")
 add_test(NAME python.spark.run
   COMMAND ${HVD_PYTHON_CLUSTER_INTERPRETER} -m pytest -x -q -p no:cacheprovider
-          ${CMAKE_CURRENT_LIST_DIR}/test_arguments.py ${CMAKE_CURRENT_LIST_DIR}/test_run.py
+          ${CMAKE_CURRENT_LIST_DIR}/test_arguments.py ${CMAKE_CURRENT_LIST_DIR}/test_relay.py
+          ${CMAKE_CURRENT_LIST_DIR}/test_run.py
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(python.spark.run PROPERTIES LABELS "python;spark" TIMEOUT 150
   ENVIRONMENT "${hvd_spark_env}")

@@ -22,6 +22,7 @@ _GREETING = b"hvd.spark.relay 1 "
 _HELLO_TIMEOUT_S = 10.0
 _MAX_FRAME = 1 << 20  # bytes of one frame line
 _CHUNK = 1 << 16  # characters of text per frame
+_MAX_CONNS = 256  # open connections (the job's tasks and any stage retries)
 
 
 def _mac(secret, nonce, seq, payload):
@@ -67,6 +68,9 @@ class RelayServer:
                 if self._closed:
                     conn.close()
                     return
+                if len(self._conns) >= _MAX_CONNS:
+                    conn.close()
+                    continue
                 self._conns.add(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
@@ -100,8 +104,8 @@ class RelayServer:
                 elif frame["k"] == "error":
                     with self._lock:
                         self.errors.append((rank, frame["t"]))
-        except (OSError, ValueError, KeyError):
-            return
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return  # a closed connection or a malformed frame ends it
         finally:
             for stream in list(partial):
                 self._write(rank, stream, "\n", partial)
