@@ -3,30 +3,7 @@
 
 import torch
 
-
-class Compressor:
-    """Turns a tensor into what is sent, and the received tensor back."""
-
-    @staticmethod
-    def compress(tensor):
-        """Returns (tensor to send, context for decompress)."""
-        raise NotImplementedError
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        raise NotImplementedError
-
-
-class NoneCompressor(Compressor):
-    """Sends tensors unchanged."""
-
-    @staticmethod
-    def compress(tensor):
-        return tensor, None
-
-    @staticmethod
-    def decompress(tensor, ctx):
-        return tensor
+from hvd._gradients import Compressor, NoneCompressor  # noqa: F401
 
 
 class FP16Compressor(Compressor):

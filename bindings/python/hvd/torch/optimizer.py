@@ -14,23 +14,12 @@ from contextlib import contextmanager
 
 import torch
 
+from hvd._gradients import even_groups
 from hvd.process_sets import global_process_set
 from hvd.torch.compression import Compression
 from hvd.torch.mpi_ops import (Adasum, Average, grouped_allreduce_async_, allreduce_async_, size,
                                sparse_allreduce_async, synchronize)
 from hvd.torch.shared_memory import shared_zeros
-
-
-def _even_groups(params, n):
-    """params split into n consecutive groups of near-equal length (the first ones longer)."""
-    n = max(1, min(n, len(params)))
-    base, extra = divmod(len(params), n)
-    out, start = [], 0
-    for i in range(n):
-        end = start + base + (1 if i < extra else 0)
-        out.append(params[start:end])
-        start = end
-    return out
 
 
 class _DistributedMixin:
@@ -122,7 +111,7 @@ class _DistributedMixin:
                                  "tensors, got %r" % groups)
             if groups == 0:
                 return None
-            lists = _even_groups(trainable, groups)
+            lists = even_groups(trainable, groups)
         else:
             lists = self._explicit_groups(groups, trainable)
             grouped = {id(p) for g in lists for p in g}
