@@ -96,33 +96,34 @@ HVD_VENV=${HVD_VENV:-$HVD_ROOT/.venv}
 HVD_VENV_TORCH=${HVD_VENV_TORCH:-2.13.0}
 hvd_python_venv() {
   local py="$HVD_VENV/bin/python"
-  if [ -x "$py" ] && "$py" -c "import numpy, pytest, torch; assert torch.__version__.startswith('$HVD_VENV_TORCH')" 2>/dev/null; then
-    hvd_log "python venv $HVD_VENV has torch $HVD_VENV_TORCH, numpy and pytest"
+  if [ -x "$py" ] && KERAS_BACKEND=torch "$py" -c "import numpy, pytest, keras, torch; assert torch.__version__.startswith('$HVD_VENV_TORCH')" 2>/dev/null; then
+    hvd_log "python venv $HVD_VENV has torch $HVD_VENV_TORCH, keras, numpy and pytest"
     return 0
   fi
-  hvd_log "preparing python venv $HVD_VENV (torch==$HVD_VENV_TORCH, numpy, pytest)"
+  hvd_log "preparing python venv $HVD_VENV (torch==$HVD_VENV_TORCH, keras, numpy, pytest)"
   [ -x "$py" ] || python3 -m venv "$HVD_VENV"
-  "$py" -m pip install -q "torch==$HVD_VENV_TORCH" numpy pytest
+  "$py" -m pip install -q "torch==$HVD_VENV_TORCH" keras numpy pytest
 }
 
 # A virtual environment for hvd.jax (its XLA custom calls are built against this jaxlib's FFI
-# headers, and its tests and digits example run on it): PyPI's newest jax and jaxlib (CPU),
-# optax, NumPy, scikit-learn and pytest, in $HVD_JAX_VENV (default: jax-venv in the build
-# tree), created only when missing. Prints the interpreter, or nothing when it cannot be made
-# (the hvd.jax tests are then skipped, with a message here).
+# headers, and its tests and digits example run on it, as do hvd.keras's on Keras's JAX
+# backend): PyPI's newest jax and jaxlib (CPU), optax, keras, NumPy, scikit-learn and pytest,
+# in $HVD_JAX_VENV (default: jax-venv in the build tree), created only when missing. Prints
+# the interpreter, or nothing when it cannot be made (the hvd.jax tests are then skipped, with
+# a message here).
 HVD_JAX_VENV=${HVD_JAX_VENV:-$BUILD_DIR/jax-venv}
 hvd_jax_venv() {
   local py="$HVD_JAX_VENV/bin/python"
-  local check="import jax, jaxlib, optax, numpy, sklearn, pytest"
-  if [ -x "$py" ] && "$py" -c "$check" 2>/dev/null; then
+  local check="import jax, jaxlib, optax, keras, numpy, sklearn, pytest"
+  if [ -x "$py" ] && KERAS_BACKEND=jax "$py" -c "$check" 2>/dev/null; then
     hvd_log "JAX venv $HVD_JAX_VENV is ready" >&2
     echo "$py"
     return 0
   fi
-  hvd_log "preparing JAX venv $HVD_JAX_VENV (jax, jaxlib, optax, numpy, scikit-learn, pytest)" >&2
+  hvd_log "preparing JAX venv $HVD_JAX_VENV (jax, jaxlib, optax, keras, numpy, scikit-learn, pytest)" >&2
   if { [ -x "$py" ] || python3 -m venv "$HVD_JAX_VENV" >&2; } &&
-    "$py" -m pip install -q jax jaxlib optax numpy scikit-learn pytest >&2 &&
-    "$py" -c "$check" 2>/dev/null; then
+    "$py" -m pip install -q jax jaxlib optax keras numpy scikit-learn pytest >&2 &&
+    KERAS_BACKEND=jax "$py" -c "$check" 2>/dev/null; then
     echo "$py"
     return 0
   fi

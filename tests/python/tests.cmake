@@ -102,6 +102,10 @@ if(HVD_PYTHON_HAS_JAX)
   include(${CMAKE_CURRENT_LIST_DIR}/jax/tests.cmake)
 endif()
 
+# hvd.keras (label keras) on Keras 3's JAX backend (the JAX interpreter) and its torch backend
+# (a torch interpreter with keras).
+include(${CMAKE_CURRENT_LIST_DIR}/keras/tests.cmake)
+
 # hvd.ray and hvd.spark (labels ray, spark) on HVD_PYTHON_CLUSTER_INTERPRETER: a Python with
 # ray, pyspark, PyTorch, scikit-learn and pytest (scripts/test.sh: the cluster venv in the
 # build tree). Each engine's tests start a local cluster of their own (Ray's ray.init, Spark's
