@@ -3,7 +3,8 @@
 # Runs examples/python/jax_digits.py under hvdrun on 1, 2 and 4 ranks and checks what rank 0
 # prints: every test accuracy >= 0.93 and within 0.01 of the 1-rank one, and the final
 # training loss within 0.005 of the 1-rank one (the fixed global batch makes every rank count
-# train the same model).
+# train the same model). HVD_DIGITS_EXAMPLE names another example printing the same lines
+# (keras_digits.py), HVD_DIGITS_RANKS other rank counts (1 first).
 #
 #   test_digits.sh HVDRUN BUILD_PYTHON_DIR JAX_PYTHON
 set -euo pipefail
@@ -15,7 +16,8 @@ fi
 HVDRUN=$1
 export PYTHONPATH=$2${PYTHONPATH:+:$PYTHONPATH}
 PY=$3
-EXAMPLE=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../examples/python" && pwd)/jax_digits.py
+EXAMPLES=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../examples/python" && pwd)
+EXAMPLE=$EXAMPLES/${HVD_DIGITS_EXAMPLE:-jax_digits.py}
 export PYTHONDONTWRITEBYTECODE=1 JAX_PLATFORMS=cpu
 export HVD_OP_TIMEOUT=${HVD_OP_TIMEOUT:-60}
 
@@ -39,11 +41,12 @@ within() {
 }
 
 declare -A ACC LOSS
-for np in 1 2 4; do
+read -r -a RANKS <<<"${HVD_DIGITS_RANKS:-1 2 4}"
+for np in "${RANKS[@]}"; do
   log="$TMP/np$np.log"
   timeout -k 10 120 "$HVDRUN" -np "$np" "$PY" "$EXAMPLE" >"$log" 2>&1 || {
     cat "$log" >&2
-    fail "jax_digits.py on $np rank(s) failed"
+    fail "$(basename "$EXAMPLE") on $np rank(s) failed"
   }
   ACC[$np]=$(value test_accuracy "$log")
   LOSS[$np]=$(value final_train_loss "$log")

@@ -2,7 +2,7 @@
 # hvd.keras's suite (tests/python/keras, label keras) on Keras 3's JAX backend (on
 # HVD_PYTHON_JAX_INTERPRETER, whose jaxlib hvd.jax's custom calls were built against; 2 and 3
 # ranks) and its torch backend (on the first of HVD_PYTHON_TORCH_INTERPRETERS that has keras;
-# 2 ranks), with the default hvd backend.
+# 2 ranks), and the keras_digits example, with the default hvd backend.
 list(GET hvd_py_backends -1 hvd_keras_backend)
 set(hvd_keras_env "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1"
     "HVD_PY_BACKEND=${hvd_keras_backend}" "JAX_PLATFORMS=cpu")
@@ -36,6 +36,14 @@ if(HVD_PYTHON_HAS_JAX)
   hvd_keras_ready(jax ${HVD_PYTHON_JAX_INTERPRETER} "jax, sklearn" hvd_keras_jax)
   if(hvd_keras_jax)
     hvd_keras_suite(jax ${HVD_PYTHON_JAX_INTERPRETER} 2 3)
+    # The digits example on 1 and 2 ranks reaches the 1-rank accuracy.
+    add_test(NAME python.keras.digits
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/../jax/test_digits.sh $<TARGET_FILE:hvdrun>
+              ${HVD_PYTHON_BUILD_DIR} ${HVD_PYTHON_JAX_INTERPRETER})
+    set(env "HVD_PY_BACKEND=${hvd_keras_backend}" "KERAS_BACKEND=jax" "HVD_DIGITS_RANKS=1 2"
+        "HVD_DIGITS_EXAMPLE=keras_digits.py")
+    set_tests_properties(python.keras.digits PROPERTIES LABELS "python;keras" TIMEOUT 300
+      ENVIRONMENT "${env}")
   else()
     message(WARNING "${HVD_PYTHON_JAX_INTERPRETER} lacks keras or scikit-learn: hvd.keras is "
                     "not tested on Keras's JAX backend")
