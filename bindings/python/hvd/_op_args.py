@@ -86,3 +86,14 @@ def set_rank(process_set):
     if process_set is None or process_set.process_set_id == 0:
         return _runtime.rank()
     return process_set.rank()
+
+
+def check_adasum(op, process_set):
+    """Horovod's limits of Adasum: the global set, a power-of-two number of ranks."""
+    if op != _runtime.Adasum:
+        return
+    if process_set is not None and process_set.process_set_id != 0:
+        raise NotImplementedError("Adasum does not support non-global process sets yet.")
+    n = _runtime.size()
+    if n & (n - 1):
+        raise NotImplementedError("Running Adasum with non-power of 2 ranks is not supported yet.")

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "completer.h"
-#include "ffi_state.h"
+#include "op_registry.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
@@ -122,14 +122,14 @@ struct Op {
 bool start(Op &op, const char *kind, std::string_view name, int64_t ps_id) {
     op.name = std::string(name);
     op.what = std::string(kind) + " '" + op.name + "'";
-    op.ctx = context();
+    op.ctx = hvd_native::live_context();
     if (op.ctx == nullptr) {
         op.error = error_text(HVD_ERR_NOT_READY, op.what,
                               "Horovod has not been initialized; use hvd.init().", true);
         return false;
     }
     hvd_process_set_h ps = nullptr;
-    if (!process_set(ps_id, &ps)) {
+    if (!hvd_native::process_set_of(ps_id, &ps)) {
         op.error = error_text(HVD_ERR_INVALID_ARG, op.what,
                               "process set " + std::to_string(ps_id) +
                                   " is not registered in this hvd.init (trace the function "
@@ -155,7 +155,7 @@ ffi::Future submit(const Op &op, hvd_status_t status, hvd_request_h req, FinishF
     if (status != HVD_OK) return failed(error_text(status, op.what, last_error(), true));
     ffi::Promise promise;
     ffi::Future future(promise);
-    completer().add(req, std::move(promise), op.what, std::move(finish));
+    complete(req, std::move(promise), op.what, std::move(finish));
     return future;
 }
 

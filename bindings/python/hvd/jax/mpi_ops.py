@@ -37,16 +37,6 @@ def _traced(xs):
     return any(isinstance(x, jax.core.Tracer) for x in xs)
 
 
-def _check_adasum(op, process_set):
-    if op != Adasum:
-        return
-    if process_set is not None and process_set.process_set_id != 0:
-        raise NotImplementedError("Adasum does not support non-global process sets yet.")
-    n = size()
-    if n & (n - 1):
-        raise NotImplementedError("Running Adasum with non-power of 2 ranks is not supported yet.")
-
-
 def _leaves(tree):
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     if not leaves:
@@ -99,7 +89,7 @@ def allreduce(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     """tensor (a jax.Array, or a pytree of them reduced as one unit) averaged (default) or
     reduced with op over all ranks of the set; a new array or pytree. Differentiable."""
     op = _op_args.reduce_op(op, average)
-    _check_adasum(op, process_set)
+    _op_args.check_adasum(op, process_set)
     leaves, treedef = _leaves(tensor)
     params = (_op_args.check_name(name), op, float(prescale_factor), float(postscale_factor),
               process_set)
@@ -110,7 +100,7 @@ def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor
                       postscale_factor=1.0, process_set=global_process_set):
     """allreduce of a list of arrays (or a pytree) negotiated and completed as one unit."""
     op = _op_args.reduce_op(op, average)
-    _check_adasum(op, process_set)
+    _op_args.check_adasum(op, process_set)
     leaves, treedef = _leaves(tensors)
     params = (_op_args.check_name(name), op, float(prescale_factor), float(postscale_factor),
               process_set)

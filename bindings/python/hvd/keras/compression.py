@@ -4,7 +4,7 @@ Keras backend's tensors (keras.ops), traced or eager."""
 
 import keras
 
-from hvd._gradients import Compressor, NoneCompressor  # noqa: F401
+from hvd._compression import Compressor, NoneCompressor  # noqa: F401
 
 
 class FP16Compressor(Compressor):

@@ -3,7 +3,7 @@
 
 import torch
 
-from hvd._gradients import Compressor, NoneCompressor  # noqa: F401
+from hvd._compression import Compressor, NoneCompressor  # noqa: F401
 
 
 class FP16Compressor(Compressor):
