@@ -105,29 +105,47 @@ hvd_python_venv() {
   "$py" -m pip install -q "torch==$HVD_VENV_TORCH" keras numpy pytest
 }
 
+# hvd_framework_venv DIR WHAT CHECK PACKAGE...: a virtual environment over python3 in DIR with
+# PyPI's PACKAGEs, created or completed only when the Python statement CHECK fails in it.
+# Prints the interpreter, or nothing when it cannot be made (the tests of WHAT are then
+# skipped, with a message here).
+hvd_framework_venv() {
+  local dir=$1 what=$2 check=$3
+  shift 3
+  local py="$dir/bin/python"
+  if [ -x "$py" ] && "$py" -c "$check" 2>/dev/null; then
+    hvd_log "$what venv $dir is ready" >&2
+    echo "$py"
+    return 0
+  fi
+  hvd_log "preparing $what venv $dir ($*)" >&2
+  if { [ -x "$py" ] || python3 -m venv "$dir" >&2; } &&
+    "$py" -m pip install -q "$@" >&2 &&
+    "$py" -c "$check" 2>/dev/null; then
+    echo "$py"
+    return 0
+  fi
+  hvd_log "SKIPPING the $what tests: the venv $dir could not be made" >&2
+}
+
 # A virtual environment for hvd.jax (its XLA custom calls are built against this jaxlib's FFI
 # headers, and its tests and digits example run on it, as do hvd.keras's on Keras's JAX
 # backend): PyPI's newest jax and jaxlib (CPU), optax, keras, NumPy, scikit-learn and pytest,
-# in $HVD_JAX_VENV (default: jax-venv in the build tree), created only when missing. Prints
-# the interpreter, or nothing when it cannot be made (the hvd.jax tests are then skipped, with
-# a message here).
+# in $HVD_JAX_VENV (default: jax-venv in the build tree).
 HVD_JAX_VENV=${HVD_JAX_VENV:-$BUILD_DIR/jax-venv}
 hvd_jax_venv() {
-  local py="$HVD_JAX_VENV/bin/python"
-  local check="import jax, jaxlib, optax, keras, numpy, sklearn, pytest"
-  if [ -x "$py" ] && KERAS_BACKEND=jax "$py" -c "$check" 2>/dev/null; then
-    hvd_log "JAX venv $HVD_JAX_VENV is ready" >&2
-    echo "$py"
-    return 0
-  fi
-  hvd_log "preparing JAX venv $HVD_JAX_VENV (jax, jaxlib, optax, keras, numpy, scikit-learn, pytest)" >&2
-  if { [ -x "$py" ] || python3 -m venv "$HVD_JAX_VENV" >&2; } &&
-    "$py" -m pip install -q jax jaxlib optax keras numpy scikit-learn pytest >&2 &&
-    KERAS_BACKEND=jax "$py" -c "$check" 2>/dev/null; then
-    echo "$py"
-    return 0
-  fi
-  hvd_log "SKIPPING the hvd.jax tests: the JAX venv $HVD_JAX_VENV could not be made" >&2
+  hvd_framework_venv "$HVD_JAX_VENV" hvd.jax \
+    "import os; os.environ.setdefault('KERAS_BACKEND', 'jax'); import jax, jaxlib, optax, keras, numpy, sklearn, pytest" \
+    jax jaxlib optax keras numpy scikit-learn pytest
+}
+
+# A virtual environment for hvd.tensorflow (its ops are built against this wheel's C API
+# headers and library, and its tests run on it): PyPI's newest tensorflow-cpu, NumPy,
+# scikit-learn and pytest, in $HVD_TF_VENV (default: tf-venv in the build tree).
+HVD_TF_VENV=${HVD_TF_VENV:-$BUILD_DIR/tf-venv}
+hvd_tf_venv() {
+  hvd_framework_venv "$HVD_TF_VENV" hvd.tensorflow "import tensorflow, numpy, sklearn, pytest" \
+    tensorflow-cpu numpy scikit-learn pytest
 }
 
 # A virtual environment for hvd.ray and hvd.spark: PyPI's ray and pyspark (Spark runs on the

@@ -35,13 +35,15 @@ if [ -z "$sanitize" ]; then
   hvd_python_venv
   mapfile -t gpu_args < <(hvd_nccl_args)
   jax_py=$(hvd_jax_venv)
+  tf_py=$(hvd_tf_venv)
   cluster_py=$(hvd_cluster_venv)
   # The packaging tests (label packaging: .deb and .rpm builds, pkg-config and find_package
   # users) are off by default in CMake; this script runs them too. hvd.torch is tested on the
   # venv's PyTorch and on Debian's (/usr/bin/python3).
   hvd_build -DHVD_BUILD_PACKAGING_TESTS=ON \
     "-DHVD_PYTHON_TORCH_INTERPRETERS=$HVD_VENV/bin/python;/usr/bin/python3" "${gpu_args[@]}" \
-    "-DHVD_PYTHON_JAX_INTERPRETER=$jax_py" "-DHVD_PYTHON_CLUSTER_INTERPRETER=$cluster_py"
+    "-DHVD_PYTHON_JAX_INTERPRETER=$jax_py" "-DHVD_PYTHON_CLUSTER_INTERPRETER=$cluster_py" \
+    "-DHVD_PYTHON_TF_INTERPRETER=$tf_py"
 else
   # No Python package: a sanitized libhvd does not load into a plain interpreter (see
   # tests/python/tests.cmake).

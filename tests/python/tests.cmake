@@ -106,6 +106,12 @@ endif()
 # (a torch interpreter with keras).
 include(${CMAKE_CURRENT_LIST_DIR}/keras/tests.cmake)
 
+# hvd.tensorflow (label tensorflow) on the TensorFlow interpreter its ops were built against
+# (HVD_PYTHON_TF_INTERPRETER, bindings/python/tf_ops), on 2 and 3 ranks.
+if(HVD_PYTHON_HAS_TF)
+  include(${CMAKE_CURRENT_LIST_DIR}/tensorflow/tests.cmake)
+endif()
+
 # hvd.ray and hvd.spark (labels ray, spark) on HVD_PYTHON_CLUSTER_INTERPRETER: a Python with
 # ray, pyspark, PyTorch, scikit-learn and pytest (scripts/test.sh: the cluster venv in the
 # build tree). Each engine's tests start a local cluster of their own (Ray's ray.init, Spark's

@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: Apache-2.0
+# hvd.tensorflow's suite (tests/python/tensorflow) on HVD_PYTHON_TF_INTERPRETER, the Python
+# whose TensorFlow the ops were built against, on 2 and 3 ranks. The ops reach libhvd through
+# their own library, so the suite runs on the default backend only.
+execute_process(COMMAND ${HVD_PYTHON_TF_INTERPRETER} -c "import tensorflow, numpy, pytest"
+                RESULT_VARIABLE hvd_tf_rc OUTPUT_QUIET ERROR_QUIET)
+if(NOT hvd_tf_rc EQUAL 0)
+  message(WARNING "${HVD_PYTHON_TF_INTERPRETER} lacks tensorflow, numpy or pytest: the "
+                  "hvd.tensorflow tests are not added")
+  return()
+endif()
+list(GET hvd_py_backends -1 hvd_tf_backend)
+foreach(np 2 3)
+  set(tname python.tensorflow.np${np})
+  add_test(NAME ${tname}
+    COMMAND $<TARGET_FILE:hvdrun> -np ${np} ${HVD_PYTHON_TF_INTERPRETER} -m pytest -x -q
+            -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/python/tensorflow
+    WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  set_tests_properties(${tname} PROPERTIES LABELS "python;tensorflow" TIMEOUT 300
+    ENVIRONMENT "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1;HVD_PY_BACKEND=${hvd_tf_backend};TF_CPP_MIN_LOG_LEVEL=2")
+endforeach()
