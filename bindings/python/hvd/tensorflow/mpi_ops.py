@@ -2,8 +2,8 @@
 """Horovod's collectives as TensorFlow ops, eagerly and inside tf.function, with Horovod's
 gradients: allreduce's is the same allreduce of the gradient, allgather's this rank's rows of
 the gradient averaged over the set, broadcast's the averaged gradient on the root (zero
-elsewhere), alltoall's the alltoall back, reducescatter's an allgather (scaled as the
-forward op scaled).
+elsewhere), alltoall's the alltoall back, reducescatter's an allgather (times the set size for
+Sum, as Horovod; times the forward op's scale factors).
 
 Errors are TensorFlow's: ranks that disagree (shape, dtype, op) raise
 tf.errors.FailedPreconditionError on every rank, a call wrong on this rank
@@ -161,9 +161,10 @@ def reducescatter(tensor, name=None, op=Average, ignore_name_scope=False,
 @tf.RegisterGradient("HvdReducescatter")
 def _reducescatter_grad(op, grad):
     process_set = _set_of(op.get_attr("process_set"))
+    # As Horovod: the set size times the gradient of the ranks' summed loss.
     factor = op.get_attr("prescale") * op.get_attr("postscale")
-    if op.get_attr("reduce_op") == Average:
-        factor /= _op_args.set_size(process_set)
+    if op.get_attr("reduce_op") == Sum:
+        factor *= _op_args.set_size(process_set)
     gathered = allgather(grad, process_set=process_set)
     return gathered * tf.cast(factor, gathered.dtype) if factor != 1 else gathered
 
