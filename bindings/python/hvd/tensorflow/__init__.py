@@ -15,6 +15,7 @@ kernel API and linked only to libhvd's C ABI.
 
 from hvd._errors import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
 from hvd.tensorflow.compression import Compression  # noqa: F401
+from hvd.tensorflow.gradient_tape import DistributedGradientTape  # noqa: F401
 from hvd.tensorflow.functions import (allgather_object, allreduce, broadcast_,  # noqa: F401
                                       broadcast_object, broadcast_variables,
                                       grouped_allreduce)
