@@ -83,14 +83,15 @@ def broadcast_(variables, root_rank, name=None, process_set=global_process_set):
     if not variables:
         return None
 
-    def assign_all(vs):
-        for v in vs:
-            v.assign(mpi_ops.broadcast(v, root_rank, process_set=process_set))
+    def assign_all():
+        for v in variables:
+            v.assign(mpi_ops.broadcast(tf.convert_to_tensor(v), root_rank,
+                                       process_set=process_set))
 
     if tf.executing_eagerly():
-        tf.function(assign_all, autograph=False)(variables)
-        return None
-    assign_all(variables)
+        tf.function(assign_all, autograph=False)()  # the variables are captured
+    else:
+        assign_all()
     return None
 
 
