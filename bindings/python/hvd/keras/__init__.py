@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """hvd.keras: horovod.keras's API for Keras 3, on its JAX backend (through hvd.jax, inside
 the jax.jit of Keras's train step) and its torch backend (through hvd.torch). Keras's
-TensorFlow backend needs hvd.tensorflow: DistributedOptimizer and the collectives raise
-NotImplementedError there.
+TensorFlow backend is served by hvd.tensorflow.keras; on it, this module's
+DistributedOptimizer and collectives raise NotImplementedError saying so.
 
     import hvd.keras as hvd
     hvd.init()

@@ -11,8 +11,8 @@ does goes through framework() and is_symbolic() here.
 import keras
 
 _NEEDS_TF = (
-    "hvd.keras: Keras's TensorFlow backend needs hvd.tensorflow (collectives that run inside "
-    "the tf.function of Keras's train step), which this build of hvd does not have; run Keras "
+    "hvd.keras: on Keras's TensorFlow backend use hvd.tensorflow.keras (needs hvd.tensorflow: "
+    "its collectives run inside the tf.function of Keras's train step); hvd.keras runs Keras "
     "on its JAX or torch backend (KERAS_BACKEND=jax or KERAS_BACKEND=torch)")
 
 
