@@ -414,6 +414,15 @@ PYBIND11_MODULE(_hvd_pybind, m) {
     m.def(
         "cross_size", [](py::handle ctx) { return context_query(hvd_cross_size, ctx); },
         py::arg("ctx"));
+    m.def(
+        "elastic_membership",
+        [](py::handle ctx) {
+            int64_t round = -1;
+            int32_t pending = 0;
+            check(hvd_elastic_membership(to_handle<hvd_context>(ctx, "ctx"), &round, &pending));
+            return py::make_tuple(round, pending != 0);
+        },
+        py::arg("ctx"));
     m.def("process_set_create", &process_set_create, py::arg("ctx"), py::arg("ranks"));
     m.def("process_set_destroy", &process_set_destroy, py::arg("ctx"), py::arg("ps"));
     m.def(

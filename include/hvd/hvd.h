@@ -290,6 +290,26 @@ HVD_API hvd_status_t hvd_local_size(hvd_context_h ctx, int32_t *size_p) HVD_NOEX
 HVD_API hvd_status_t hvd_cross_rank(hvd_context_h ctx, int32_t *rank_p) HVD_NOEXCEPT;
 HVD_API hvd_status_t hvd_cross_size(hvd_context_h ctx, int32_t *size_p) HVD_NOEXCEPT;
 
+/* ---------------------------------------------------------------- elastic jobs */
+
+/* An elastic job (hvdrun --min-np/--max-np/--host-discovery-script) changes its membership
+ * while it runs. hvd_init of such a worker (HVD_ELASTIC_ADDR in its environment) waits,
+ * bounded by HVD_ELASTIC_TIMEOUT, for its place in the job's next membership round from
+ * hvdrun, and joins it: rank, size and rendezvous come from the round. When a worker dies,
+ * the others' requests fail with HVD_ERR_PEER_FAILED; each survivor calls hvd_finalize and
+ * hvd_init again and so joins the next round, without the dead one (new ranks and size).
+ *
+ * hvd_elastic_membership tells a framework whether to do the same because workers were added:
+ * *round_p gets the membership round this context joined (1 for the first; -1 when the job is
+ * not elastic), *pending_p 1 when workers wait to join a later round (hosts were added), else
+ * 0. Horovod's elastic State asks it at each commit and raises HostsUpdatedInterrupt. It asks
+ * hvdrun over TCP in an elastic job, blocking up to the bootstrap timeout; it never blocks
+ * otherwise. Either pointer may be NULL (not written). HVD_ERR_INVALID_ARG for a NULL context;
+ * HVD_ERR_TRANSPORT or HVD_ERR_TIMED_OUT when hvdrun cannot be asked (the detail names its
+ * address). Since 1.2 (HVD_1.2 symbol version). */
+HVD_API hvd_status_t hvd_elastic_membership(hvd_context_h ctx, int64_t *round_p,
+                                            int32_t *pending_p) HVD_NOEXCEPT;
+
 /* ---------------------------------------------------------------- process sets */
 
 /* Creates a process set of the given global ranks (n > 0, each in [0, size), no duplicates;

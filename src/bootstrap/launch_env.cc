@@ -229,4 +229,51 @@ EnvLookup process_env() {
     return [](const char *name) { return env_get(name); };
 }
 
+hvd_status_t detect_elastic(const EnvLookup &lookup, bool *elastic, ElasticLaunch *out,
+                            std::string *err) {
+    try {
+        Env env(lookup);
+        std::string addr_var, port_var, id_var, timeout_var, secret_var;
+        const char *addr = env.setting(config::Setting::kElasticAddr, &addr_var);
+        *elastic = addr != nullptr;
+        if (!*elastic) return HVD_OK;
+        env.setting(config::Setting::kElasticPort, &port_var);
+        env.setting(config::Setting::kWorkerId, &id_var);
+        ElasticLaunch e;
+        e.addr = addr;
+        for (const std::string *var : {&port_var, &id_var}) {
+            if (!env.get(var->c_str()))
+                invalid(strprintf("%s is set but %s is not", addr_var.c_str(), var->c_str()));
+        }
+        e.port = static_cast<int32_t>(env.integer(port_var, 1, 65535));
+        e.worker_id = env.integer(id_var, 0, INT32_MAX);
+        const config::SettingInfo &t = config::info(config::Setting::kElasticTimeout);
+        int64_t seconds = static_cast<int64_t>(t.default_number);
+        if (env.setting(config::Setting::kElasticTimeout, &timeout_var))
+            seconds =
+                env.integer(timeout_var, static_cast<int64_t>(t.min), static_cast<int64_t>(t.max));
+        e.timeout_ms = seconds * 1000;
+        const char *secret = env.setting(config::Setting::kSecret, &secret_var);
+        if (!secret)
+            invalid(
+                strprintf("%s is set but %s is not: an elastic worker needs the job's "
+                          "secret (start it with hvdrun)",
+                          addr_var.c_str(), secret_var.c_str()));
+        e.secret = secret;
+        *out = e;
+        return HVD_OK;
+    } catch (const Error &e) {
+        if (err) *err = e.what();
+        return e.status();
+    }
+}
+
+EnvLookup with_overrides(EnvLookup base, std::vector<std::pair<std::string, std::string>> vars) {
+    return [base = std::move(base), vars = std::move(vars)](const char *name) -> const char * {
+        for (const auto &v : vars)
+            if (v.first == name) return v.second.c_str();
+        return base(name);
+    };
+}
+
 }  // namespace hvd::bootstrap

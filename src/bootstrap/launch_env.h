@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hvd/hvd.h"
 
@@ -64,5 +66,24 @@ hvd_status_t detect_launch(const EnvLookup &env, LaunchInfo *out, std::string *e
 
 // The process environment as an EnvLookup ("" counts as unset).
 EnvLookup process_env();
+
+// A worker of an elastic job (hvdrun --min-np/--max-np): its membership service and id.
+struct ElasticLaunch {
+    std::string addr;
+    int32_t port = 0;
+    int64_t worker_id = 0;
+    int64_t timeout_ms = 0;  // how long hvd_init waits for its round
+    std::string secret;
+};
+
+// *elastic = whether HVD_ELASTIC_ADDR is set; then HVD_ELASTIC_PORT, HVD_WORKER_ID and
+// HVD_SECRET must be too (HVD_ELASTIC_TIMEOUT is optional). HVD_ERR_INVALID_ARG with *err
+// naming the variable when one is missing or malformed. *out is written only on success.
+hvd_status_t detect_elastic(const EnvLookup &env, bool *elastic, ElasticLaunch *out,
+                            std::string *err);
+
+// `base` with `vars` (name, value) in front of it: what detect_launch reads for a worker
+// given its rank, size and rendezvous by a membership round.
+EnvLookup with_overrides(EnvLookup base, std::vector<std::pair<std::string, std::string>> vars);
 
 }  // namespace hvd::bootstrap

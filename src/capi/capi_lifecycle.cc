@@ -173,4 +173,18 @@ HVD_API hvd_status_t hvd_cross_size(hvd_context_h ctx, int32_t *size_p) noexcept
     });
 }
 
+HVD_API hvd_status_t hvd_elastic_membership(hvd_context_h ctx, int64_t *round_p,
+                                            int32_t *pending_p) noexcept {
+    return guarded("hvd_elastic_membership", [&] {
+        if (ctx == nullptr)
+            return fail(HVD_ERR_INVALID_ARG, "hvd_elastic_membership: NULL context");
+        int64_t round = -1;
+        bool pending = false;
+        ctx->ctx->elastic_membership(&round, &pending);
+        if (round_p != nullptr) *round_p = round;
+        if (pending_p != nullptr) *pending_p = pending ? 1 : 0;
+        return HVD_OK;
+    });
+}
+
 }  // extern "C"

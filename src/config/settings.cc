@@ -219,6 +219,19 @@ const SettingInfo kTable[] = {
      "1: a job that may span hosts and has no `SECRET` uses one derived from the job id and "
      "address, which anyone who knows them can compute and so join the job (a warning says "
      "so); 0: `hvd_init` fails instead."},
+    {Setting::kElasticAddr, "ELASTIC_ADDR", false, kString, kLaunch, 0, nullptr, 0, 0, kClamp, "",
+     nullptr, NO_KEY,
+     "An elastic job's membership service (hvdrun `--min-np`/`--max-np`), with "
+     "`ELASTIC_PORT`: `hvd_init` asks it for this worker's rank, size and rendezvous in the "
+     "job's next membership round instead of reading `RANK` and `SIZE`."},
+    {Setting::kElasticPort, "ELASTIC_PORT", false, kInt, kLaunch, 1, nullptr, 1, 65535, kClamp, "",
+     nullptr, NO_KEY, "The membership service's port."},
+    {Setting::kWorkerId, "WORKER_ID", false, kInt, kLaunch, 0, nullptr, 0, kInt32Max, kClamp, "",
+     nullptr, NO_KEY, "This worker's id in an elastic job, stable across rounds."},
+    {Setting::kElasticTimeout, "ELASTIC_TIMEOUT", false, kInt, kLaunch, 600, nullptr, 1,
+     kDaySeconds, kClamp, "s", nullptr, NO_KEY,
+     "How long `hvd_init` of an elastic worker waits for its membership round to form "
+     "(hvdrun's `--elastic-timeout`)."},
 };
 
 #undef KEY

@@ -85,6 +85,10 @@ enum class Setting : int32_t {
     kJobId,
     kSecret,
     kAllowUnauthenticated,
+    kElasticAddr,
+    kElasticPort,
+    kWorkerId,
+    kElasticTimeout,
     kCount  // not a setting
 };
 

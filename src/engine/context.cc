@@ -10,6 +10,7 @@
 #include <exception>
 #include <thread>
 
+#include "bootstrap/elastic_client.h"
 #include "bootstrap/hex.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/loopback.h"
@@ -41,6 +42,7 @@ constexpr int kFileRetryMs = 20;
 }  // namespace
 
 Context::Context(const InitConfig &config) : config_(config) {
+    if (!config_.has_unique_id) join_elastic_round();
     Deadline deadline = Deadline::after_ms(config_.bootstrap_timeout_ms);
     rendezvous(deadline);
     std::vector<std::string> hosts = hosts_of_same_protocol(
@@ -85,6 +87,33 @@ static std::shared_ptr<bootstrap::KvServer> listen_rendezvous(const std::string 
     }
 }
 
+void Context::join_elastic_round() {
+    bootstrap::ElasticLaunch e;
+    std::string err;
+    if (bootstrap::detect_elastic(bootstrap::process_env(), &elastic_, &e, &err) != HVD_OK)
+        throw Error(HVD_ERR_INVALID_ARG, err);
+    if (!elastic_) return;
+    elastic_service_ = {e.addr, e.port, e.secret, e.worker_id};
+    bootstrap::elastic::Assignment a =
+        bootstrap::elastic::join_next_round(elastic_service_, Deadline::after_ms(e.timeout_ms));
+    elastic_round_ = a.round;
+    round_vars_ = {{"HVD_RANK", std::to_string(a.rank)},
+                   {"HVD_SIZE", std::to_string(a.size)},
+                   {"HVD_RENDEZVOUS_ADDR", a.rdv_addr},
+                   {"HVD_RENDEZVOUS_PORT", std::to_string(a.rdv_port)}};
+    HVD_LOG(kDebug, a.rank, "worker %lld: rank %d of %d in membership round %lld",
+            static_cast<long long>(e.worker_id), a.rank, a.size, static_cast<long long>(a.round));
+}
+
+void Context::elastic_membership(int64_t *round, bool *pending) const {
+    *round = elastic_round_;
+    *pending = false;
+    if (!elastic_) return;
+    bootstrap::elastic::Status s = bootstrap::elastic::query_status(
+        elastic_service_, elastic_round_, Deadline::after_ms(config_.bootstrap_timeout_ms));
+    *pending = s.pending || s.round > elastic_round_;
+}
+
 void Context::rendezvous(const Deadline &deadline) {
     if (config_.has_unique_id) {
         bootstrap::UniqueIdContents id = bootstrap::parse_unique_id(config_.unique_id);
@@ -98,7 +127,8 @@ void Context::rendezvous(const Deadline &deadline) {
     }
     bootstrap::LaunchInfo li;
     std::string err;
-    if (bootstrap::detect_launch(bootstrap::process_env(), &li, &err) != HVD_OK)
+    if (bootstrap::detect_launch(bootstrap::with_overrides(bootstrap::process_env(), round_vars_),
+                                 &li, &err) != HVD_OK)
         throw Error(HVD_ERR_INVALID_ARG, err);
     rank_ = li.rank;
     size_ = li.size;

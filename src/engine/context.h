@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "bootstrap/elastic_client.h"
 #include "bootstrap/kv_store.h"
 #include "collectives/hierarchy.h"
 #include "config/runtime_config.h"
@@ -63,7 +66,16 @@ class Context {
     // How this context's waiters poll (HVD_SPIN_US, HVD_SPIN_YIELD), chosen at init.
     const transport::SpinPolicy &spin_policy() const { return spin_policy_; }
 
+    // An elastic job's worker (bootstrap/elastic_client.h): the membership round this context
+    // joined (-1 when the job is not elastic) and whether workers wait to join a later one,
+    // asked of hvdrun's membership service (bounded by the bootstrap timeout). Throws
+    // hvd::Error when the service cannot be asked.
+    void elastic_membership(int64_t *round, bool *pending) const;
+
   private:
+    // Elastic job: waits for this worker's place in the next membership round and keeps it
+    // as the launch variables rendezvous() reads.
+    void join_elastic_round();
     void rendezvous(const Deadline &deadline);
     // Polling before sleeping pays off only while every local rank has a CPU of its own.
     // Hands the policy to the transport and the shared-memory group.
@@ -98,6 +110,10 @@ class Context {
     std::shared_ptr<Engine> engine_;
     std::unique_ptr<FailureMonitor> monitor_;
     bool finalized_ = false;
+    bool elastic_ = false;
+    bootstrap::elastic::ServiceEndpoint elastic_service_;
+    int64_t elastic_round_ = -1;
+    std::vector<std::pair<std::string, std::string>> round_vars_;  // HVD_RANK ... of the round
 };
 
 }  // namespace hvd::engine

@@ -22,6 +22,20 @@ target_compile_options(test_hvdrun_units PRIVATE ${HVD_WARNINGS})
 add_test(NAME hvdrun.units COMMAND test_hvdrun_units)
 set_tests_properties(hvdrun.units PROPERTIES LABELS hvdrun TIMEOUT 30)
 
+# Elastic mode: the membership protocol, the rules of rounds, the elastic options.
+add_executable(test_hvdrun_elastic
+    ${HVDRUN_TEST_DIR}/test_hvdrun_elastic.cc
+    ${HVDRUN_SOURCE_DIR}/membership.cc
+    ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/numbers.cc
+    ${HVDRUN_SOURCE_DIR}/tuning.cc
+    ${HVDRUN_SOURCE_DIR}/network_interfaces.cc)
+target_include_directories(test_hvdrun_elastic PRIVATE ${HVDRUN_SOURCE_DIR})
+target_link_libraries(test_hvdrun_elastic PRIVATE PkgConfig::CMOCKA hvdrun_membership)
+target_compile_options(test_hvdrun_elastic PRIVATE ${HVD_WARNINGS})
+add_test(NAME hvdrun.elastic_units COMMAND test_hvdrun_elastic)
+set_tests_properties(hvdrun.elastic_units PROPERTIES LABELS hvdrun TIMEOUT 30)
+
 # horovodrun's flags: tuning flags, the config file, host arguments, the grouped help.
 add_executable(test_hvdrun_flags
     ${HVDRUN_TEST_DIR}/test_hvdrun_flags.cc

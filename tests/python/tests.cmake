@@ -140,6 +140,7 @@ if(hvd_n_torch GREATER 0 AND EXISTS /usr/bin/python3)
     COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/python/examples/test_examples.sh
             $<TARGET_FILE:hvdrun> ${HVD_PYTHON_BUILD_DIR} ${hvd_first_torch} /usr/bin/python3)
   set_tests_properties(python.examples PROPERTIES LABELS python TIMEOUT 240 SKIP_RETURN_CODE 77)
+  include(${CMAKE_CURRENT_LIST_DIR}/elastic/tests.cmake)
 endif()
 
 # `cmake --install` into another prefix: the installed package finds the installed library.

@@ -24,28 +24,32 @@ std::string take_secret(std::vector<EnvVar> *vars) {
 
 }  // namespace
 
+RankLaunch plan_process(int id, const std::string &host, std::vector<EnvVar> vars,
+                        const std::vector<std::string> &command, const LaunchContext &ctx) {
+    vars.insert(vars.end(), ctx.exports.begin(), ctx.exports.end());  // -x wins
+    RankLaunch launch;
+    launch.rank = id;
+    launch.host = host;
+    launch.remote = !is_local_host(host, ctx.this_host);
+    if (launch.remote) {
+        launch.stdin_data = take_secret(&vars);
+        launch.argv = ssh_argv(host, ctx.ssh, ctx.cwd, vars, command);
+        launch.envp = merged_environment({});
+    } else {
+        launch.argv = command;
+        launch.envp = merged_environment(vars);
+    }
+    return launch;
+}
+
 std::vector<RankLaunch> plan_launch(const std::vector<Placement> &ranks,
                                     const std::vector<std::string> &command,
                                     const LaunchContext &ctx) {
     std::vector<RankLaunch> plan;
     int size = static_cast<int>(ranks.size());
-    for (const Placement &p : ranks) {
-        std::vector<EnvVar> vars = rank_variables(p, size, ctx.job);
-        vars.insert(vars.end(), ctx.exports.begin(), ctx.exports.end());  // -x wins
-        RankLaunch launch;
-        launch.rank = p.rank;
-        launch.host = p.host;
-        launch.remote = !is_local_host(p.host, ctx.this_host);
-        if (launch.remote) {
-            launch.stdin_data = take_secret(&vars);
-            launch.argv = ssh_argv(p.host, ctx.ssh, ctx.cwd, vars, command);
-            launch.envp = merged_environment({});
-        } else {
-            launch.argv = command;
-            launch.envp = merged_environment(vars);
-        }
-        plan.push_back(std::move(launch));
-    }
+    for (const Placement &p : ranks)
+        plan.push_back(
+            plan_process(p.rank, p.host, rank_variables(p, size, ctx.job), command, ctx));
     return plan;
 }
 

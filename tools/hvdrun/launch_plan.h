@@ -39,4 +39,9 @@ std::vector<RankLaunch> plan_launch(const std::vector<Placement> &ranks,
                                     const std::vector<std::string> &command,
                                     const LaunchContext &ctx);
 
+// One process with these variables (plus the exports) on `host`, planned as plan_launch plans
+// a rank's; `id` becomes the launch's rank (a worker id in elastic mode).
+RankLaunch plan_process(int id, const std::string &host, std::vector<EnvVar> vars,
+                        const std::vector<std::string> &command, const LaunchContext &ctx);
+
 }  // namespace hvdrun

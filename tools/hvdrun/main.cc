@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "check_build.h"
 #include "config_file.h"
 #include "cpu_binding.h"
+#include "elastic_driver.h"
+#include "host_discovery.h"
 #include "hosts.h"
 #include "launch_plan.h"
 #include "network_interfaces.h"
@@ -32,8 +35,15 @@ namespace {
 
 constexpr int kUsageError = 2;
 
-// The hosts the ranks may use: -H, --hostfile, or this machine with one slot per rank.
+// The hosts the ranks may use: -H, --hostfile, the discovery script's first answer, or this
+// machine with one slot per rank.
 bool load_hosts(const Options &opts, std::vector<HostSlots> *hosts, std::string *err) {
+    if (!opts.discovery_script.empty()) {
+        HostDiscovery discovery(opts.discovery_script, 1.0);
+        if (discovery.run_now(hosts, err)) return true;
+        *err = "--host-discovery-script: " + *err;
+        return false;
+    }
     if (!opts.hosts.empty()) return parse_host_list(opts.hosts, hosts, err);
     if (!opts.hostfile.empty()) return read_hostfile(opts.hostfile, hosts, err);
     *hosts = {HostSlots{"localhost", opts.num_proc}};
@@ -151,8 +161,17 @@ void print_plan(const std::vector<Placement> &ranks, const std::vector<RankLaunc
     }
 }
 
-// Parses, places and plans; returns an exit code, or -1 to go on and launch `plan`.
-int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan) {
+// What prepare() hands to the launch: the ranks of a fixed job, or (elastic) the hosts and
+// the job's context.
+struct Prepared {
+    std::vector<RankLaunch> plan;
+    std::vector<HostSlots> hosts;
+    LaunchContext ctx;
+};
+
+// Parses, places and plans; returns an exit code, or -1 to go on and launch.
+int prepare(int argc, char **argv, Options *opts, Prepared *out) {
+    std::vector<RankLaunch> *plan = &out->plan;
     std::string err;
     switch (parse_options(std::vector<std::string>(argv + 1, argv + argc), opts, &err)) {
         case ParseOutcome::kHelp:
@@ -190,6 +209,14 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan)
         return kUsageError;
     }
     LaunchContext ctx = make_context(*opts, ranks, this_host, rdv_addr, std::move(settings));
+    if (opts->elastic) {
+        // Each round's rendezvous port is picked when the round forms.
+        if (ctx.rdv_reservation >= 0) close(ctx.rdv_reservation);
+        ctx.rdv_reservation = -1;
+        out->hosts = hosts;
+        out->ctx = std::move(ctx);
+        return -1;
+    }
     *plan = plan_launch(ranks, opts->command, ctx);
     hvd::topology::Machine machine;
     if (opts->binding.bind_to != Level::kNone &&
@@ -208,16 +235,29 @@ int prepare(int argc, char **argv, Options *opts, std::vector<RankLaunch> *plan)
 
 int run(int argc, char **argv) {
     Options opts;
-    std::vector<RankLaunch> plan;
-    int early = prepare(argc, argv, &opts, &plan);
+    Prepared prepared;
+    int early = prepare(argc, argv, &opts, &prepared);
     if (early >= 0) return early;
     SupervisorConfig config;
     config.grace_seconds = opts.grace_seconds;
     config.prefix_output = !opts.no_prefix;
     config.verbose = opts.verbose;
     config.signal_fd = install_signal_pipe();
+    std::unique_ptr<ElasticDriver> elastic;
+    if (opts.elastic) {
+        ElasticConfig ec;
+        ec.num_proc = opts.num_proc;
+        ec.min_np = opts.min_np;
+        ec.max_np = opts.max_np;
+        ec.timeout_seconds = opts.elastic_timeout;
+        ec.discovery_script = opts.discovery_script;
+        elastic = std::make_unique<ElasticDriver>(ec, std::move(prepared.ctx), opts.command,
+                                                  std::move(prepared.hosts));
+        config.elastic = elastic.get();
+        prepared.plan = elastic->take_launches();
+    }
     Supervisor supervisor(config);
-    supervisor.start(plan);
+    supervisor.start(prepared.plan);
     return supervisor.wait();
 }
 

@@ -127,6 +127,27 @@ bool set_report_bindings(const std::string &, const std::string &, Options *o, s
     return true;
 }
 
+// --min-np / --max-np into the Options member `Field`; either makes the job elastic.
+template <int Options::*Field>
+bool set_elastic_np(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    o->elastic = true;
+    if (parse_int(v, 1, 1000000, &(o->*Field))) return true;
+    *err = "invalid " + flag + " value '" + v + "' (expected an integer >= 1)";
+    return false;
+}
+
+bool set_discovery(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    o->elastic = true;
+    return set_file<&Options::discovery_script>(flag, v, o, err);
+}
+
+bool set_elastic_timeout(const std::string &flag, const std::string &v, Options *o,
+                         std::string *err) {
+    if (parse_seconds(v, &o->elastic_timeout) && o->elastic_timeout >= 1) return true;
+    *err = "invalid " + flag + " value '" + v + "' (expected seconds >= 1)";
+    return false;
+}
+
 bool set_verbose(const std::string &, const std::string &, Options *o, std::string *) {
     o->verbose = true;
     return true;
@@ -166,6 +187,10 @@ constexpr OptionSpec kOptions[] = {
     {"--config-file", true, set_file<&Options::config_file>},
     {"--network-interfaces", true, set_interfaces},
     {"--network-interface", true, set_interfaces},
+    {"--min-np", true, set_elastic_np<&Options::min_np>},
+    {"--max-np", true, set_elastic_np<&Options::max_np>},
+    {"--host-discovery-script", true, set_discovery},
+    {"--elastic-timeout", true, set_elastic_timeout},
 };
 
 const OptionSpec *find_option(const std::string &name) {
@@ -218,6 +243,17 @@ bool validate(const Options &opts, std::string *err) {
         *err = "-H and --hostfile cannot be used together";
     } else if (opts.command.empty()) {
         *err = "missing the program to run";
+    } else if (opts.elastic && opts.min_np > 0 && opts.min_np > opts.num_proc) {
+        *err = "--min-np " + std::to_string(opts.min_np) + " is more than -np " +
+               std::to_string(opts.num_proc);
+    } else if (opts.elastic && opts.max_np > 0 && opts.max_np < opts.num_proc) {
+        *err = "--max-np " + std::to_string(opts.max_np) + " is less than -np " +
+               std::to_string(opts.num_proc);
+    } else if (opts.elastic && opts.discovery_script.empty() && opts.max_np > opts.num_proc &&
+               opts.hosts.empty() && opts.hostfile.empty()) {
+        *err =
+            "--max-np above -np needs hosts to grow onto: --host-discovery-script, -H or "
+            "--hostfile";
     } else {
         return true;
     }
@@ -243,7 +279,12 @@ ParseOutcome parse_options(const std::vector<std::string> &args, Options *out, s
         }
         if (!parse_one(args, &i, out, err)) return ParseOutcome::kError;
     }
-    return validate(*out, err) ? ParseOutcome::kRun : ParseOutcome::kError;
+    if (!validate(*out, err)) return ParseOutcome::kError;
+    if (out->elastic) {
+        if (out->min_np == 0) out->min_np = out->num_proc;
+        if (out->max_np == 0) out->max_np = out->discovery_script.empty() ? out->num_proc : 1000000;
+    }
+    return ParseOutcome::kRun;
 }
 
 bool apply_grace_env(const char *grace_env, Options *opts, std::string *err) {
@@ -319,8 +360,19 @@ std::string usage_text() {
            "  --rendezvous-addr ADDR   address ranks use to reach rank 0's rendezvous\n"
            "                           (default: 127.0.0.1 if all local, else rank 0's host\n"
            "                           or its first --network-interfaces address)\n"
+           "\nelastic arguments (workers join rounds; see README \"Elastic jobs\"):\n"
+           "  --min-np N               end the job when fewer than N workers live (default\n"
+           "                           -np)\n"
+           "  --max-np N               start at most N workers (default -np, or unbounded\n"
+           "                           with a discovery script)\n"
+           "  --host-discovery-script S\n"
+           "                           run S every second; it prints the hosts that may run\n"
+           "                           workers, \"host:slots\" per line\n"
+           "  --elastic-timeout S      how long a round waits for late workers, and a\n"
+           "                           worker's hvd_init for its round (default 600)\n"
            "\n"
-           "exit status: 0 when every rank exits 0; else the first failing rank's code\n"
+           "exit status: 0 when every rank exits 0 (elastic: when the workers that finish\n"
+           "exit 0); else the first failing rank's code\n"
            "(128+signal when killed); 2 for a usage error; 127 when prog cannot be executed.\n";
 }
 

@@ -28,10 +28,18 @@ struct Options {
     std::vector<std::string> network_interfaces;  // --network-interfaces / --network-interface
     // HVD_* settings from horovodrun's tuning flags (--cycle-time-ms ...), in order given
     std::vector<std::pair<std::string, std::string>> settings;
-    BindPolicy binding;                // --map-by, --bind-to (default: slot, none)
-    bool bind_given = false;           // true when --bind-to was on the command line
-    bool map_given = false;            // true when --map-by was on the command line
-    bool report_bindings = false;      // --report-bindings
+    BindPolicy binding;            // --map-by, --bind-to (default: slot, none)
+    bool bind_given = false;       // true when --bind-to was on the command line
+    bool map_given = false;        // true when --map-by was on the command line
+    bool report_bindings = false;  // --report-bindings
+    // Elastic mode (any of these given): --min-np, --max-np, --host-discovery-script,
+    // --elastic-timeout. 0: not given (min defaults to -np; max to -np, or unbounded with a
+    // discovery script).
+    int min_np = 0;
+    int max_np = 0;
+    std::string discovery_script;
+    double elastic_timeout = 600.0;
+    bool elastic = false;
     std::vector<std::string> command;  // program and its arguments, untouched
 };
 

@@ -209,6 +209,18 @@ std::vector<EnvVar> rank_variables(const Placement &p, int size, const JobIdenti
     };
 }
 
+std::vector<EnvVar> worker_variables(const ElasticWorker &w, const JobIdentity &job) {
+    return {
+        {"HVD_WORKER_ID", std::to_string(w.id)},
+        {"HVD_ELASTIC_ADDR", w.service_addr},
+        {"HVD_ELASTIC_PORT", std::to_string(w.service_port)},
+        {"HVD_ELASTIC_TIMEOUT", std::to_string(static_cast<long long>(w.timeout_seconds))},
+        {"HVD_HOSTNAME", w.host},
+        {"HVD_SECRET", job.secret},
+        {"HVD_JOB_ID", job.job_id},
+    };
+}
+
 std::vector<EnvVar> resolve_exports(const std::vector<std::string> &exports,
                                     const std::function<const char *(const char *)> &lookup,
                                     std::vector<std::string> *unset) {

@@ -67,6 +67,19 @@ ReservedPort reserve_rendezvous_port(const std::string &addr);
 // HVD_JOB_ID for one rank.
 std::vector<EnvVar> rank_variables(const Placement &p, int size, const JobIdentity &job);
 
+// Where a worker of an elastic job reaches hvdrun's membership service, and who it is.
+struct ElasticWorker {
+    int id = 0;
+    std::string host;
+    std::string service_addr;
+    int service_port = 0;
+    double timeout_seconds = 0;  // how long its hvd_init waits for a round
+};
+
+// HVD_WORKER_ID, HVD_ELASTIC_ADDR/PORT/TIMEOUT, HVD_HOSTNAME, HVD_SECRET, HVD_JOB_ID for one
+// worker of an elastic job: no rank or size, which each round assigns.
+std::vector<EnvVar> worker_variables(const ElasticWorker &w, const JobIdentity &job);
+
 // Resolves -x entries: NAME=VALUE as given, NAME from `lookup` (getenv-like). A NAME that is
 // unset is skipped and reported in *unset so the caller can warn.
 std::vector<EnvVar> resolve_exports(const std::vector<std::string> &exports,

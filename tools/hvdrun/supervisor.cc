@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "elastic_driver.h"
 #include "process.h"
 #include "signals.h"
 
@@ -82,6 +83,7 @@ int Supervisor::wait() {
     while (!done()) {
         poll_once();
         reap();
+        serve_elastic();
         advance_phase();
     }
     close_streams();
@@ -89,8 +91,27 @@ int Supervisor::wait() {
     return stop_signal_ != 0 ? 128 + stop_signal_ : 0;
 }
 
+// Elastic mode: rounds, discovery, the workers it starts, and the end of the job when it
+// cannot go on.
+void Supervisor::serve_elastic() {
+    if (config_.elastic == nullptr) return;
+    config_.elastic->tick();
+    if (phase_ == Phase::kRunning && stop_signal_ == 0) {
+        for (const RankLaunch &launch : config_.elastic->take_launches()) {
+            if (!spawn_rank(launch)) return;
+        }
+    }
+    if (!config_.elastic->failure().empty() && first_failure_code_ < 0 && stop_signal_ == 0) {
+        std::fprintf(stderr, "hvdrun: %s\n", config_.elastic->failure().c_str());
+        fail(1);
+    }
+}
+
 void Supervisor::poll_once() {
     std::vector<pollfd> fds = {{config_.signal_fd, POLLIN, 0}};
+    size_t elastic_at = fds.size();
+    if (config_.elastic != nullptr) config_.elastic->add_poll_fds(&fds);
+    size_t elastic_end = fds.size();
     std::vector<Stream *> streams;
     for (Rank &r : ranks_) {
         for (Stream *s : {&r.out, &r.err}) {
@@ -105,8 +126,10 @@ void Supervisor::poll_once() {
         int sig = drain_signal_pipe(config_.signal_fd);
         if (sig != 0) on_stop_signal(sig);
     }
-    for (size_t i = 1; i < fds.size(); ++i) {
-        if (fds[i].revents != 0) read_stream(streams[i - 1]);
+    if (config_.elastic != nullptr)
+        config_.elastic->on_poll(&fds[elastic_at], elastic_end - elastic_at);
+    for (size_t i = elastic_end; i < fds.size(); ++i) {
+        if (fds[i].revents != 0) read_stream(streams[i - elastic_end]);
     }
 }
 
@@ -143,12 +166,26 @@ void Supervisor::on_exit(Rank *rank, int wait_status) {
     }
     int code = 0;
     std::string how = describe_exit(wait_status, &code);
+    if (config_.elastic != nullptr && first_failure_code_ < 0 && stop_signal_ == 0) {
+        std::string ends = config_.elastic->worker_exited(rank->rank, code);
+        if (code != 0 && ends.empty()) {
+            std::fprintf(stderr, "hvdrun: worker %d (pid %d) %s; the job goes on with %d\n",
+                         rank->rank, static_cast<int>(rank->pid), how.c_str(),
+                         config_.elastic->live_workers());
+            return;
+        }
+        if (code != 0) std::fprintf(stderr, "hvdrun: %s\n", ends.c_str());
+    }
     bool first = code != 0 && first_failure_code_ < 0 && stop_signal_ == 0;
     if (first || config_.verbose) {
         std::fprintf(stderr, "hvdrun: %s %s\n", rank_name(rank->rank, rank->pid).c_str(),
                      how.c_str());
     }
-    if (!first) return;
+    if (first) fail(code);
+}
+
+// The job's first failure: the others get the grace period, then SIGTERM.
+void Supervisor::fail(int code) {
     first_failure_code_ = code;
     int others = running_count();
     if (others > 0) {
@@ -237,6 +274,9 @@ bool Supervisor::done() const {
 
 int Supervisor::poll_timeout_ms() const {
     Clock::time_point next = Clock::now() + std::chrono::milliseconds(kMaxPollMs);
+    if (config_.elastic != nullptr)
+        next = std::min(
+            next, Clock::now() + std::chrono::milliseconds(config_.elastic->poll_timeout_ms()));
     if (running_count() == 0) {
         next = std::min(next, drain_until_);
     } else if (phase_ != Phase::kRunning) {

@@ -16,11 +16,16 @@
 
 namespace hvdrun {
 
+class ElasticDriver;
+
 struct SupervisorConfig {
     double grace_seconds = 5.0;  // after the first failure, before SIGTERM
     bool prefix_output = true;
     bool verbose = false;  // also report ranks that exit normally
     int signal_fd = -1;    // from install_signal_pipe()
+    // Elastic mode (elastic_driver.h): a failing worker ends the job only when the driver says
+    // so, and the driver's sockets, new workers and rounds are served from the same loop.
+    ElasticDriver *elastic = nullptr;
 };
 
 class Supervisor {
@@ -62,6 +67,8 @@ class Supervisor {
 
     bool spawn_rank(const RankLaunch &launch);
     void poll_once();
+    void serve_elastic();
+    void fail(int code);
     void read_stream(Stream *stream);
     void reap();
     void on_exit(Rank *rank, int wait_status);

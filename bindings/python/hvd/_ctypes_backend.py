@@ -108,6 +108,8 @@ _local_rank = _declare("hvd_local_rank", _status, _handle, _i32p)
 _local_size = _declare("hvd_local_size", _status, _handle, _i32p)
 _cross_rank = _declare("hvd_cross_rank", _status, _handle, _i32p)
 _cross_size = _declare("hvd_cross_size", _status, _handle, _i32p)
+_elastic_membership = _declare(
+    "hvd_elastic_membership", _status, _handle, ctypes.POINTER(ctypes.c_int64), _i32p)
 _ps_create = _declare(
     "hvd_process_set_create", _status, _handle, _i32p, ctypes.c_int32, ctypes.POINTER(_handle))
 _ps_destroy = _declare("hvd_process_set_destroy", _status, _handle, _handle)
@@ -248,6 +250,15 @@ def local_rank(ctx):
 
 def local_size(ctx):
     return _int_query(_local_size, ctx)
+
+
+def elastic_membership(ctx):
+    """(round joined, whether workers wait to join a later round); round -1 when the job is
+    not elastic."""
+    round_ = ctypes.c_int64()
+    pending = ctypes.c_int32()
+    _check(_elastic_membership(ctx, ctypes.byref(round_), ctypes.byref(pending)))
+    return round_.value, bool(pending.value)
 
 
 def cross_rank(ctx):

@@ -25,8 +25,8 @@ Product = 5
 
 # Environment variables by which a launcher announces rank and size (hvdrun, Open MPI, PMI,
 # Slurm, torchrun-style), as libhvd's launcher detection reads them.
-_LAUNCHER_RANK_VARIABLES = ("HVD_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
-                            "RANK")
+_LAUNCHER_RANK_VARIABLES = ("HVD_RANK", "HVD_ELASTIC_ADDR", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                            "SLURM_PROCID", "RANK")
 
 _FEATURE_CUDA = 1 << 1
 _FEATURE_NCCL = 1 << 2
@@ -171,6 +171,13 @@ def cross_rank():
 
 def cross_size():
     return _topology("cross_size")
+
+
+def elastic_membership():
+    """(membership round this process joined, whether workers wait to join a later one) in an
+    elastic job (hvdrun --min-np/--max-np); (-1, False) otherwise. Asks hvdrun in an elastic
+    job."""
+    return backend.elastic_membership(context())
 
 
 def is_homogeneous():

@@ -214,6 +214,16 @@ local_size(ctx::Context) = _query(:hvd_local_size, ctx)
 cross_rank(ctx::Context) = _query(:hvd_cross_rank, ctx)
 cross_size(ctx::Context) = _query(:hvd_cross_size, ctx)
 
+"""(round, pending) of an elastic job (hvdrun --min-np/--max-np): the membership round this
+context joined (-1 when not elastic), and whether workers wait to join a later one."""
+function elastic_membership(ctx::Context)
+    round = Ref{Int64}(0)
+    pending = Ref{Int32}(0)
+    _check(ccall(_fn(:hvd_elastic_membership), Cint, (Ptr{Cvoid}, Ref{Int64}, Ref{Int32}),
+                 _ptr(ctx), round, pending))
+    (Int(round[]), pending[] != 0)
+end
+
 "Makes a process set of the given global ranks: collective over all ranks."
 function process_set_create(ctx::Context, ranks::AbstractVector{<:Integer})
     r = Int32.(ranks)

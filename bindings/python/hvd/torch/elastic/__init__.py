@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """hvd.torch.elastic: horovod.torch.elastic's run decorator, TorchState and ElasticSampler.
 
-libhvd has no elastic driver or host discovery: the job keeps the ranks its launcher
-started. What run() adds is recovery in place: when a collective fails
-(HorovodInternalError) every rank rolls its state back to the last commit, leaves and
-rejoins the job (hvd.shutdown() + hvd.init()), synchronises the state from rank 0 and calls
-the training function again; a HostsUpdatedInterrupt (from State.on_hosts_updated) resets the
-same way without the roll-back. The number of resets is bounded: reset_limit, else the
+When a collective fails (HorovodInternalError) every surviving rank rolls its state back to
+the last commit, leaves and rejoins the job (hvd.shutdown() + hvd.init()), synchronises the
+state from rank 0 and calls the training function again. Under hvdrun --min-np/--max-np,
+hvd.init() joins the job's next membership round: without the workers that died, with new
+ranks and size. When hvdrun has started workers on added hosts, State.commit() raises
+HostsUpdatedInterrupt on every rank (rank 0 asks hvdrun at each commit); it resets the same way
+without the roll-back, and the new workers receive rank 0's state. Other launchers keep the
+ranks they started, so there a reset rejoins the same membership. The number of resets is bounded: reset_limit, else the
 HOROVOD_ELASTIC_RESET_LIMIT environment variable, else DEFAULT_RESET_LIMIT.
 """
 

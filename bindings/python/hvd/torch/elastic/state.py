@@ -9,6 +9,7 @@ import queue
 
 import torch
 
+from hvd import _runtime
 from hvd._errors import HostsUpdatedInterrupt
 from hvd.torch.elastic.sampler import ElasticSampler
 from hvd.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
@@ -72,7 +73,9 @@ class State:
 
     def check_host_updates(self):
         """Raises HostsUpdatedInterrupt on every rank if any rank was told of a host update
-        newer than the last one handled. Collective."""
+        newer than the last one handled (in an elastic job rank 0 asks hvdrun whether workers
+        wait to join). Collective."""
+        self._ask_launcher()
         newest = previous = self._last_updated_timestamp
         update = HostUpdateResult.no_update
         while not self._host_messages.empty():
@@ -91,6 +94,15 @@ class State:
         self._last_updated_timestamp = newest
         if newest > previous:
             raise HostsUpdatedInterrupt(update == HostUpdateResult.removed)
+
+    def _ask_launcher(self):
+        """Rank 0 of an elastic job: workers waiting to join the next round are a host update
+        (added), stamped with that round's number."""
+        if not _runtime.is_initialized() or self._rank() != 0:
+            return
+        round_, pending = _runtime.elastic_membership()
+        if pending:
+            self.on_hosts_updated(round_ + 1, HostUpdateResult.added)
 
     def save(self):
         """Saves the state in host memory."""

@@ -4,6 +4,7 @@ package org.libhvd;
 import com.sun.jna.Pointer;
 import com.sun.jna.ptr.DoubleByReference;
 import com.sun.jna.ptr.IntByReference;
+import com.sun.jna.ptr.LongByReference;
 import com.sun.jna.ptr.PointerByReference;
 import java.lang.ref.Reference;
 
@@ -108,6 +109,23 @@ public final class Hvd implements AutoCloseable {
 
     public int crossSize() {
         return intQuery(api::hvd_cross_size);
+    }
+
+    /** The membership round this context joined in an elastic job (hvdrun --min-np), or -1. */
+    public long elasticRound() {
+        LongByReference round = new LongByReference();
+        NativeLib.check(api.hvd_elastic_membership(handle(), round, null));
+        return round.getValue();
+    }
+
+    /**
+     * Whether workers wait to join a later round of an elastic job (hosts were added): asks
+     * hvdrun, so rejoin (close, then a new Hvd) at a consistent point on every rank.
+     */
+    public boolean elasticMembershipPending() {
+        IntByReference pending = new IntByReference();
+        NativeLib.check(api.hvd_elastic_membership(handle(), null, pending));
+        return pending.getValue() != 0;
     }
 
     /** Aborts the context: every outstanding request fails with reason, peers with PEER_FAILED. */

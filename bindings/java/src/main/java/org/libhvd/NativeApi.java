@@ -47,6 +47,8 @@ interface NativeApi extends Library {
 
     int hvd_cross_size(Pointer ctx, IntByReference sizeP);
 
+    int hvd_elastic_membership(Pointer ctx, LongByReference roundP, IntByReference pendingP);
+
     int hvd_process_set_create(Pointer ctx, int[] ranks, int n, PointerByReference psP);
 
     int hvd_process_set_destroy(Pointer ctx, Pointer ps);

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: Apache-2.0
+// Unit tests of hvdrun's elastic mode: the membership protocol's messages and their MACs
+// (bootstrap/elastic_protocol.h, shared with libhvd), the rules by which membership rounds
+// form (membership.h), and the elastic options. The whole job is tested end to end by
+// tests/python/elastic.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// cmocka 1.1.5's header has no extern "C" guard of its own.
+extern "C" {
+#include <cmocka.h>
+}
+
+#include <string>
+#include <vector>
+
+#include "bootstrap/elastic_protocol.h"
+#include "membership.h"
+#include "options.h"
+
+namespace el = hvd::bootstrap::elastic;
+
+namespace {
+
+const std::string kSecret(64, 'a');
+const std::string kServerNonce = "0123456789abcdef0123456789abcdef";
+const std::string kClientNonce = "fedcba9876543210fedcba9876543210";
+
+void test_greeting(void **) {
+    std::string nonce;
+    assert_true(el::parse_greeting(el::greeting_line(kServerNonce), &nonce));
+    assert_string_equal(nonce.c_str(), kServerNonce.c_str());
+    assert_false(el::parse_greeting("hvd-elastic 2 " + kServerNonce + "\n", &nonce));
+    assert_false(el::parse_greeting("hvd-elastic 1 xyz\n", &nonce));
+}
+
+void test_request_round_trip(void **) {
+    el::Request in{el::RequestKind::kStatus, 7, 3};
+    std::string line = el::request_line(kSecret, kServerNonce, kClientNonce, in);
+    el::Request out;
+    std::string cnonce, err;
+    assert_true(el::parse_request(kSecret, kServerNonce, line, &out, &cnonce, &err));
+    assert_true(out.kind == el::RequestKind::kStatus);
+    assert_int_equal(out.worker_id, 7);
+    assert_int_equal(out.round, 3);
+    assert_string_equal(cnonce.c_str(), kClientNonce.c_str());
+}
+
+void test_request_authentication(void **) {
+    el::Request in{el::RequestKind::kJoin, 2, 0};
+    std::string line = el::request_line(kSecret, kServerNonce, kClientNonce, in);
+    el::Request out;
+    std::string cnonce, err;
+    // Another secret, another server nonce (a replay), or a changed field all fail.
+    assert_false(el::parse_request(std::string(64, 'b'), kServerNonce, line, &out, &cnonce, &err));
+    assert_string_equal(err.c_str(), "authentication failed");
+    assert_false(el::parse_request(kSecret, kClientNonce, line, &out, &cnonce, &err));
+    std::string forged = line;
+    forged.replace(0, 6, "join 3");
+    assert_false(el::parse_request(kSecret, kServerNonce, forged, &out, &cnonce, &err));
+    assert_string_equal(err.c_str(), "authentication failed");
+    assert_false(el::parse_request(kSecret, kServerNonce, "join 2 0\n", &out, &cnonce, &err));
+    assert_string_equal(err.c_str(), "malformed request");
+}
+
+void test_reply_and_assignment(void **) {
+    el::Assignment a{4, 1, 3, "host-a", 12345};
+    std::string line = el::reply_line(kSecret, kClientNonce, kServerNonce, el::assignment_body(a));
+    std::string body, err;
+    assert_true(el::parse_reply(kSecret, kClientNonce, kServerNonce, line, &body, &err));
+    el::Assignment b;
+    assert_true(el::parse_assignment(body, &b, &err));
+    assert_int_equal(b.round, 4);
+    assert_int_equal(b.rank, 1);
+    assert_int_equal(b.size, 3);
+    assert_string_equal(b.rdv_addr.c_str(), "host-a");
+    assert_int_equal(b.rdv_port, 12345);
+    // A reply bound to another request (client nonce) or altered fails.
+    assert_false(el::parse_reply(kSecret, kServerNonce, kServerNonce, line, &body, &err));
+    std::string altered = line;
+    altered[3] = '9';
+    assert_false(el::parse_reply(kSecret, kClientNonce, kServerNonce, altered, &body, &err));
+    // A rank outside the size is malformed; an error body carries its message.
+    assert_false(el::parse_assignment("ok 1 3 3 h 1", &b, &err));
+    assert_false(el::parse_assignment(el::error_body("below --min-np\n2"), &b, &err));
+    assert_string_equal(err.c_str(), "below --min-np 2");
+    el::Status s;
+    assert_true(el::parse_status(el::status_body({5, true}), &s, &err));
+    assert_int_equal(s.round, 5);
+    assert_true(s.pending);
+}
+
+void test_first_round_waits_for_all(void **) {
+    hvdrun::Membership m(2, 3);
+    for (int id = 0; id < 3; ++id)
+        m.add_worker(id, "h");
+    m.set_waiting(2, true);
+    m.set_waiting(0, true);
+    assert_false(m.ready(false));
+    assert_false(m.pending());  // no round yet, so none to interrupt
+    m.set_waiting(1, true);
+    assert_true(m.ready(false));
+    std::vector<int> ids = m.form();
+    assert_int_equal(ids.size(), 3);
+    for (int r = 0; r < 3; ++r)  // no earlier round: start order
+        assert_int_equal(ids[r], r);
+    assert_int_equal(m.round(), 1);
+    assert_false(m.pending());
+    assert_false(m.ready(true));
+}
+
+void test_death_keeps_rank_order(void **) {
+    hvdrun::Membership m(2, 4);
+    for (int id = 0; id < 4; ++id) {
+        m.add_worker(id, "h");
+        m.set_waiting(id, true);
+    }
+    m.form();
+    // Worker 0 (rank 0) dies; the others ask again in another order.
+    m.worker_exited(0);
+    m.set_waiting(3, true);
+    m.set_waiting(1, true);
+    assert_false(m.ready(false));
+    m.set_waiting(2, true);
+    assert_true(m.ready(false));
+    std::vector<int> ids = m.form();
+    assert_int_equal(ids.size(), 3);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 2);
+    assert_int_equal(ids[2], 3);
+    assert_false(m.below_min());
+    m.worker_exited(2);
+    m.worker_exited(3);
+    assert_true(m.below_min());
+}
+
+void test_added_worker_joins_after_members(void **) {
+    hvdrun::Membership m(1, 3);
+    m.add_worker(0, "a");
+    m.add_worker(1, "a");
+    m.set_waiting(0, true);
+    m.set_waiting(1, true);
+    m.form();
+    m.add_worker(2, "b");
+    assert_true(m.pending());
+    m.set_waiting(2, true);
+    // The members are still in round 1: neither the rule nor its timeout forms round 2.
+    assert_false(m.ready(false));
+    assert_false(m.ready(true));
+    m.set_waiting(1, true);
+    m.set_waiting(0, true);
+    assert_true(m.ready(false));
+    std::vector<int> ids = m.form();
+    assert_int_equal(ids.size(), 3);
+    assert_int_equal(ids[0], 0);
+    assert_int_equal(ids[1], 1);
+    assert_int_equal(ids[2], 2);  // the new worker after the members: never rank 0
+}
+
+void test_timeout_leaves_silent_workers(void **) {
+    hvdrun::Membership m(2, 3);
+    for (int id = 0; id < 3; ++id)
+        m.add_worker(id, "h");
+    m.set_waiting(0, true);
+    assert_false(m.ready(true));  // one waiting, fewer than min_np
+    m.set_waiting(1, true);
+    assert_false(m.ready(false));
+    assert_true(m.ready(true));
+    assert_int_equal(m.form().size(), 2);
+    assert_true(m.pending());  // worker 2 joins a later round
+    // A join whose connection closed no longer counts.
+    m.set_waiting(2, true);
+    m.set_waiting(2, false);
+    assert_int_equal(m.waiting(), 0);
+}
+
+hvdrun::ParseOutcome parse(std::vector<std::string> args, hvdrun::Options *o, std::string *err) {
+    return hvdrun::parse_options(args, o, err);
+}
+
+void test_elastic_options(void **) {
+    hvdrun::Options o;
+    std::string err;
+    assert_true(parse({"-np", "3", "--min-np", "2", "--max-np", "4", "-H", "a:4", "prog"}, &o,
+                      &err) == hvdrun::ParseOutcome::kRun);
+    assert_true(o.elastic);
+    assert_int_equal(o.min_np, 2);
+    assert_int_equal(o.max_np, 4);
+    hvdrun::Options d;
+    assert_true(
+        parse({"-np", "2", "--host-discovery-script", "s.sh", "--elastic-timeout", "30", "prog"},
+              &d, &err) == hvdrun::ParseOutcome::kRun);
+    assert_int_equal(d.min_np, 2);
+    assert_true(d.max_np > 1000);
+    assert_true(d.elastic_timeout == 30.0);
+    hvdrun::Options e;
+    assert_true(parse({"-np", "2", "--min-np", "3", "prog"}, &e, &err) ==
+                hvdrun::ParseOutcome::kError);
+    assert_string_equal(err.c_str(), "--min-np 3 is more than -np 2");
+    hvdrun::Options f;
+    assert_true(parse({"-np", "2", "--max-np", "3", "prog"}, &f, &err) ==
+                hvdrun::ParseOutcome::kError);
+    hvdrun::Options g;
+    assert_true(parse({"-np", "2", "prog"}, &g, &err) == hvdrun::ParseOutcome::kRun);
+    assert_false(g.elastic);
+}
+
+}  // namespace
+
+int main() {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greeting),
+        cmocka_unit_test(test_request_round_trip),
+        cmocka_unit_test(test_request_authentication),
+        cmocka_unit_test(test_reply_and_assignment),
+        cmocka_unit_test(test_first_round_waits_for_all),
+        cmocka_unit_test(test_death_keeps_rank_order),
+        cmocka_unit_test(test_added_worker_joins_after_members),
+        cmocka_unit_test(test_timeout_leaves_silent_workers),
+        cmocka_unit_test(test_elastic_options),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The model of the elastic tests: linear regression on a fixed dataset, per-rank batches of
+BATCH rows from an ElasticSampler (no shuffle), gradients averaged over the ranks, plain SGD.
+reference() replays the same training in one process for a given history of membership
+changes, so a run's final weights can be compared with it."""
+
+import math
+
+import torch
+
+ROWS = 96
+FEATURES = 4
+BATCH = 4
+EPOCHS = 2
+LR = 0.05
+COMMIT_EVERY = 3  # steps
+
+
+def dataset():
+    g = torch.Generator().manual_seed(1234)
+    x = torch.randn(ROWS, FEATURES, generator=g, dtype=torch.float64)
+    true_w = torch.tensor([1.5, -2.0, 0.5, 3.0], dtype=torch.float64)
+    y = x @ true_w + 0.1 * torch.randn(ROWS, generator=g, dtype=torch.float64)
+    return x, y
+
+
+def gradient(w, x, y, rows):
+    """Mean gradient of the squared error over `rows` (a list of dataset indices)."""
+    xs, ys = x[rows], y[rows]
+    return 2.0 * xs.t() @ (xs @ w - ys) / len(rows)
+
+
+def partition(processed, size):
+    """Each rank's remaining indices of the epoch, as ElasticSampler(shuffle=False) splits
+    them after `processed` samples: every size-th from position rank, padded by wrapping."""
+    remaining = list(range(ROWS))[processed:]
+    per_rank = int(math.ceil(len(remaining) / size))
+    padded = list(remaining)
+    while remaining and len(padded) < per_rank * size:
+        padded += remaining[:per_rank * size - len(padded)]
+    return [padded[r:per_rank * size:size] for r in range(size)]
+
+
+def reference(initial_size, changes):
+    """Final weights of a run that starts with initial_size ranks; `changes` maps a step
+    number to (new size, rolled back): at the start of that step the membership becomes the
+    new size, after rolling back to the last commit when rolled back (a worker died there),
+    else right at a commit (workers were added)."""
+    x, y = dataset()
+    w = torch.zeros(FEATURES, dtype=torch.float64)
+    size, step, epoch, processed = initial_size, 0, 0, 0
+    commit = (w.clone(), step, epoch, processed)
+    pending = dict(changes)
+    while epoch < EPOCHS:
+        parts = partition(processed, size)
+        batches = int(math.ceil(len(parts[0]) / BATCH))
+        reset = False
+        for k in range(batches):
+            if step in pending:
+                new_size, rolled_back = pending.pop(step)
+                if rolled_back:
+                    w, step, epoch, processed = commit[0].clone(), commit[1], commit[2], commit[3]
+                size, reset = new_size, True
+                break
+            grads = [gradient(w, x, y, parts[r][k * BATCH:(k + 1) * BATCH]) for r in range(size)]
+            w = w - LR * (sum(grads) / size)
+            processed += BATCH * size
+            step += 1
+            if step % COMMIT_EVERY == 0:
+                commit = (w.clone(), step, epoch, processed)
+        if reset:
+            continue
+        epoch, processed = epoch + 1, 0
+        commit = (w.clone(), step, epoch, processed)
+    return w

@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Elastic jobs end to end: hvdrun --min-np/--max-np running train_elastic.py on this machine.
+
+usage: test_elastic.py HVDRUN PYTHON CASE, CASE one of
+  shrink     3 workers, worker 1 kills itself (SIGKILL) at step 5: the other two roll back to
+             the commit of step 3, re-form as ranks 0 and 1 of 2 and finish; their weights
+             equal the reference run with that change at that step.
+  below_min  2 workers with --min-np 2, one kills itself: hvdrun ends the job with an error
+             naming --min-np, in bounded time.
+  grow       2 workers on host localhost; at step 4 rank 0 adds host 127.0.0.1 to the
+             discovery script's file and waits until hvdrun has started a worker there; the
+             commit of step 6 raises HostsUpdatedInterrupt and the three re-form, the new
+             worker receiving rank 0's state; all three end with the reference's weights.
+Every run is bounded by RUN_TIMEOUT_S."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import elastic_model as m  # noqa: E402
+
+RUN_TIMEOUT_S = 150
+BELOW_MIN_BOUND_S = 60
+TOLERANCE = 1e-9
+SCRIPT = os.path.join(HERE, "train_elastic.py")
+
+
+def run(hvdrun, python, flags, script_args):
+    cmd = [hvdrun] + flags + [python, SCRIPT] + script_args
+    env = dict(os.environ, HVD_START_TIMEOUT="60", HVD_OP_TIMEOUT="60",
+               PYTHONDONTWRITEBYTECODE="1")
+    start = time.monotonic()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=RUN_TIMEOUT_S)
+    elapsed = time.monotonic() - start
+    sys.stdout.write(p.stdout)
+    sys.stderr.write(p.stderr)
+    print("hvdrun exited %d after %.1f s" % (p.returncode, elapsed))
+    results = []
+    for line in p.stdout.splitlines():
+        if "{" in line:
+            results.append(json.loads(line[line.index("{"):]))
+    return p.returncode, p.stderr, results, elapsed
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL: " + what)
+        sys.exit(1)
+    print("ok: " + what)
+
+
+def max_diff(a, b):
+    return max(abs(float(u) - float(v)) for u, v in zip(a, b))
+
+
+def check_weights(results, expected, others):
+    for r in results:
+        d = max_diff(r["weights"], expected)
+        check(d <= TOLERANCE, "worker %d's weights equal the reference (max diff %.3g)"
+              % (r["worker"], d))
+    # The reference tells the membership histories apart, so the comparison above can fail.
+    for name, other in others.items():
+        check(max_diff(expected, other) > 1e-6,
+              "the reference differs from a run with %s" % name)
+
+
+def shrink(hvdrun, python):
+    rc, err, results, _ = run(hvdrun, python, ["-np", "3", "--min-np", "2", "--max-np", "3"],
+                              ["--kill-worker", "1", "--kill-step", "5"])
+    check(rc == 0, "hvdrun exits 0 after losing a worker (got %d)" % rc)
+    check("round 2: 2 rank(s), workers 0, 2" in err, "round 2 re-forms with workers 0 and 2")
+    check(sorted((r["worker"], r["rank"], r["size"]) for r in results) == [(0, 0, 2), (2, 1, 2)],
+          "workers 0 and 2 finish as ranks 0 and 1 of 2")
+    expected = m.reference(3, {5: (2, True)}).tolist()
+    check_weights(results, expected, {
+        "no change": m.reference(3, {}).tolist(),
+        "no roll-back (2 ranks from step 5 on)": m.reference(3, {5: (2, False)}).tolist(),
+        "the death after the next commit": m.reference(3, {7: (2, True)}).tolist()})
+
+
+def below_min(hvdrun, python):
+    rc, err, results, elapsed = run(hvdrun, python, ["-np", "2", "--min-np", "2"],
+                                    ["--kill-worker", "1", "--kill-step", "2"])
+    check(rc != 0, "hvdrun fails (exit %d)" % rc)
+    check("1 worker(s) left, fewer than --min-np 2" in err, "the error names --min-np")
+    check(elapsed < BELOW_MIN_BOUND_S, "it ends within %d s (%.1f s)" % (BELOW_MIN_BOUND_S,
+                                                                          elapsed))
+    check(not results, "no worker finishes training")
+
+
+def grow(hvdrun, python):
+    with tempfile.TemporaryDirectory() as tmp:
+        hosts = os.path.join(tmp, "hosts")
+        with open(hosts, "w") as f:
+            f.write("localhost:2\n")
+        discover = os.path.join(tmp, "discover.sh")
+        with open(discover, "w") as f:
+            f.write("#!/bin/sh\ncat '%s'\n" % hosts)
+        os.chmod(discover, 0o755)
+        rc, err, results, _ = run(
+            hvdrun, python,
+            ["-np", "2", "--min-np", "2", "--max-np", "3", "--host-discovery-script", discover],
+            ["--hosts-file", hosts, "--add-host", "127.0.0.1:1", "--add-step", "4"])
+    check(rc == 0, "hvdrun exits 0 (got %d)" % rc)
+    check("round 2: 3 rank(s), workers 0, 1, 2" in err, "round 2 forms with the new worker")
+    check(sorted((r["worker"], r["rank"], r["size"]) for r in results) ==
+          [(0, 0, 3), (1, 1, 3), (2, 2, 3)], "the three finish as ranks 0-2 of 3")
+    expected = m.reference(2, {6: (3, False)}).tolist()
+    check_weights(results, expected, {
+        "no change": m.reference(2, {}).tolist(),
+        "the change at the previous commit": m.reference(2, {3: (3, False)}).tolist()})
+
+
+def main():
+    hvdrun, python, case = sys.argv[1:4]
+    {"shrink": shrink, "below_min": below_min, "grow": grow}[case](hvdrun, python)
+
+
+if __name__ == "__main__":
+    main()

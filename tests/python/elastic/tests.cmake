@@ -1,0 +1,15 @@
+# SPDX-License-Identifier: Apache-2.0
+# Elastic jobs (label elastic, also python): hvdrun --min-np/--max-np/--host-discovery-script
+# with hvd.torch.elastic on this machine, on the first torch interpreter, once per backend
+# (test_elastic.py says what each case checks). Included from tests/python/tests.cmake with
+# hvd_first_torch and hvd_py_backends set.
+foreach(backend ${hvd_py_backends})
+  foreach(case shrink below_min grow)
+    set(tname python.elastic.${case}.${backend})
+    add_test(NAME ${tname}
+      COMMAND ${hvd_first_torch} ${CMAKE_CURRENT_LIST_DIR}/test_elastic.py
+              $<TARGET_FILE:hvdrun> ${hvd_first_torch} ${case})
+    set_tests_properties(${tname} PROPERTIES LABELS "python;elastic" TIMEOUT 180
+      ENVIRONMENT "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_PY_BACKEND=${backend};PYTHONDONTWRITEBYTECODE=1")
+  endforeach()
+endforeach()

@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: Apache-2.0
+"""An elastic training job for test_elastic.py (run by hvdrun --min-np/--max-np): the model of
+elastic_model.py under hvd.torch.elastic.run, with a TorchState holding the weights, the step
+and the ElasticSampler. Options make one worker kill itself at a step, or rank 0 add a host to
+the discovery script's file at a step. Every rank prints its final weights as a JSON line."""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import elastic_model as m  # noqa: E402
+
+import hvd.torch as hvd  # noqa: E402
+from hvd import _runtime  # noqa: E402
+
+WAIT_FOR_WORKERS_S = 60
+
+
+def parse():
+    p = argparse.ArgumentParser()
+    p.add_argument("--kill-worker", type=int, default=-1)
+    p.add_argument("--kill-step", type=int, default=-1)
+    p.add_argument("--hosts-file", default="")
+    p.add_argument("--add-host", default="")
+    p.add_argument("--add-step", type=int, default=-1)
+    return p.parse_args()
+
+
+def add_host(args):
+    """Rank 0: lists the new host for the discovery script, then waits until hvdrun has
+    started its worker, so the next commit sees it (a deterministic point of change)."""
+    with open(args.hosts_file, "a") as f:
+        f.write(args.add_host + "\n")
+    deadline = time.monotonic() + WAIT_FOR_WORKERS_S
+    while not _runtime.elastic_membership()[1]:
+        if time.monotonic() > deadline:
+            raise RuntimeError("hvdrun started no worker for the added host")
+        time.sleep(0.1)
+
+
+def main():
+    args = parse()
+    worker = int(os.environ["HVD_WORKER_ID"])
+    hvd.init()
+    x, y = m.dataset()
+    model = torch.nn.Linear(m.FEATURES, 1, bias=False).double()
+    with torch.no_grad():
+        model.weight.zero_()
+    sampler = hvd.elastic.ElasticSampler(list(range(m.ROWS)), shuffle=False)
+    state = hvd.elastic.TorchState(model=model, sampler=sampler, step=0, epoch=0)
+
+    @hvd.elastic.run
+    def train(state):
+        while state.epoch < m.EPOCHS:
+            indices = list(state.sampler)
+            for k in range(0, len(indices), m.BATCH):
+                if state.step == args.kill_step and worker == args.kill_worker:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                if (state.step == args.add_step and hvd.rank() == 0 and hvd.size() == 2 and
+                        args.add_host):
+                    add_host(args)
+                w = state.model.weight.data[0]
+                g = m.gradient(w, x, y, indices[k:k + m.BATCH])
+                g = hvd.allreduce(g, op=hvd.Average, name="grad")
+                with torch.no_grad():
+                    state.model.weight[0] -= m.LR * g
+                state.sampler.record_batch(k // m.BATCH, m.BATCH)
+                state.step += 1
+                if state.step % m.COMMIT_EVERY == 0:
+                    state.commit()
+            state.epoch += 1
+            state.sampler.set_epoch(state.epoch)
+            state.commit()
+
+    train(state)
+    print(json.dumps({"worker": worker, "rank": hvd.rank(), "size": hvd.size(),
+                      "step": state.step,
+                      "weights": [float(v) for v in state.model.weight.data[0]]}), flush=True)
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()

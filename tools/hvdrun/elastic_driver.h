@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// The elastic mode of hvdrun (--min-np / --max-np / --host-discovery-script): which workers
+// run where, the membership service they join rounds through, and when the job can no longer
+// go on. The supervisor starts and reaps the processes and calls in from its poll loop.
+//
+// Workers are numbered in start order (HVD_WORKER_ID) and get HVD_ELASTIC_ADDR/PORT instead
+// of a rank; each hvd_init asks the service for its place in the next round (membership.h).
+// A worker that exits non-zero before any has finished is dropped, its host is excluded from
+// later starts (as horovodrun blacklists it), and the job goes on while at least min_np
+// workers live; below that every waiting join is refused and the supervisor ends the job. A
+// change of the discovered hosts starts workers on their free slots, up to max_np; they wait
+// in hvd_init until the others ask again (at their next commit, elastic.run's
+// HostsUpdatedInterrupt) and the next round forms.
+#pragma once
+
+#include <poll.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "host_discovery.h"
+#include "launch_plan.h"
+#include "membership.h"
+#include "membership_server.h"
+
+namespace hvdrun {
+
+struct ElasticConfig {
+    int num_proc = 0;  // workers started at first
+    int min_np = 1;
+    int max_np = 1;
+    double timeout_seconds = 600.0;  // --elastic-timeout: a round's wait for late workers
+    std::string discovery_script;    // empty: the -H / --hostfile hosts, fixed
+    double discovery_interval = 1.0;
+};
+
+class ElasticDriver {
+  public:
+    // Throws std::runtime_error when the service cannot listen.
+    ElasticDriver(const ElasticConfig &config, LaunchContext ctx, std::vector<std::string> command,
+                  std::vector<HostSlots> hosts);
+    ~ElasticDriver();
+
+    // Workers to start now: num_proc at first, later those on added hosts.
+    std::vector<RankLaunch> take_launches();
+
+    void add_poll_fds(std::vector<pollfd> *fds) const;
+    void on_poll(const pollfd *fds, size_t count);
+    // Forms rounds, runs discovery, expires connections; after every poll.
+    void tick();
+    int poll_timeout_ms() const;
+
+    // Worker `id` exited with shell-style `code`. Empty while the job goes on, else why it ends.
+    std::string worker_exited(int id, int code);
+    // Non-empty once the job cannot go on.
+    const std::string &failure() const { return failure_; }
+    int live_workers() const { return membership_.live(); }
+
+  private:
+    using Clock = std::chrono::steady_clock;
+    void on_join(int id, bool waiting);
+    std::string on_status(const hvd::bootstrap::elastic::Request &request) const;
+    void start_workers(int up_to);
+    void form_round();
+    void fail(const std::string &why);
+    std::string rendezvous_host(const std::vector<int> &ids) const;
+
+    ElasticConfig config_;
+    LaunchContext ctx_;
+    std::vector<std::string> command_;
+    std::vector<HostSlots> hosts_;
+    std::set<std::string> excluded_;        // hosts where a worker failed
+    std::map<int, std::string> live_host_;  // worker id -> host, while it runs
+    Membership membership_;
+    std::unique_ptr<MembershipServer> server_;
+    std::unique_ptr<HostDiscovery> discovery_;
+    std::string service_addr_;  // what workers on other hosts connect to
+    std::vector<RankLaunch> launches_;
+    int next_id_ = 0;
+    bool finished_one_ = false;  // a worker exited 0: the job is ending
+    bool waiting_since_set_ = false;
+    Clock::time_point waiting_since_;
+    std::string failure_;
+};
+
+}  // namespace hvdrun
