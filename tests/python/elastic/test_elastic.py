@@ -5,6 +5,12 @@ usage: test_elastic.py HVDRUN PYTHON CASE, CASE one of
   shrink     3 workers, worker 1 kills itself (SIGKILL) at step 5: the other two roll back to
              the commit of step 3, re-form as ranks 0 and 1 of 2 and finish; their weights
              equal the reference run with that change at that step.
+  shrink_rank0
+             the same with worker 0 (rank 0, host of the rendezvous server) killed: workers
+             1 and 2 re-form as ranks 0 and 1.
+  shrink_ssh the same with worker 2 on host fakehost, started through ssh (the stand-in
+             tests/hvdrun/fake_ssh.sh, which runs the command here), killed: hvdrun learns
+             of its death from ssh's exit.
   below_min  2 workers with --min-np 2, one kills itself: hvdrun ends the job with an error
              naming --min-np, in bounded time.
   grow       2 workers on host localhost; at step 4 rank 0 adds host 127.0.0.1 to the
@@ -15,6 +21,7 @@ Every run is bounded by RUN_TIMEOUT_S."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,10 +37,10 @@ TOLERANCE = 1e-9
 SCRIPT = os.path.join(HERE, "train_elastic.py")
 
 
-def run(hvdrun, python, flags, script_args):
+def run(hvdrun, python, flags, script_args, extra_env=None):
     cmd = [hvdrun] + flags + [python, SCRIPT] + script_args
     env = dict(os.environ, HVD_START_TIMEOUT="60", HVD_OP_TIMEOUT="60",
-               PYTHONDONTWRITEBYTECODE="1")
+               PYTHONDONTWRITEBYTECODE="1", **(extra_env or {}))
     start = time.monotonic()
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=RUN_TIMEOUT_S)
@@ -70,18 +77,39 @@ def check_weights(results, expected, others):
               "the reference differs from a run with %s" % name)
 
 
-def shrink(hvdrun, python):
-    rc, err, results, _ = run(hvdrun, python, ["-np", "3", "--min-np", "2", "--max-np", "3"],
-                              ["--kill-worker", "1", "--kill-step", "5"])
+def shrink(hvdrun, python, victim=1, flags=(), env=None):
+    rc, err, results, _ = run(hvdrun, python,
+                              ["-np", "3", "--min-np", "2", "--max-np", "3"] + list(flags),
+                              ["--kill-worker", str(victim), "--kill-step", "5"], env)
+    survivors = [w for w in (0, 1, 2) if w != victim]
     check(rc == 0, "hvdrun exits 0 after losing a worker (got %d)" % rc)
-    check("round 2: 2 rank(s), workers 0, 2" in err, "round 2 re-forms with workers 0 and 2")
-    check(sorted((r["worker"], r["rank"], r["size"]) for r in results) == [(0, 0, 2), (2, 1, 2)],
-          "workers 0 and 2 finish as ranks 0 and 1 of 2")
+    check("round 2: 2 rank(s), workers %d, %d" % tuple(survivors) in err,
+          "round 2 re-forms with workers %d and %d" % tuple(survivors))
+    check(sorted((r["worker"], r["rank"], r["size"]) for r in results) ==
+          [(survivors[0], 0, 2), (survivors[1], 1, 2)],
+          "workers %d and %d finish as ranks 0 and 1 of 2" % tuple(survivors))
     expected = m.reference(3, {5: (2, True)}).tolist()
     check_weights(results, expected, {
         "no change": m.reference(3, {}).tolist(),
         "no roll-back (2 ranks from step 5 on)": m.reference(3, {5: (2, False)}).tolist(),
         "the death after the next commit": m.reference(3, {7: (2, True)}).tolist()})
+
+
+def shrink_rank0(hvdrun, python):
+    shrink(hvdrun, python, victim=0)
+
+
+def shrink_ssh(hvdrun, python):
+    with tempfile.TemporaryDirectory() as tmp:
+        os.mkdir(os.path.join(tmp, "bin"))
+        ssh = os.path.join(tmp, "bin", "ssh")
+        shutil.copy(os.path.join(HERE, "..", "..", "hvdrun", "fake_ssh.sh"), ssh)
+        os.chmod(ssh, 0o755)
+        env = {"PATH": os.path.join(tmp, "bin") + os.pathsep + os.environ["PATH"]}
+        # A remote worker gets only HVD_* and -x variables.
+        flags = ["-H", "localhost:2,fakehost:1", "-x", "PYTHONPATH", "-x", "HVD_PY_BACKEND",
+                 "-x", "HVD_START_TIMEOUT", "-x", "HVD_OP_TIMEOUT"]
+        shrink(hvdrun, python, victim=2, flags=flags, env=env)
 
 
 def below_min(hvdrun, python):
@@ -119,7 +147,9 @@ def grow(hvdrun, python):
 
 def main():
     hvdrun, python, case = sys.argv[1:4]
-    {"shrink": shrink, "below_min": below_min, "grow": grow}[case](hvdrun, python)
+    cases = {"shrink": shrink, "shrink_rank0": shrink_rank0, "shrink_ssh": shrink_ssh,
+             "below_min": below_min, "grow": grow}
+    cases[case](hvdrun, python)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 # (test_elastic.py says what each case checks). Included from tests/python/tests.cmake with
 # hvd_first_torch and hvd_py_backends set.
 foreach(backend ${hvd_py_backends})
-  foreach(case shrink below_min grow)
+  foreach(case shrink shrink_rank0 shrink_ssh below_min grow)
     set(tname python.elastic.${case}.${backend})
     add_test(NAME ${tname}
       COMMAND ${hvd_first_torch} ${CMAKE_CURRENT_LIST_DIR}/test_elastic.py

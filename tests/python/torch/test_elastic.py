@@ -268,6 +268,41 @@ def test_run_reset_limit_from_environment(monkeypatch):
         train(state)
 
 
+def test_run_retries_a_failed_rejoin(monkeypatch):
+    real_reset = hvd.elastic._reset
+    resets = []
+
+    def flaky_reset():  # the first rejoin fails, as when a worker dies meanwhile
+        resets.append(len(resets))
+        if len(resets) == 1:
+            raise hvd.HorovodInternalError("join failed")
+        real_reset()
+
+    monkeypatch.setattr(hvd.elastic, "_reset", flaky_reset)
+    state = TorchState(epoch=0)
+    attempts = []
+
+    @hvd.elastic.run(reset_limit=2)
+    def train(state):
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise hvd.HorovodInternalError("collective failed")
+        return hvd.size()
+
+    assert train(state) == hvd.size()
+    assert resets == [0, 1] and len(attempts) == 2
+
+    @hvd.elastic.run(reset_limit=1)
+    def fail_once(state):
+        raise hvd.HorovodInternalError("collective failed")
+
+    resets.clear()
+    with pytest.raises(hvd.HorovodInternalError, match="giving up after 1 reset.*join failed"):
+        fail_once(state)
+    assert resets == [0]
+    real_reset()  # leaves the job joined for the next tests
+
+
 def test_run_passes_other_exceptions_through():
     state = TorchState(epoch=0)
 

@@ -60,9 +60,9 @@ def run(func=None, reset_limit=None):
     it: the decorated function is the sync point), then runs func and returns its result.
     On HorovodInternalError the state is restored to its last commit; on
     HostsUpdatedInterrupt it is kept (and not re-synchronised if hosts were only removed).
-    Then hvd.shutdown() + hvd.init(), the state's reset callbacks, and another attempt.
-    After reset_limit resets (see the module documentation) the next failure is raised as
-    HorovodInternalError. Usable as ``@run`` or ``@run(reset_limit=n)``.
+    Then hvd.shutdown() + hvd.init() (a failure there is another reset, retried), the
+    state's reset callbacks, and another attempt. After reset_limit resets (see the module
+    documentation) the next failure is raised as HorovodInternalError. Usable as ``@run`` or ``@run(reset_limit=n)``.
     """
     if func is None:
         return lambda f: run(f, reset_limit=reset_limit)
@@ -89,15 +89,22 @@ def run(func=None, reset_limit=None):
                 failure, restore, skip_sync = e, True, False
             except HostsUpdatedInterrupt as e:
                 failure, restore, skip_sync = e, False, e.skip_sync
-            if resets >= limit:
-                raise HorovodInternalError(
-                    "hvd.torch.elastic.run: giving up after %d reset(s) (reset limit %d): "
-                    "%s: %s" % (resets, limit, type(failure).__name__, failure),
-                    getattr(failure, "status", ERR_INTERNAL)) from failure
-            resets += 1
             if restore:
                 state.restore()
-            _reset()
+            # A rejoin that fails (e.g. a worker died while the next membership formed) is
+            # one more reset, retried.
+            while True:
+                if resets >= limit:
+                    raise HorovodInternalError(
+                        "hvd.torch.elastic.run: giving up after %d reset(s) (reset limit %d): "
+                        "%s: %s" % (resets, limit, type(failure).__name__, failure),
+                        getattr(failure, "status", ERR_INTERNAL)) from failure
+                resets += 1
+                try:
+                    _reset()
+                    break
+                except HorovodInternalError as e:
+                    failure = e
             state.on_reset()
 
     return wrapper
