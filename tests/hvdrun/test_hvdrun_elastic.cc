@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unit tests of hvdrun's elastic mode: the membership protocol's messages and their MACs
 // (bootstrap/elastic_protocol.h, shared with libhvd), the rules by which membership rounds
-// form (membership.h), and the elastic options. The whole job is tested end to end by
-// tests/python/elastic.
+// form (membership.h), the discovery script's runs, and the elastic options. The whole job is
+// tested end to end by tests/python/elastic.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,10 +13,14 @@ extern "C" {
 #include <cmocka.h>
 }
 
+#include <poll.h>
+
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "bootstrap/elastic_protocol.h"
+#include "host_discovery.h"
 #include "membership.h"
 #include "options.h"
 
@@ -176,6 +180,41 @@ void test_timeout_leaves_silent_workers(void **) {
     assert_int_equal(m.waiting(), 0);
 }
 
+void test_discovery_run(void **) {
+    std::vector<hvdrun::HostSlots> hosts;
+    std::string err;
+    hvdrun::HostDiscovery ok("printf 'a:2\\nb\\n'", 1.0);
+    assert_true(ok.run_now(&hosts, &err));
+    assert_int_equal(hosts.size(), 2);
+    assert_string_equal(hosts[0].name.c_str(), "a");
+    assert_int_equal(hosts[0].slots, 2);
+    assert_int_equal(hosts[1].slots, 1);
+    hvdrun::HostDiscovery failing("echo a:1; exit 3", 1.0);
+    assert_false(failing.run_now(&hosts, &err));
+    assert_non_null(std::strstr(err.c_str(), "failed"));
+    hvdrun::HostDiscovery empty("true", 1.0);
+    assert_false(empty.run_now(&hosts, &err));
+    assert_non_null(std::strstr(err.c_str(), "no hosts listed"));
+}
+
+void test_discovery_polls(void **) {
+    // tick() starts a run when due and reports its hosts once it has ended.
+    hvdrun::HostDiscovery d("echo c:3", 0.05);
+    std::vector<hvdrun::HostSlots> hosts;
+    bool found = false;
+    for (int i = 0; i < 200 && !found; ++i) {
+        std::vector<pollfd> fds;
+        d.add_poll_fds(&fds);
+        if (poll(fds.data(), fds.size(), d.poll_timeout_ms()) > 0)
+            d.on_poll(fds.data(), fds.size());
+        found = d.tick(&hosts);
+    }
+    assert_true(found);
+    assert_int_equal(hosts.size(), 1);
+    assert_string_equal(hosts[0].name.c_str(), "c");
+    assert_int_equal(hosts[0].slots, 3);
+}
+
 hvdrun::ParseOutcome parse(std::vector<std::string> args, hvdrun::Options *o, std::string *err) {
     return hvdrun::parse_options(args, o, err);
 }
@@ -219,6 +258,8 @@ int main() {
         cmocka_unit_test(test_death_keeps_rank_order),
         cmocka_unit_test(test_added_worker_joins_after_members),
         cmocka_unit_test(test_timeout_leaves_silent_workers),
+        cmocka_unit_test(test_discovery_run),
+        cmocka_unit_test(test_discovery_polls),
         cmocka_unit_test(test_elastic_options),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

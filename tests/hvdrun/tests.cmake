@@ -22,10 +22,16 @@ target_compile_options(test_hvdrun_units PRIVATE ${HVD_WARNINGS})
 add_test(NAME hvdrun.units COMMAND test_hvdrun_units)
 set_tests_properties(hvdrun.units PROPERTIES LABELS hvdrun TIMEOUT 30)
 
-# Elastic mode: the membership protocol, the rules of rounds, the elastic options.
+# Elastic mode: the membership protocol, the rules of rounds, discovery runs, the elastic
+# options.
 add_executable(test_hvdrun_elastic
     ${HVDRUN_TEST_DIR}/test_hvdrun_elastic.cc
     ${HVDRUN_SOURCE_DIR}/membership.cc
+    ${HVDRUN_SOURCE_DIR}/host_discovery.cc
+    ${HVDRUN_SOURCE_DIR}/hosts.cc
+    ${HVDRUN_SOURCE_DIR}/process.cc
+    ${HVDRUN_SOURCE_DIR}/signals.cc
+    ${HVDRUN_SOURCE_DIR}/output_relay.cc
     ${HVDRUN_SOURCE_DIR}/options.cc
     ${HVDRUN_SOURCE_DIR}/numbers.cc
     ${HVDRUN_SOURCE_DIR}/tuning.cc
