@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Multi-host cases on a namespace cluster (netns_cluster.py) with real sshd (ssh_hosts.py).
 
-    cluster_cases.py --hvdrun HVDRUN --programs DIR CASE
+    cluster_cases.py --hvdrun HVDRUN --programs DIR [--python-path DIR] CASE
 
-DIR holds the mp test programs. Exits 0 when the case passes, 77 (ctest's
+DIR holds the mp test programs; --python-path, the hvd package's build directory, is for the
+elastic case. Exits 0 when the case passes, 77 (ctest's
 skip) with the reason when this machine cannot build a cluster, 1 otherwise. Every case runs
 under a deadline (--deadline seconds) and tears its cluster down however it ends.
 """
 import argparse
+import json
 import os
 import re
 import secrets
@@ -44,6 +46,7 @@ class Job:
         self.key = key
         self.hvdrun_path = os.path.abspath(args.hvdrun)
         self.programs = os.path.abspath(args.programs)
+        self.python_path = os.path.abspath(args.python_path) if args.python_path else ""
 
     def program(self, name):
         return os.path.join(self.programs, name)
@@ -144,6 +147,43 @@ def case_hvdrun_stopped(job):
     job.wait_no_leftovers()
 
 
+ELASTIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "elastic")
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
+
+
+def case_elastic(job):
+    """An elastic job across hosts: hvdrun -np 3 --min-np 2 -H hostA:1,hostB:1,hostC:1 runs
+    tests/python/elastic/train_elastic.py; the worker on hostB kills itself at step 5, the
+    workers on hostA and hostC re-form as 2 ranks and finish with the weights of the
+    reference run that had that membership change at that step."""
+    if not job.python_path or not os.access(TORCH_PYTHON, os.X_OK):
+        raise Skip("no hvd Python package (--python-path) or no %s" % TORCH_PYTHON)
+    ref = subprocess.run(
+        [TORCH_PYTHON, "-c", "import elastic_model as m; "
+         "print(' '.join(repr(float(v)) for v in m.reference(3, {5: (2, True)})))"],
+        cwd=ELASTIC_DIR, stdout=subprocess.PIPE, text=True, check=True, timeout=60)
+    expected = [float(v) for v in ref.stdout.split()]
+    env = dict(MP_ENV, PYTHONPATH=job.python_path, PYTHONDONTWRITEBYTECODE="1")
+    argv = [job.hvdrun_path, "-np", "3", "--min-np", "2", "-H",
+            ",".join("%s:1" % h for h in HOSTS), "--ssh-identity-file", job.key]
+    for k, v in env.items():
+        argv += ["-x", "%s=%s" % (k, v)]
+    argv += [TORCH_PYTHON, os.path.join(ELASTIC_DIR, "train_elastic.py"),
+             "--kill-worker", "1", "--kill-step", "5"]
+    rc, out, _ = job.timed(job.cluster.hosts[0], argv, 150)
+    expect(rc == 0, "hvdrun exited %d" % rc)
+    expect("round 2: 2 rank(s), workers 0, 2" in out, "round 2 did not re-form with workers 0, 2")
+    results = [json.loads(line[line.index("{"):]) for line in out.splitlines()
+               if "<stdout>: {" in line]
+    expect(sorted((r["worker"], r["rank"], r["size"]) for r in results) == [(0, 0, 2), (2, 1, 2)],
+           "survivors: %s" % results)
+    for r in results:
+        diff = max(abs(a - b) for a, b in zip(r["weights"], expected))
+        expect(diff <= 1e-9, "worker %d's weights differ from the reference by %g"
+               % (r["worker"], diff))
+    job.wait_no_leftovers()
+
+
 RDV_PORT = 29400  # the hosts are fresh namespaces: nothing else listens there
 
 
@@ -236,6 +276,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hvdrun", required=True, help="the hvdrun program")
     ap.add_argument("--programs", required=True, help="the directory of the mp programs")
+    ap.add_argument("--python-path", default="", help="the hvd package's build directory")
     ap.add_argument("--deadline", type=float, default=100.0, help="seconds for the whole case")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()

@@ -13,3 +13,14 @@ foreach(case ${HVD_CLUSTER_CASES})
             --hvdrun $<TARGET_FILE:hvdrun> --programs $<TARGET_FILE_DIR:mp_collectives> ${case})
   set_tests_properties(cluster.${case} PROPERTIES LABELS cluster TIMEOUT 60 SKIP_RETURN_CODE 77)
 endforeach()
+
+# An elastic job across the hosts (hvd.torch.elastic under hvdrun --min-np): a worker's host
+# loses it mid-run and the others finish as a smaller job; needs the hvd package's build.
+if(Python3_Interpreter_FOUND AND TARGET hvd_python)
+  add_test(NAME cluster.elastic
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cluster_cases.py --deadline 170
+            --hvdrun $<TARGET_FILE:hvdrun> --programs $<TARGET_FILE_DIR:mp_collectives>
+            --python-path ${HVD_PYTHON_BUILD_DIR} elastic)
+  set_tests_properties(cluster.elastic PROPERTIES LABELS "cluster;elastic" TIMEOUT 180
+    SKIP_RETURN_CODE 77)
+endif()
