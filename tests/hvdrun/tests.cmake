@@ -33,6 +33,7 @@ add_executable(test_hvdrun_elastic
     ${HVDRUN_SOURCE_DIR}/signals.cc
     ${HVDRUN_SOURCE_DIR}/output_relay.cc
     ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/binding_policy.cc
     ${HVDRUN_SOURCE_DIR}/numbers.cc
     ${HVDRUN_SOURCE_DIR}/tuning.cc
     ${HVDRUN_SOURCE_DIR}/network_interfaces.cc)
