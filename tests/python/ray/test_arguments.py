@@ -49,13 +49,13 @@ def test_settings_keep_horovods_fields():
 @pytest.mark.parametrize("kwargs", [dict(min_workers=1), dict(min_workers=1, max_workers=4),
                                     dict(num_workers=2, reset_limit=3)])
 def test_elastic_arguments_are_refused(kwargs):
-    with pytest.raises(NotImplementedError, match="needs libhvd's elastic jobs") as info:
+    with pytest.raises(NotImplementedError, match="driven by hvdrun") as info:
         RayExecutor(**kwargs)
     assert isinstance(info.value, ElasticUnavailableError)
 
 
 def test_elastic_executor_is_refused():
-    with pytest.raises(ElasticUnavailableError, match="not have them yet"):
+    with pytest.raises(ElasticUnavailableError, match="does not drive their membership"):
         ElasticRayExecutor(None, min_workers=1)
     with pytest.raises(ElasticUnavailableError):
         ElasticRayExecutor.create_settings(min_num_proc=1)

@@ -66,5 +66,5 @@ def test_no_spark_context():
 
 
 def test_run_elastic_refuses():
-    with pytest.raises(NotImplementedError, match="libhvd has no elastic membership"):
+    with pytest.raises(NotImplementedError, match="elastic membership is driven by hvdrun"):
         hvd.spark.run_elastic(_fn, num_proc=2, min_np=1, max_np=3)

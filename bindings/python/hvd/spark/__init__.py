@@ -60,9 +60,11 @@ def run_elastic(fn, args=(), kwargs={}, num_proc=None, min_np=None, max_np=None,
                 start_timeout=None, elastic_timeout=None, reset_limit=None, env=None,
                 stdout=None, stderr=None, verbose=1, nics=None,
                 prefix_output_with_timestamp=False, min_num_proc=None, max_num_proc=None):
-    """Horovod's elastic run on Spark. libhvd has no elastic membership (ranks joining or
-    leaving a running job), so this raises NotImplementedError; hvd.spark.run runs a job of
-    fixed size."""
+    """Horovod's elastic run on Spark. libhvd's elastic jobs (ranks joining or leaving a
+    running job) are driven by hvdrun (--min-np/--max-np); nothing drives their membership
+    rounds in Spark yet, so this raises NotImplementedError; hvd.spark.run runs a job of fixed
+    size."""
     raise NotImplementedError(
-        "hvd.spark.run_elastic: libhvd has no elastic membership yet (ranks cannot join or "
-        "leave a running job); use hvd.spark.run with a fixed num_proc")
+        "hvd.spark.run_elastic: not available: libhvd's elastic membership is driven by "
+        "hvdrun (--min-np/--max-np), not yet by hvd.spark; use hvd.spark.run with a fixed "
+        "num_proc")
