@@ -105,11 +105,17 @@ hvd_python_venv() {
   "$py" -m pip install -q "torch==$HVD_VENV_TORCH" keras numpy pytest
 }
 
-# hvd_framework_venv DIR WHAT CHECK PACKAGE...: a virtual environment over python3 in DIR with
-# PyPI's PACKAGEs, created or completed only when the Python statement CHECK fails in it.
-# Prints the interpreter, or nothing when it cannot be made (the tests of WHAT are then
-# skipped, with a message here).
+# hvd_framework_venv [--system-site-packages] DIR WHAT CHECK PACKAGE...: a virtual environment
+# over python3 (with --system-site-packages: over Debian's /usr/bin/python3 and its system
+# packages) in DIR with PyPI's PACKAGEs, created or completed only when the Python statement
+# CHECK fails in it. Prints the interpreter, or nothing when it cannot be made (the tests of
+# WHAT are then skipped, with a message here).
 hvd_framework_venv() {
+  local make=(python3 -m venv)
+  if [ "$1" = --system-site-packages ]; then
+    make=(/usr/bin/python3 -m venv --system-site-packages)
+    shift
+  fi
   local dir=$1 what=$2 check=$3
   shift 3
   local py="$dir/bin/python"
@@ -119,7 +125,7 @@ hvd_framework_venv() {
     return 0
   fi
   hvd_log "preparing $what venv $dir ($*)" >&2
-  if { [ -x "$py" ] || python3 -m venv "$dir" >&2; } &&
+  if { [ -x "$py" ] || "${make[@]}" "$dir" >&2; } &&
     "$py" -m pip install -q "$@" >&2 &&
     "$py" -c "$check" 2>/dev/null; then
     echo "$py"
@@ -151,24 +157,9 @@ hvd_tf_venv() {
 # A virtual environment for hvd.ray and hvd.spark: PyPI's ray and pyspark (Spark runs on the
 # OpenJDK the Java packages bring) over Debian's Python with its system packages (PyTorch,
 # NumPy, scikit-learn: the digits example runs on it), in $HVD_CLUSTER_VENV (default:
-# cluster-venv in the build tree), created only when missing. Prints the interpreter, or
-# nothing when it cannot be made (the hvd.ray and hvd.spark tests are then skipped, with a
-# message here).
+# cluster-venv in the build tree).
 HVD_CLUSTER_VENV=${HVD_CLUSTER_VENV:-$BUILD_DIR/cluster-venv}
 hvd_cluster_venv() {
-  local py="$HVD_CLUSTER_VENV/bin/python"
-  local check="import ray, pyspark, torch, numpy, sklearn, pytest"
-  if [ -x "$py" ] && "$py" -c "$check" 2>/dev/null; then
-    hvd_log "cluster venv $HVD_CLUSTER_VENV is ready" >&2
-    echo "$py"
-    return 0
-  fi
-  hvd_log "preparing cluster venv $HVD_CLUSTER_VENV (ray, pyspark, pytest over Debian's python3)" >&2
-  if { [ -x "$py" ] || /usr/bin/python3 -m venv --system-site-packages "$HVD_CLUSTER_VENV" >&2; } &&
-    "$py" -m pip install -q ray pyspark pytest >&2 &&
-    "$py" -c "$check" 2>/dev/null; then
-    echo "$py"
-    return 0
-  fi
-  hvd_log "SKIPPING the hvd.ray and hvd.spark tests: the cluster venv $HVD_CLUSTER_VENV could not be made" >&2
+  hvd_framework_venv --system-site-packages "$HVD_CLUSTER_VENV" "hvd.ray and hvd.spark" \
+    "import ray, pyspark, torch, numpy, sklearn, pytest" ray pyspark pytest
 }
