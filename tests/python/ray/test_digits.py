@@ -5,31 +5,16 @@ test accuracy >= 0.93 and within 0.01 of hvdrun's, the final training loss withi
 hvdrun's. HVD_TEST_HVDRUN names hvdrun."""
 
 import os
-import subprocess
 import sys
-import time
 
 import pytest
 import ray
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
-                        "examples", "python")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from digits_runs import EXAMPLES, run, value  # noqa: E402
+
 RUN_BOUND_S = 120
-
-
-def _run(cmd):
-    start = time.monotonic()
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         timeout=RUN_BOUND_S)
-    assert out.returncode == 0, "%s exited with %d:\n%s" % (cmd, out.returncode, out.stdout)
-    return out.stdout, time.monotonic() - start
-
-
-def _value(key, text):
-    """The number of the one line that starts with key=."""
-    lines = [line for line in text.splitlines() if line.startswith(key + "=")]
-    assert len(lines) == 1, "expected one %s= line in:\n%s" % (key, text)
-    return float(lines[0][len(key) + 1:])
 
 
 @pytest.mark.parametrize("n", [2, 3])
@@ -38,15 +23,15 @@ def test_digits_on_ray_match_hvdrun(n):
     if not hvdrun:
         pytest.skip("HVD_TEST_HVDRUN (hvdrun's path) is not set")
     address = ray.get_runtime_context().gcs_address
-    on_ray, ray_s = _run([sys.executable, os.path.join(EXAMPLES, "ray_digits.py"),
-                          "--num-workers", str(n), "--address", address])
-    on_hvdrun, hvdrun_s = _run([hvdrun, "-np", str(n), "--no-prefix", sys.executable,
-                                os.path.join(EXAMPLES, "torch_digits_train.py")])
-    acc, loss = _value("test_accuracy", on_ray), _value("final_train_loss", on_ray)
-    ref_acc, ref_loss = (_value("test_accuracy", on_hvdrun),
-                         _value("final_train_loss", on_hvdrun))
+    on_ray, ray_s = run([sys.executable, os.path.join(EXAMPLES, "ray_digits.py"),
+                         "--num-workers", str(n), "--address", address], RUN_BOUND_S)
+    on_hvdrun, hvdrun_s = run([hvdrun, "-np", str(n), "--no-prefix", sys.executable,
+                               os.path.join(EXAMPLES, "torch_digits_train.py")], RUN_BOUND_S)
+    acc, loss = value("test_accuracy", on_ray), value("final_train_loss", on_ray)
+    ref_acc, ref_loss = (value("test_accuracy", on_hvdrun),
+                         value("final_train_loss", on_hvdrun))
     print("%d workers: Ray test_accuracy=%.4f final_train_loss=%.4f in %.1f s (job %.1f s); "
-          "hvdrun %.4f %.4f in %.1f s" % (n, acc, loss, ray_s, _value("ray_job_seconds", on_ray),
+          "hvdrun %.4f %.4f in %.1f s" % (n, acc, loss, ray_s, value("ray_job_seconds", on_ray),
                                           ref_acc, ref_loss, hvdrun_s))
     assert acc >= 0.93
     assert abs(acc - ref_acc) <= 0.01 + 1e-9
