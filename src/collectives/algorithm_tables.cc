@@ -18,10 +18,20 @@ bool on_shared_memory(const Comm &comm, size_t, Memory memory) {
     return memory == Memory::kHost && comm.shm != nullptr;
 }
 
-// A job spanning hosts with the same number of ranks on each, from the hierarchy's size on.
-bool across_hosts(const Comm &comm, size_t bytes, Memory memory) {
+// A job spanning hosts, from the hierarchy's size for the collective on (the allreduce's only
+// where every host runs as many ranks).
+bool hierarchy_from(const Comm &comm, size_t bytes, Memory memory, size_t Hierarchy::*min_bytes) {
     return memory == Memory::kHost && comm.hierarchy != nullptr &&
-           bytes >= comm.hierarchy->allreduce_min_bytes;
+           comm.hierarchy->*min_bytes != kHierarchyOff && bytes >= comm.hierarchy->*min_bytes;
+}
+bool allreduce_across_hosts(const Comm &comm, size_t bytes, Memory memory) {
+    return hierarchy_from(comm, bytes, memory, &Hierarchy::allreduce_min_bytes);
+}
+bool allgather_across_hosts(const Comm &comm, size_t bytes, Memory memory) {
+    return hierarchy_from(comm, bytes, memory, &Hierarchy::allgather_min_bytes);
+}
+bool broadcast_across_hosts(const Comm &comm, size_t bytes, Memory memory) {
+    return hierarchy_from(comm, bytes, memory, &Hierarchy::broadcast_min_bytes);
 }
 
 // Recursive doubling moves the whole buffer log2(n) times but in only log2(n) rounds; the
@@ -42,7 +52,7 @@ bool tree_broadcast(const Comm &comm, size_t bytes, Memory memory) {
 const std::vector<Algorithm<AllreduceRun>> &allreduce_algorithms() {
     static const std::vector<Algorithm<AllreduceRun>> table{
         {"shm allreduce", on_shared_memory, allreduce_shm},
-        {"hierarchical allreduce", across_hosts, allreduce_hierarchical},
+        {"hierarchical allreduce", allreduce_across_hosts, allreduce_hierarchical},
         {"recursive doubling allreduce", small_allreduce, allreduce_recursive_doubling},
         {"ring allreduce", on_host, allreduce_ring},
     };
@@ -52,6 +62,7 @@ const std::vector<Algorithm<AllreduceRun>> &allreduce_algorithms() {
 const std::vector<Algorithm<BroadcastRun>> &broadcast_algorithms() {
     static const std::vector<Algorithm<BroadcastRun>> table{
         {"shm broadcast", on_shared_memory, broadcast_shm},
+        {"hierarchical broadcast", broadcast_across_hosts, broadcast_hierarchical},
         {"binomial tree broadcast", tree_broadcast, broadcast_binomial_tree},
         {"chain broadcast", on_host, broadcast_chain},
     };
@@ -61,6 +72,7 @@ const std::vector<Algorithm<BroadcastRun>> &broadcast_algorithms() {
 const std::vector<Algorithm<AllgathervRun>> &allgatherv_algorithms() {
     static const std::vector<Algorithm<AllgathervRun>> table{
         {"shm allgatherv", on_shared_memory, allgatherv_shm},
+        {"hierarchical allgatherv", allgather_across_hosts, allgatherv_hierarchical},
         {"ring allgatherv", on_host, allgatherv_ring},
     };
     return table;

@@ -36,12 +36,14 @@ hvd_status_t allreduce(Comm &comm, void *buf, size_t count, int32_t dtype, int32
 // Ragged allgather of bytes: member r contributes bytes[r] bytes (any may be 0); out (sum of
 // bytes) receives them concatenated in member order. in may alias out + offset of this
 // member's block exactly (then no copy is made); otherwise in and out must not overlap.
-// One host: shared memory; else the ring: every member must receive every other block anyway,
-// and the ring does that with each byte crossing each link once.
+// One host: shared memory; a job spanning hosts, hierarchically (allgatherv_hierarchical,
+// from the hierarchy's size); else the ring: every member must receive every other block
+// anyway, and the ring does that with each byte crossing each link once.
 hvd_status_t allgatherv(Comm &comm, const void *in, void *out, const std::vector<size_t> &bytes);
 
 // buf (bytes long on every member) is replaced on every member by root_index's contents.
-// Up to broadcast_tree_max_bytes() a binomial tree (log2 n
+// One host: shared memory; a job spanning hosts, hierarchically (broadcast_hierarchical,
+// from the hierarchy's size); else up to broadcast_tree_max_bytes() a binomial tree (log2 n
 // latency), above it a pipelined chain (each byte crosses each link once).
 hvd_status_t broadcast(Comm &comm, void *buf, size_t bytes, int32_t root_index);
 
@@ -64,6 +66,20 @@ hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, 
 // hosts with the ranks of local rank i, the host's ranks gather the shares through shared
 // memory. HVD_ERR_INVALID_ARG without a hierarchy.
 hvd_status_t allreduce_hierarchical(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
+
+// A job spanning hosts (comm.hierarchy set): the host's ranks gather the host's block through
+// shared memory, local rank i gathers share i of every host's block across hosts with the
+// ranks of local rank i (i below the fewest ranks any host runs), the host's ranks gather the
+// shares through shared memory. Same contract as allgatherv (in may alias its place in out);
+// any ranks per host. HVD_ERR_INVALID_ARG without a hierarchy.
+hvd_status_t allgatherv_hierarchical(Comm &comm, const void *in, void *out,
+                                     const std::vector<size_t> &bytes);
+
+// A job spanning hosts (comm.hierarchy set): across hosts from the root to one rank per host
+// (or, above broadcast_tree_max_bytes() where every host runs two ranks or more, in shares
+// from the root's host's ranks to the same local ranks elsewhere), then within each host
+// through shared memory. HVD_ERR_INVALID_ARG without a hierarchy.
+hvd_status_t broadcast_hierarchical(Comm &comm, void *buf, size_t bytes, int32_t root_index);
 
 // Root sends to the heads of log2 n subtrees, each forwards the same way.
 hvd_status_t broadcast_binomial_tree(Comm &comm, void *buf, size_t bytes, int32_t root_index);

@@ -3,7 +3,26 @@
 
 #include <map>
 
+#include "common/error.h"
+
 namespace hvd::collectives {
+
+size_t Hierarchy::min_local_size() const {
+    size_t fewest = local_members.size();
+    for (const std::vector<int32_t> &ranks : hosts)
+        fewest = ranks.size() < fewest ? ranks.size() : fewest;
+    return fewest;
+}
+
+Comm Hierarchy::sub_comm(const Comm &comm, const std::vector<int32_t> &members, int32_t index,
+                         shm::Group *shm) {
+    Comm sub = comm;
+    sub.members = members;
+    sub.my_index = index;
+    sub.shm = shm;
+    sub.hierarchy = nullptr;
+    return sub;
+}
 
 std::vector<std::vector<int32_t>> ranks_by_host(const std::vector<std::string> &hosts) {
     std::vector<std::vector<int32_t>> by_host;
@@ -23,21 +42,67 @@ bool hierarchy_applies(const std::vector<std::vector<int32_t>> &by_host) {
     return true;
 }
 
+bool spans_hosts(const std::vector<std::vector<int32_t>> &by_host, bool any_size) {
+    if (by_host.size() < 2) return false;
+    for (const std::vector<int32_t> &host : by_host)
+        if (any_size || host.size() > 1) return true;
+    return false;
+}
+
 Hierarchy make_hierarchy(const std::vector<std::vector<int32_t>> &by_host, int32_t rank) {
     Hierarchy h;
+    h.hosts = by_host;
     for (size_t host = 0; host < by_host.size(); ++host) {
         const std::vector<int32_t> &ranks = by_host[host];
         for (size_t i = 0; i < ranks.size(); ++i) {
             if (ranks[i] != rank) continue;
             h.local_members = ranks;
             h.local_index = static_cast<int32_t>(i);
-            h.cross_index = static_cast<int32_t>(host);
+            h.host_index = static_cast<int32_t>(host);
         }
     }
-    for (const std::vector<int32_t> &ranks : by_host)
-        if (static_cast<size_t>(h.local_index) < ranks.size())
-            h.cross_members.push_back(ranks[h.local_index]);
+    for (const std::vector<int32_t> &ranks : by_host) {
+        if (static_cast<size_t>(h.local_index) >= ranks.size()) continue;
+        if (ranks[h.local_index] == rank)
+            h.cross_index = static_cast<int32_t>(h.cross_members.size());
+        h.cross_members.push_back(ranks[h.local_index]);
+    }
+    if (!hierarchy_applies(by_host)) h.allreduce_min_bytes = kHierarchyOff;
     return h;
+}
+
+hvd_status_t check_hierarchy(const Comm &comm, const char *algorithm) {
+    const Hierarchy *h = comm.hierarchy;
+    std::string problem;
+    if (h == nullptr) {
+        problem = "no host hierarchy";
+    } else if (h->local_members.size() > 1 && h->local_shm == nullptr) {
+        problem = "no shared memory on this host";
+    } else {
+        size_t ranks = 0;
+        for (const std::vector<int32_t> &host : h->hosts)
+            ranks += host.size();
+        bool in_order = ranks == static_cast<size_t>(comm.size());
+        for (int32_t i = 0; in_order && i < comm.size(); ++i)
+            in_order = comm.members[i] == i;
+        if (!in_order)
+            problem = strprintf("the hierarchy has %zu ranks, the group %d (in rank order)", ranks,
+                                comm.size());
+    }
+    if (problem.empty()) return HVD_OK;
+    return comm.abort_with(HVD_ERR_INVALID_ARG, std::string(algorithm) + ": " + problem);
+}
+
+void cut_shares(size_t bytes, size_t shares, std::vector<size_t> *offsets,
+                std::vector<size_t> *sizes) {
+    offsets->resize(shares);
+    sizes->resize(shares);
+    size_t at = 0;
+    for (size_t i = 0; i < shares; ++i) {
+        (*offsets)[i] = at;
+        (*sizes)[i] = bytes / shares + (i < bytes % shares ? 1 : 0);
+        at += (*sizes)[i];
+    }
 }
 
 }  // namespace hvd::collectives

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// A job's hosts as the hierarchical algorithms see them: this rank's host (its ranks, in rank
-// order, with their shared-memory group) and its cross group (the rank of the same local
-// index on every host, in host order). Built once at init where every host runs the same
-// number of ranks (engine/host_groups.h); the same shape on every rank.
+// A job's hosts as the hierarchical algorithms see them: every host's ranks, this rank's host
+// (its ranks, in rank order, with their shared-memory group) and its cross group (the rank of
+// the same local index on every host that has one, in host order). Built once at init for a
+// job that spans hosts (engine/host_groups.h); the same shape on every rank.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "collectives/comm.h"
 
 namespace hvd::shm {
 class Group;
@@ -16,14 +20,40 @@ class Group;
 
 namespace hvd::collectives {
 
+// A collective that never runs hierarchically.
+constexpr size_t kHierarchyOff = std::numeric_limits<size_t>::max();
+
 struct Hierarchy {
-    std::vector<int32_t> local_members;  // global ranks of this host, in rank order
-    int32_t local_index = 0;             // this rank's index in local_members
-    shm::Group *local_shm = nullptr;     // the host's group: exactly local_members, in order
-    std::vector<int32_t> cross_members;  // global ranks of local index local_index, host order
-    int32_t cross_index = 0;             // this rank's index in cross_members
-    // Allreduces from this many bytes run hierarchically (0: every size).
+    std::vector<std::vector<int32_t>> hosts;  // every host's ranks (ranks_by_host)
+    int32_t host_index = 0;                   // this rank's host in hosts
+    std::vector<int32_t> local_members;       // global ranks of this host, in rank order
+    int32_t local_index = 0;                  // this rank's index in local_members
+    shm::Group *local_shm = nullptr;          // the host's group: exactly local_members, in order
+    std::vector<int32_t> cross_members;       // global ranks of local index local_index, host order
+    int32_t cross_index = 0;                  // this rank's index in cross_members
+    // Each collective runs hierarchically from this many bytes (0: every size; kHierarchyOff:
+    // never). The allreduce needs every host to run the same number of ranks.
     size_t allreduce_min_bytes = 0;
+    size_t allgather_min_bytes = 0;
+    size_t broadcast_min_bytes = 0;
+    // Staging memory of the hierarchical allgather, apart from Comm::scratch (which the steps
+    // it runs use themselves).
+    std::unique_ptr<ScratchBuffer> staging = std::make_unique<ScratchBuffer>();
+
+    // The fewest ranks any host runs: the number of shares a host's data is cut into, one per
+    // local index that every host has.
+    size_t min_local_size() const;
+    // The Comm of `members` (global ranks; this rank at `index`) within `comm`, over `shm` (or
+    // the transport where null), without the hierarchy.
+    static Comm sub_comm(const Comm &comm, const std::vector<int32_t> &members, int32_t index,
+                         shm::Group *shm);
+    // The Comm of this rank's cross group, and of this host.
+    Comm cross_comm(const Comm &comm) const {
+        return sub_comm(comm, cross_members, cross_index, nullptr);
+    }
+    Comm local_comm(const Comm &comm) const {
+        return sub_comm(comm, local_members, local_index, local_shm);
+    }
 };
 
 // The members' global ranks by host (hosts[r]: rank r's host name): hosts in order of their
@@ -31,11 +61,26 @@ struct Hierarchy {
 std::vector<std::vector<int32_t>> ranks_by_host(const std::vector<std::string> &hosts);
 
 // Whether every host runs the same number of ranks, at least two, on more than one host:
-// where the hierarchical algorithms apply. Pure.
+// where the hierarchical allreduce applies. Pure.
 bool hierarchy_applies(const std::vector<std::vector<int32_t>> &by_host);
 
-// The hierarchy of `rank` (which must be in by_host); local_shm and allreduce_min_bytes are
-// left for the caller. Pure.
+// Whether the hierarchical allgather and broadcast apply: more than one host. `any_size`:
+// also where every host runs one rank (then they run as the flat algorithms would, among the
+// hosts). Pure.
+bool spans_hosts(const std::vector<std::vector<int32_t>> &by_host, bool any_size);
+
+// The hierarchy of `rank` (which must be in by_host); local_shm and the sizes are left for
+// the caller (every size, but the allreduce off where !hierarchy_applies()). Pure.
 Hierarchy make_hierarchy(const std::vector<std::vector<int32_t>> &by_host, int32_t rank);
+
+// HVD_OK where comm has a hierarchy that describes its members (every rank of the job, in
+// rank order) with the host's shared-memory group wherever the host runs more than one rank;
+// else aborts with HVD_ERR_INVALID_ARG, naming `algorithm`.
+hvd_status_t check_hierarchy(const Comm &comm, const char *algorithm);
+
+// Cuts `bytes` into `shares` consecutive shares (the first bytes % shares one byte longer);
+// offsets[i], sizes[i]. Pure.
+void cut_shares(size_t bytes, size_t shares, std::vector<size_t> *offsets,
+                std::vector<size_t> *sizes);
 
 }  // namespace hvd::collectives

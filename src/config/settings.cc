@@ -176,6 +176,28 @@ const SettingInfo kTable[] = {
     {Setting::kHierarchicalAllreduceMinBytes, "HIERARCHICAL_ALLREDUCE_MIN_BYTES", false, kInt,
      kTuning, 1048576, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "With `HVD_HIERARCHICAL_ALLREDUCE=auto`, allreduces from this size run hierarchically."},
+    {Setting::kHierarchicalAllgather, "HIERARCHICAL_ALLGATHER", true, kEnum, kTuning, 0, "auto", 0,
+     0, kClamp, "", "auto|1|0", NO_KEY,
+     "Allgathers of a job that spans hosts: `1` (any size) or `auto` (from "
+     "`HVD_HIERARCHICAL_ALLGATHER_MIN_BYTES` of output, where some host runs two ranks or "
+     "more) gather each host's block through shared memory, then each of a host's ranks "
+     "gathers its share of every host's block across hosts with the ranks of the same local "
+     "rank, then the host gathers the shares; `0`: one ring over all ranks. Any number of ranks "
+     "per host; needs shared memory on every host and the same value on every rank."},
+    {Setting::kHierarchicalAllgatherMinBytes, "HIERARCHICAL_ALLGATHER_MIN_BYTES", false, kInt,
+     kTuning, 1048576, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
+     "With `HVD_HIERARCHICAL_ALLGATHER=auto`, allgathers of this many bytes of output and more "
+     "run hierarchically."},
+    {Setting::kHierarchicalBroadcast, "HIERARCHICAL_BROADCAST", false, kEnum, kTuning, 0, "auto", 0,
+     0, kClamp, "", "auto|1|0", NO_KEY,
+     "Broadcasts of a job that spans hosts: `1` (any size) or `auto` (from "
+     "`HVD_HIERARCHICAL_BROADCAST_MIN_BYTES`, where some host runs two ranks or more) cross the "
+     "network once per host (large ones in shares, one per local rank) and reach the host's "
+     "other ranks through shared memory; `0`: one tree or chain over all ranks. Any number of "
+     "ranks per host; needs shared memory on every host and the same value on every rank."},
+    {Setting::kHierarchicalBroadcastMinBytes, "HIERARCHICAL_BROADCAST_MIN_BYTES", false, kInt,
+     kTuning, 1048576, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
+     "With `HVD_HIERARCHICAL_BROADCAST=auto`, broadcasts from this size run hierarchically."},
     {Setting::kGpuOperations, "GPU_OPERATIONS", true, kEnum, kTuning, 0, nullptr, 0, 0, kClamp, "",
      "nccl|host", NO_KEY,
      "How collectives on CUDA tensors move data. `nccl` (the default where every member of the "

@@ -71,6 +71,10 @@ enum class Setting : int32_t {
     kShmMappedMinBytes,
     kHierarchicalAllreduce,
     kHierarchicalAllreduceMinBytes,
+    kHierarchicalAllgather,
+    kHierarchicalAllgatherMinBytes,
+    kHierarchicalBroadcast,
+    kHierarchicalBroadcastMinBytes,
     // Tuning: GPU tensors
     kGpuOperations,
     kGpuModule,

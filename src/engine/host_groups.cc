@@ -41,15 +41,27 @@ bool all_answered(const std::vector<std::string> &answers, const std::vector<int
     return true;
 }
 
-// HVD_HIERARCHICAL_ALLREDUCE as one letter: 'a' (auto, the default), '1' or '0'; an unknown
+// A HVD_HIERARCHICAL_* setting as one letter: 'a' (auto, the default), '1' or '0'; an unknown
 // value warns and counts as auto.
-char hierarchical_mode(int32_t rank) {
-    const char *v = config::get_string(config::Setting::kHierarchicalAllreduce);
+char hierarchical_mode(config::Setting setting, int32_t rank) {
+    const char *v = config::get_string(setting);
     if (v == nullptr || std::strcmp(v, "auto") == 0) return 'a';
     bool on = false;
     if (config::parse_bool(v, &on)) return on ? '1' : '0';
-    HVD_LOG(kWarning, rank, "ignoring HVD_HIERARCHICAL_ALLREDUCE=%s (auto, 1 or 0): auto", v);
+    HVD_LOG(kWarning, rank, "ignoring HVD_%s=%s (auto, 1 or 0): auto", config::info(setting).name,
+            v);
     return 'a';
+}
+
+// From which size a collective runs hierarchically (kHierarchyOff: never), by its setting
+// (mode) and size setting, where its algorithm applies to the hosts.
+size_t min_bytes_of(char mode, bool applies, config::Setting min_bytes) {
+    if (!applies || mode == '0') return collectives::kHierarchyOff;
+    return mode == '1' ? 0 : static_cast<size_t>(config::get_int(min_bytes));
+}
+
+std::string size_text(size_t min_bytes) {
+    return min_bytes == collectives::kHierarchyOff ? "never" : std::to_string(min_bytes);
 }
 
 }  // namespace
@@ -112,48 +124,71 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
                                                          const std::vector<std::string> &hosts,
                                                          const Deadline &deadline,
                                                          std::unique_ptr<shm::Group> *group) {
+    using config::Setting;
     const std::vector<std::vector<int32_t>> by_host = collectives::ranks_by_host(hosts);
-    if (!collectives::hierarchy_applies(by_host)) {
-        if (rank == 0 && by_host.size() > 1 && hierarchical_mode(rank) == '1')
-            HVD_LOG(kWarning, rank,
-                    "HVD_HIERARCHICAL_ALLREDUCE=1 needs the same number of ranks (two or more) "
-                    "on every host: the allreduces run flat");
-        return nullptr;
-    }
+    if (by_host.size() < 2) return nullptr;
+    const char allreduce = hierarchical_mode(Setting::kHierarchicalAllreduce, rank);
+    const char allgather = hierarchical_mode(Setting::kHierarchicalAllgather, rank);
+    const char broadcast = hierarchical_mode(Setting::kHierarchicalBroadcast, rank);
+    const bool uniform = collectives::hierarchy_applies(by_host);
+    if (rank == 0 && !uniform && allreduce == '1')
+        HVD_LOG(kWarning, rank,
+                "HVD_HIERARCHICAL_ALLREDUCE=1 needs the same number of ranks (two or more) "
+                "on every host: the allreduces run flat");
     std::unique_ptr<collectives::Hierarchy> h =
         std::make_unique<collectives::Hierarchy>(collectives::make_hierarchy(by_host, rank));
-    const char mode = hierarchical_mode(rank);
-    const bool wanted = config::get_bool(config::Setting::kShm) && mode != '0';
+    h->allreduce_min_bytes =
+        min_bytes_of(allreduce, uniform, Setting::kHierarchicalAllreduceMinBytes);
+    h->allgather_min_bytes =
+        min_bytes_of(allgather, collectives::spans_hosts(by_host, allgather == '1'),
+                     Setting::kHierarchicalAllgatherMinBytes);
+    h->broadcast_min_bytes =
+        min_bytes_of(broadcast, collectives::spans_hosts(by_host, broadcast == '1'),
+                     Setting::kHierarchicalBroadcastMinBytes);
+    const bool any = h->allreduce_min_bytes != collectives::kHierarchyOff ||
+                     h->allgather_min_bytes != collectives::kHierarchyOff ||
+                     h->broadcast_min_bytes != collectives::kHierarchyOff;
+    // A host of one rank needs no group. Every rank of a job spanning hosts takes part in the
+    // exchanges, whatever its settings say: one that skipped them would leave the others
+    // waiting for it.
+    const bool alone = h->local_members.size() == 1;
+    const bool wanted = config::get_bool(Setting::kShm) && any && !alone;
     std::string problem;
     *group = attach_host_group(kv, rank, h->local_members, wanted, deadline, &problem);
-    const size_t min_bytes =
-        mode == '1'
-            ? 0
-            : static_cast<size_t>(config::get_int(config::Setting::kHierarchicalAllreduceMinBytes));
+    const bool ready = *group != nullptr || alone;
     // Every rank must pick the same algorithm for a size: the settings travel with the answer.
-    std::string mine = std::string(*group ? "1" : "0") + mode + std::to_string(min_bytes);
+    std::string mine = std::string(ready ? "1" : "0") + allreduce + allgather + broadcast + " " +
+                       size_text(h->allreduce_min_bytes) + " " + size_text(h->allgather_min_bytes) +
+                       " " + size_text(h->broadcast_min_bytes);
     std::vector<std::string> answers = kv.all_gather("hierarchy", mine, deadline);
     bool agree = true;
     for (const std::string &a : answers)
         agree = agree && a == mine;
-    if (!agree || !*group) {
-        if (wanted && !*group)
-            HVD_LOG(kWarning, rank, "no shared memory on this host (%s): allreduces run flat",
+    if (!agree || !ready || !any) {
+        if (wanted && !ready)
+            HVD_LOG(kWarning, rank,
+                    "no shared memory on this host (%s): the collectives across hosts run flat",
                     problem.c_str());
         else if (!agree && rank == 0)
             HVD_LOG(kWarning, rank,
                     "not every rank has shared memory with its host and the same "
-                    "HVD_HIERARCHICAL_ALLREDUCE and HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES: "
-                    "allreduces run flat");
+                    "HVD_HIERARCHICAL_{ALLREDUCE,ALLGATHER,BROADCAST} and their _MIN_BYTES: the "
+                    "collectives across hosts run flat");
         group->reset();
         return nullptr;
     }
     h->local_shm = group->get();
-    h->allreduce_min_bytes = min_bytes;
+    if (h->allreduce_min_bytes != collectives::kHierarchyOff)
+        HVD_LOG(kDebug, rank,
+                "hierarchical allreduce from %zu bytes: %zu hosts of %zu ranks (local %d, cross "
+                "%d)",
+                h->allreduce_min_bytes, by_host.size(), by_host[0].size(), h->local_index,
+                h->cross_index);
     HVD_LOG(kDebug, rank,
-            "hierarchical allreduce from %zu bytes: %zu hosts of %zu ranks (local %d, cross %d)",
-            h->allreduce_min_bytes, by_host.size(), by_host[0].size(), h->local_index,
-            h->cross_index);
+            "hierarchical allgather from %s bytes, broadcast from %s bytes: %zu hosts (this one "
+            "%d of %zu ranks, local %d)",
+            size_text(h->allgather_min_bytes).c_str(), size_text(h->broadcast_min_bytes).c_str(),
+            by_host.size(), h->host_index, h->local_members.size(), h->local_index);
     return h;
 }
 

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Shared memory per host, set up through the rendezvous at init: the whole job's group where
-// every rank shares one host, and for a job that spans hosts with the same number of ranks on
-// each, one group per host plus the hierarchy the hierarchical collectives run on
-// (collectives/hierarchy.h).
+// every rank shares one host, and for a job that spans hosts, one group per host (of two ranks
+// or more) plus the hierarchy the hierarchical collectives run on (collectives/hierarchy.h).
 #pragma once
 
 #include <cstdint>
@@ -29,10 +28,12 @@ std::unique_ptr<shm::Group> attach_host_group(bootstrap::KvClient &kv, int32_t r
                                               const std::vector<int32_t> &host_ranks, bool wanted,
                                               const Deadline &deadline, std::string *problem);
 
-// The hierarchy of a job that spans hosts, or null: set up where hierarchy_applies() to the
-// hosts and every rank has its host's group and the same HVD_HIERARCHICAL_ALLREDUCE (not 0);
-// otherwise every rank gets null (rank 0 logs why when the setting asked for it). *group
-// receives this host's group (it must outlive the hierarchy). Collective over every rank.
+// The hierarchy of a job that spans hosts, or null: set up where at least one of the
+// hierarchical allreduce, allgather and broadcast applies (HVD_HIERARCHICAL_ALLREDUCE,
+// _ALLGATHER, _BROADCAST and the hosts' shapes), every host of two ranks or more has its
+// group and every rank the same settings; otherwise every rank gets null (rank 0 logs why when
+// a setting asked for it). *group receives this host's group (it must outlive the hierarchy).
+// Collective over every rank of a job spanning hosts.
 // Throws hvd::Error when the rendezvous fails or times out.
 std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv, int32_t rank,
                                                          const std::vector<std::string> &hosts,

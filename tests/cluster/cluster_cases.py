@@ -119,14 +119,19 @@ def case_hvdrun(job):
 
 
 def case_hierarchical(job):
-    """Every allreduce hierarchical across the three hosts (shared memory within each, one
-    flow per local rank between them): the program's checked values pass on every rank, and
-    every rank set the hierarchy up."""
+    """Every allreduce, allgather and broadcast hierarchical across the three hosts (shared
+    memory within each, one flow per local rank between them): the program's checked values
+    pass on every rank, and every rank set the hierarchy up."""
     rc, out, _ = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives",
-                            env={"HVD_HIERARCHICAL_ALLREDUCE": "1", "HVD_LOG_LEVEL": "debug"})
+                            env={"HVD_HIERARCHICAL_ALLREDUCE": "1",
+                                 "HVD_HIERARCHICAL_ALLGATHER": "1",
+                                 "HVD_HIERARCHICAL_BROADCAST": "1", "HVD_LOG_LEVEL": "debug"})
     expect(rc == 0, "hvdrun exited %d" % rc)
     said = len(re.findall(r"hierarchical allreduce from 0 bytes: 3 hosts of 2 ranks", out))
-    expect(said == 6, "%d of 6 ranks set the hierarchy up" % said)
+    expect(said == 6, "%d of 6 ranks set the hierarchical allreduce up" % said)
+    said = len(re.findall(r"hierarchical allgather from 0 bytes, broadcast from 0 bytes: 3 hosts",
+                          out))
+    expect(said == 6, "%d of 6 ranks set the hierarchical allgather and broadcast up" % said)
     job.wait_no_leftovers()
 
 

@@ -117,6 +117,23 @@ add_test(NAME mp.mp_more_collectives_uneven_hosts.np3
           $<TARGET_FILE:mp_more_collectives>)
 set_tests_properties(mp.mp_more_collectives_uneven_hosts.np3 PROPERTIES LABELS mp TIMEOUT 300
   ENVIRONMENT "${HVD_MP_ENV};HVD_HIERARCHICAL_ALLREDUCE=1")
+# Every allgather and broadcast hierarchical (HVD_HIERARCHICAL_ALLGATHER=1, _BROADCAST=1;
+# every rank says it will) on hosts of MP_RANKS_PER_HOST ranks: 2+2, 2+1, 3+1 and 1+1+1, with
+# the ragged, in-place and every-root suites.
+set(hier_gather_env "HVD_HIERARCHICAL_ALLGATHER=1;HVD_HIERARCHICAL_BROADCAST=1")
+foreach(spec "mp_collectives;4;2" "mp_collectives;3;2" "mp_collectives;3;1"
+             "mp_allgather_into;4;3" "mp_allgather_into;3;2")
+  list(GET spec 0 prog)
+  list(GET spec 1 np)
+  list(GET spec 2 per_host)
+  add_test(NAME mp.${prog}_hierarchical_gather_${per_host}per_host.np${np}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0
+            "hierarchical allgather from 0 bytes, broadcast from 0 bytes" ${np} --
+            $<TARGET_FILE:hvdrun> -np ${np} ${CMAKE_CURRENT_SOURCE_DIR}/mp/host_by_block.sh
+            $<TARGET_FILE:${prog}>)
+  set_tests_properties(mp.${prog}_hierarchical_gather_${per_host}per_host.np${np} PROPERTIES
+    LABELS mp TIMEOUT 300 ENVIRONMENT "${HVD_MP_ENV};HVD_LOG_LEVEL=debug;${hier_gather_env};MP_RANKS_PER_HOST=${per_host}")
+endforeach()
 set_tests_properties(mp.mp_more_collectives_no_shm.np3 PROPERTIES
   ENVIRONMENT "${HVD_MP_ENV};HVD_SHM=0")
 

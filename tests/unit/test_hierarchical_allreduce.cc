@@ -25,6 +25,7 @@ extern "C" {
 #include "collectives/collectives.h"
 #include "collectives/hierarchy.h"
 #include "common/dtype.h"
+#include "host_cluster.h"
 #include "rank_threads.h"
 
 namespace {
@@ -33,37 +34,7 @@ using hvd::collectives::Comm;
 using hvd::collectives::Hierarchy;
 using namespace rank_threads;
 
-constexpr int32_t kDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_DTYPE_UINT16,
-                               HVD_DTYPE_INT16,   HVD_DTYPE_INT32,   HVD_DTYPE_INT64,
-                               HVD_DTYPE_FLOAT16, HVD_DTYPE_FLOAT32, HVD_DTYPE_FLOAT64,
-                               HVD_DTYPE_BOOL,    HVD_DTYPE_BFLOAT16};
 constexpr int32_t kOps[] = {HVD_OP_SUM, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT};
-
-// A job of hosts.size() ranks as threads; rank r runs on host hosts[r].
-struct Cluster {
-    explicit Cluster(const std::vector<std::string> &host_of)
-        : world(static_cast<int32_t>(host_of.size())) {
-        const auto by_host = hvd::collectives::ranks_by_host(host_of);
-        hvd::shm::Settings settings;
-        settings.slot_bytes = kTestSlotBytes;
-        groups.resize(host_of.size());
-        for (const std::vector<int32_t> &ranks : by_host) {
-            const int32_t n = static_cast<int32_t>(ranks.size());
-            groups[ranks[0]] = hvd::shm::Group::create(n, 0, settings);
-            for (int32_t i = 1; i < n; ++i)
-                groups[ranks[i]] = hvd::shm::Group::open(groups[ranks[0]]->name(),
-                                                         groups[ranks[0]]->nonce(), n, i);
-            groups[ranks[0]]->unlink();
-        }
-        for (int32_t r = 0; r < world.size(); ++r) {
-            hierarchies.push_back(hvd::collectives::make_hierarchy(by_host, r));
-            hierarchies.back().local_shm = groups[r].get();
-        }
-    }
-    World world;
-    std::vector<std::unique_ptr<hvd::shm::Group>> groups;  // rank r's host group
-    std::vector<Hierarchy> hierarchies;
-};
 
 struct Case {
     int32_t dtype;
@@ -72,10 +43,10 @@ struct Case {
 };
 
 void check_cases(const std::vector<std::string> &host_of) {
-    Cluster c(host_of);
+    HostCluster c(host_of);
     const int32_t n = c.world.size();
     std::vector<Case> cases;
-    for (int32_t dtype : kDtypes)
+    for (int32_t dtype : kAllDtypes)
         for (int32_t op : kOps)
             for (size_t count : {size_t{1}, size_t{2}, size_t{3}, size_t{7}, size_t{1001}})
                 cases.push_back({dtype, op, count});

@@ -16,40 +16,25 @@
 namespace hvd::collectives {
 
 namespace {
-
 constexpr const char *kName = "hierarchical allreduce";
-
-Comm sub_comm(const Comm &comm, const std::vector<int32_t> &members, int32_t index,
-              shm::Group *shm) {
-    Comm sub = comm;
-    sub.members = members;
-    sub.my_index = index;
-    sub.shm = shm;
-    sub.hierarchy = nullptr;
-    return sub;
-}
-
 }  // namespace
 
 hvd_status_t allreduce_hierarchical(Comm &comm, void *buf, size_t count, int32_t dtype,
                                     int32_t op) {
     hvd_status_t st = check_allreduce_args(comm, buf, count, dtype, op, kName);
+    if (st == HVD_OK) st = check_hierarchy(comm, kName);
     if (st != HVD_OK) return st;
-    if (comm.hierarchy == nullptr || comm.hierarchy->local_shm == nullptr)
-        return comm.abort_with(HVD_ERR_INVALID_ARG, std::string(kName) + ": no host hierarchy");
     const Hierarchy &h = *comm.hierarchy;
-    Comm local = sub_comm(comm, h.local_members, h.local_index, h.local_shm);
-    Comm cross = sub_comm(comm, h.cross_members, h.cross_index, nullptr);
+    Comm local = h.local_comm(comm);
+    Comm cross = h.cross_comm(comm);
     const size_t esize = dtype_size(dtype);
-    const size_t shares = h.local_members.size();
-    std::vector<size_t> share_bytes(shares);
-    size_t my_offset = 0;
-    for (size_t i = 0; i < shares; ++i) {
-        size_t n = count / shares + (i < count % shares ? 1 : 0);
-        share_bytes[i] = n * esize;
-        if (i < static_cast<size_t>(h.local_index)) my_offset += share_bytes[i];
+    std::vector<size_t> share_at, share_bytes;
+    cut_shares(count, h.local_members.size(), &share_at, &share_bytes);
+    for (size_t i = 0; i < share_at.size(); ++i) {
+        share_at[i] *= esize;
+        share_bytes[i] *= esize;
     }
-    char *mine = static_cast<char *>(buf) + my_offset;
+    char *mine = static_cast<char *>(buf) + share_at[h.local_index];
     st = allreduce(local, buf, count, dtype, op);
     if (st == HVD_OK) st = allreduce(cross, mine, share_bytes[h.local_index] / esize, dtype, op);
     if (st == HVD_OK) st = allgatherv(local, mine, buf, share_bytes);
