@@ -104,7 +104,7 @@ void test_tuning_flag_errors(void **) {
         {{"--autotune-gaussian-process-noise", "11"}, "a number, 0 to 10"},
         {{"--timeline-filename="}, "invalid --timeline-filename value ''"},
         {{"--cache-capacity"}, "invalid --cache-capacity value 'prog'"},
-        {{"--hierarchical-allreduce"}, "unknown option '--hierarchical-allreduce'"},
+        {{"--hierarchical-allgather=1"}, "option --hierarchical-allgather takes no value"},
         {{"--network-interfaces", "eth0,,ib0"}, "invalid --network-interfaces entry ''"},
         {{"--network-interfaces", "eth0;rm"}, "invalid --network-interfaces entry 'eth0;rm'"},
         {{"-i", ""}, "-i needs a file name"},
@@ -223,6 +223,7 @@ void test_config_file(void **) {
     Settings want = {{"HVD_FUSION_THRESHOLD", "33554432"},
                      {"HVD_CYCLE_TIME", "10"},
                      {"HVD_CACHE_CAPACITY", "2048"},
+                     {"HVD_HIERARCHICAL_ALLREDUCE", "0"},
                      {"HVD_AUTOTUNE", "1"},
                      {"HVD_AUTOTUNE_LOG", "/tmp/autotune log.csv"},
                      {"HVD_AUTOTUNE_WARMUP_SAMPLES", "5"},
@@ -237,8 +238,6 @@ void test_config_file(void **) {
     assert_true(settings == want);
     std::vector<std::string> want_warnings = {
         "c.yaml:2: verbose has no effect here: use hvdrun --verbose",
-        "c.yaml:7: params.hierarchical_allreduce has no effect: libhvd has no hierarchical "
-        "collectives",
         "c.yaml:25: library_options.num_nccl_streams has no effect: options of MPI, NCCL, "
         "oneCCL and Gloo, which libhvd does not use"};
     assert_int_equal(warnings.size(), want_warnings.size());

@@ -38,6 +38,12 @@ constexpr TuningFlag kTuningFlags[] = {
      "tuneable parameter arguments", "how long the engine holds new ops to fuse them"},
     {"--cache-capacity", "params", "cache_capacity", "HVD_CACHE_CAPACITY", TuningKind::kCount,
      "tuneable parameter arguments", "response cache entries (0: no cache)"},
+    {"--hierarchical-allreduce", "params", "hierarchical_allreduce", "HVD_HIERARCHICAL_ALLREDUCE",
+     TuningKind::kSwitch, "tuneable parameter arguments",
+     "allreduce hierarchically across hosts at every size"},
+    {"--hierarchical-allgather", "params", "hierarchical_allgather", "HVD_HIERARCHICAL_ALLGATHER",
+     TuningKind::kSwitch, "tuneable parameter arguments",
+     "allgather hierarchically across hosts at every size"},
     {"--autotune", "autotune", "enabled", "HVD_AUTOTUNE", TuningKind::kSwitch, "autotune arguments",
      "tune fusion threshold, cycle time and cache as the job runs"},
     {"--autotune-log-file", "autotune", "log_file", "HVD_AUTOTUNE_LOG", TuningKind::kPath,
@@ -75,8 +81,6 @@ struct NoEffectKey {
     const char *why;
 };
 constexpr NoEffectKey kNoEffectKeys[] = {
-    {"params", "hierarchical_allreduce", "libhvd has no hierarchical collectives"},
-    {"params", "hierarchical_allgather", "libhvd has no hierarchical collectives"},
     {"logging", "with_timestamp", "libhvd's log lines always carry their time"},
     {"library_options", nullptr,
      "options of MPI, NCCL, oneCCL and Gloo, which libhvd does not use"},
