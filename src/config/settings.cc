@@ -185,9 +185,10 @@ const SettingInfo kTable[] = {
      "rank, then the host gathers the shares; `0`: one ring over all ranks. Any number of ranks "
      "per host; needs shared memory on every host and the same value on every rank."},
     {Setting::kHierarchicalAllgatherMinBytes, "HIERARCHICAL_ALLGATHER_MIN_BYTES", false, kInt,
-     kTuning, 1048576, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
+     kTuning, 0, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "With `HVD_HIERARCHICAL_ALLGATHER=auto`, allgathers of this many bytes of output and more "
-     "run hierarchically."},
+     "run hierarchically (0: every size: fewer steps cross the network for small ones, fewer "
+     "bytes for large ones)."},
     {Setting::kHierarchicalBroadcast, "HIERARCHICAL_BROADCAST", false, kEnum, kTuning, 0, "auto", 0,
      0, kClamp, "", "auto|1|0", NO_KEY,
      "Broadcasts of a job that spans hosts: `1` (any size) or `auto` (from "
@@ -196,8 +197,9 @@ const SettingInfo kTable[] = {
      "other ranks through shared memory; `0`: one tree or chain over all ranks. Any number of "
      "ranks per host; needs shared memory on every host and the same value on every rank."},
     {Setting::kHierarchicalBroadcastMinBytes, "HIERARCHICAL_BROADCAST_MIN_BYTES", false, kInt,
-     kTuning, 1048576, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
-     "With `HVD_HIERARCHICAL_BROADCAST=auto`, broadcasts from this size run hierarchically."},
+     kTuning, 0, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
+     "With `HVD_HIERARCHICAL_BROADCAST=auto`, broadcasts from this size run hierarchically (0: "
+     "every size)."},
     {Setting::kGpuOperations, "GPU_OPERATIONS", true, kEnum, kTuning, 0, nullptr, 0, 0, kClamp, "",
      "nccl|host", NO_KEY,
      "How collectives on CUDA tensors move data. `nccl` (the default where every member of the "
