@@ -185,8 +185,8 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
                 h->allreduce_min_bytes, by_host.size(), by_host[0].size(), h->local_index,
                 h->cross_index);
     HVD_LOG(kDebug, rank,
-            "hierarchical allgather from %s bytes, broadcast from %s bytes: %zu hosts (this one "
-            "%d of %zu ranks, local %d)",
+            "hierarchical allgather from %s bytes, broadcast from %s bytes: %zu hosts (this "
+            "rank's host %d, of %zu ranks; local %d)",
             size_text(h->allgather_min_bytes).c_str(), size_text(h->broadcast_min_bytes).c_str(),
             by_host.size(), h->host_index, h->local_members.size(), h->local_index);
     return h;
