@@ -4,13 +4,14 @@
 # prints: every test accuracy >= 0.93 and within 0.01 of the 1-rank one, and the final
 # training loss within 0.005 of the 1-rank one (the fixed global batch makes every rank count
 # train the same model). HVD_DIGITS_EXAMPLE names another example printing the same lines
-# (keras_digits.py), HVD_DIGITS_RANKS other rank counts (1 first).
+# (keras_digits.py; tensorflow_digits.py, run on a Python with TensorFlow), HVD_DIGITS_RANKS
+# other rank counts (1 first).
 #
-#   test_digits.sh HVDRUN BUILD_PYTHON_DIR JAX_PYTHON
+#   test_digits.sh HVDRUN BUILD_PYTHON_DIR PYTHON
 set -euo pipefail
 
 if [ $# -ne 3 ]; then
-  echo "usage: $0 HVDRUN BUILD_PYTHON_DIR JAX_PYTHON" >&2
+  echo "usage: $0 HVDRUN BUILD_PYTHON_DIR PYTHON" >&2
   exit 2
 fi
 HVDRUN=$1

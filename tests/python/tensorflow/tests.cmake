@@ -19,3 +19,18 @@ foreach(np 2 3)
   set_tests_properties(${tname} PROPERTIES LABELS "python;tensorflow" TIMEOUT 300
     ENVIRONMENT "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1;HVD_PY_BACKEND=${hvd_tf_backend};TF_CPP_MIN_LOG_LEVEL=2")
 endforeach()
+
+# The digits example (examples/python/tensorflow_digits.py) on 1, 2 and 4 ranks reaches the
+# 1-rank accuracy and loss.
+execute_process(COMMAND ${HVD_PYTHON_TF_INTERPRETER} -c "import sklearn" RESULT_VARIABLE hvd_tf_rc
+                OUTPUT_QUIET ERROR_QUIET)
+if(hvd_tf_rc EQUAL 0)
+  add_test(NAME python.tensorflow.digits
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/../jax/test_digits.sh $<TARGET_FILE:hvdrun>
+            ${HVD_PYTHON_BUILD_DIR} ${HVD_PYTHON_TF_INTERPRETER})
+  set_tests_properties(python.tensorflow.digits PROPERTIES LABELS "python;tensorflow" TIMEOUT 300
+    ENVIRONMENT "HVD_PY_BACKEND=${hvd_tf_backend};HVD_DIGITS_EXAMPLE=tensorflow_digits.py;TF_CPP_MIN_LOG_LEVEL=2")
+else()
+  message(WARNING "${HVD_PYTHON_TF_INTERPRETER} lacks scikit-learn: the hvd.tensorflow digits "
+                  "example is not tested")
+endif()
