@@ -1,7 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Every rank of an hvdrun job runs the same tests in the same order; each test starts with
-the process joined to the job. KERAS_BACKEND (jax or torch) picks the backend under test."""
+the process joined to the job. KERAS_BACKEND (jax, torch or tensorflow) picks the backend
+under test, HVD_KERAS_MODULE the module (hvd.keras by default; hvd.tensorflow.keras, whose
+optimizer reduces as DistributedGradientTape does, on the TensorFlow backend). The tests
+import it as `from conftest import hvd_keras`."""
 
+import importlib
 import os
 
 import numpy as np
@@ -11,7 +15,9 @@ os.environ.setdefault("KERAS_BACKEND", "jax")
 
 import keras  # noqa: E402
 
-import hvd.keras as hvd  # noqa: E402
+MODULE = os.environ.get("HVD_KERAS_MODULE", "hvd.keras")
+hvd_keras = importlib.import_module(MODULE)
+only_hvd_keras = pytest.mark.skipif(MODULE != "hvd.keras", reason="checks hvd.keras itself")
 
 
 def pytest_configure(config):
@@ -22,7 +28,7 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def joined():
-    hvd.init()
+    hvd_keras.init()
     yield
 
 

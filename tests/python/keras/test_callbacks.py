@@ -5,10 +5,9 @@ learning rates of the warmup and schedule callbacks."""
 import keras
 import numpy as np
 import pytest
-from conftest import make_model, regression_data, shard, weights_close
+from conftest import hvd_keras, make_model, regression_data, shard, weights_close
 
 import hvd
-import hvd.keras as hvd_keras
 
 LOCAL_BATCH = 4
 

@@ -4,9 +4,10 @@ kept, and training on from it goes on exactly as without the round trip."""
 
 import keras
 import numpy as np
+from conftest import hvd_keras as hvd
 from conftest import make_model, regression_data, shard, weights_close
 
-import hvd.keras as hvd
+import hvd as hvd_core
 from hvd.keras.optimizer import is_distributed
 
 LOCAL_BATCH = 4
@@ -48,3 +49,8 @@ def test_round_trip_keeps_wrapped_optimizer(tmp_path):
               batch_size=LOCAL_BATCH, shuffle=False, verbose=0)
     weights_close(loaded.get_weights(), model.get_weights())
     assert not np.allclose(loaded.get_weights()[0], plain.get_weights()[0])
+    # ... and stays the same on every rank, though each trained on its own shard.
+    for w in loaded.get_weights():
+        everyone = np.asarray(hvd_core.allgather(np.asarray(w)[None]))
+        for other in everyone[1:]:
+            np.testing.assert_array_equal(other, everyone[0])

@@ -5,9 +5,8 @@ global batch gives the weights one process gets on the whole global batch."""
 import keras
 import numpy as np
 import pytest
-from conftest import make_model, regression_data, shard, weights_close
-
-import hvd.keras as hvd
+from conftest import hvd_keras as hvd
+from conftest import make_model, only_hvd_keras, regression_data, shard, weights_close
 
 LOCAL_BATCH = 4
 STEPS = 6
@@ -101,6 +100,7 @@ def test_fp16_compression_close():
     weights_close(got, want, tol=1e-2)
 
 
+@only_hvd_keras
 def test_arguments_checked():
     sgd = keras.optimizers.SGD(0.1)
     with pytest.raises(ValueError, match="Average and Sum"):
@@ -118,6 +118,7 @@ def test_arguments_checked():
     assert type(again).__mro__[2] is type(wrapped).__mro__[2]
 
 
+@only_hvd_keras
 def test_tensorflow_backend_refused(monkeypatch):
     monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
     with pytest.raises(NotImplementedError, match="needs hvd.tensorflow"):
@@ -126,6 +127,7 @@ def test_tensorflow_backend_refused(monkeypatch):
         hvd.allreduce(np.ones(3, np.float32))
 
 
+@only_hvd_keras
 def test_collectives_on_backend_tensors():
     n, r = hvd.size(), hvd.rank()
     got = hvd.allreduce(np.full(3, r, np.float32), average=False)

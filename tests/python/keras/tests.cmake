@@ -2,21 +2,24 @@
 # hvd.keras's suite (tests/python/keras, label keras) on Keras 3's JAX backend (on
 # HVD_PYTHON_JAX_INTERPRETER, whose jaxlib hvd.jax's custom calls were built against; 2 and 3
 # ranks) and its torch backend (on the first of HVD_PYTHON_TORCH_INTERPRETERS that has keras;
-# 2 ranks), and the keras_digits example, with the default hvd backend.
+# 2 ranks), the same suite on hvd.tensorflow.keras, and the keras_digits example, with the
+# default hvd backend.
 list(GET hvd_py_backends -1 hvd_keras_backend)
 set(hvd_keras_env "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1"
+    "TF_CPP_MIN_LOG_LEVEL=2"
     "HVD_PY_BACKEND=${hvd_keras_backend}" "JAX_PLATFORMS=cpu")
 
-# hvd_keras_suite(<keras backend> <interpreter> <ranks...>)
-function(hvd_keras_suite kbackend interpreter)
+# hvd_keras_suite(<name> <keras backend> <module> <interpreter> <ranks...>): the suite on
+# module (hvd.keras or hvd.tensorflow.keras) as python.keras.<name>.np<ranks>.
+function(hvd_keras_suite name kbackend module interpreter)
   foreach(np ${ARGN})
-    set(tname python.keras.${kbackend}.np${np})
+    set(tname python.keras.${name}.np${np})
     add_test(NAME ${tname}
       COMMAND $<TARGET_FILE:hvdrun> -np ${np} ${interpreter} -m pytest -x -q -p no:cacheprovider
               ${CMAKE_CURRENT_SOURCE_DIR}/python/keras
       WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
     set_tests_properties(${tname} PROPERTIES LABELS "python;keras" TIMEOUT 300
-      ENVIRONMENT "${hvd_keras_env};KERAS_BACKEND=${kbackend}")
+      ENVIRONMENT "${hvd_keras_env};KERAS_BACKEND=${kbackend};HVD_KERAS_MODULE=${module}")
   endforeach()
 endfunction()
 
@@ -35,7 +38,7 @@ endfunction()
 if(HVD_PYTHON_HAS_JAX)
   hvd_keras_ready(jax ${HVD_PYTHON_JAX_INTERPRETER} "jax, sklearn" hvd_keras_jax)
   if(hvd_keras_jax)
-    hvd_keras_suite(jax ${HVD_PYTHON_JAX_INTERPRETER} 2 3)
+    hvd_keras_suite(jax jax hvd.keras ${HVD_PYTHON_JAX_INTERPRETER} 2 3)
     # The digits example on 1 and 2 ranks reaches the 1-rank accuracy.
     add_test(NAME python.keras.digits
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/../jax/test_digits.sh $<TARGET_FILE:hvdrun>
@@ -53,11 +56,25 @@ endif()
 foreach(interp ${HVD_PYTHON_TORCH_INTERPRETERS})
   hvd_keras_ready(torch ${interp} torch hvd_keras_torch)
   if(hvd_keras_torch)
-    hvd_keras_suite(torch ${interp} 2)
+    hvd_keras_suite(torch torch hvd.keras ${interp} 2)
     break()
   endif()
 endforeach()
 if(NOT hvd_keras_torch)
   message(WARNING "no interpreter of HVD_PYTHON_TORCH_INTERPRETERS has keras: hvd.keras is not "
                   "tested on Keras's torch backend")
+endif()
+
+# hvd.tensorflow.keras (its optimizer reducing as DistributedGradientTape does) on Keras's
+# TensorFlow backend, on HVD_PYTHON_TF_INTERPRETER (whose TensorFlow hvd.tensorflow's ops were
+# built against), 2 ranks.
+if(HVD_PYTHON_HAS_TF)
+  hvd_keras_ready(tensorflow ${HVD_PYTHON_TF_INTERPRETER} tensorflow hvd_keras_tf)
+  if(hvd_keras_tf)
+    hvd_keras_suite(tensorflow_keras tensorflow hvd.tensorflow.keras
+                    ${HVD_PYTHON_TF_INTERPRETER} 2)
+  else()
+    message(WARNING "${HVD_PYTHON_TF_INTERPRETER} lacks keras: hvd.tensorflow.keras's Keras "
+                    "suite is not added")
+  endif()
 endif()

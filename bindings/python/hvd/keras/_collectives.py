@@ -38,8 +38,13 @@ def framework():
 
 
 def is_symbolic(x):
-    """Whether x is a value being traced (JAX under jax.jit) rather than a concrete one."""
-    if backend_name() != "jax":
+    """Whether x is a value being traced (JAX under jax.jit, a graph tensor in a
+    tf.function) rather than a concrete one."""
+    name = backend_name()
+    if name == "tensorflow":
+        import tensorflow as tf
+        return tf.is_symbolic_tensor(x)
+    if name != "jax":
         return False
     import jax
     return isinstance(x, jax.core.Tracer)

@@ -17,9 +17,10 @@ from hvd.keras.functions import broadcast_variables
 class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
     """Broadcasts the model's variables and its optimizer's from root_rank to every rank when
     training starts, so that all ranks start from the same state (random initial weights, or
-    a checkpoint one rank restored). Keras 3 builds the optimizer before training starts;
-    were it not built yet, the broadcast happens after the first batch instead (as Horovod
-    does). local_variables: variables left as they are on each rank."""
+    a checkpoint one rank restored). An optimizer not built yet (Keras's TensorFlow backend
+    builds it in the first traced step) is built here first; only a model not built yet
+    either (no input shape known before the first batch) is broadcast after the first batch
+    instead, as Horovod does. local_variables: variables left as they are on each rank."""
 
     def __init__(self, root_rank, device="", local_variables=None):
         super().__init__()
@@ -42,7 +43,9 @@ class BroadcastGlobalVariablesCallback(keras.callbacks.Callback):
         model = self.model
         optimizer = getattr(model, "optimizer", None)
         if optimizer is not None and not optimizer.built:
-            return
+            if not model.built:
+                return
+            optimizer.build(model.trainable_variables)
         variables = [v for v in model.variables if id(v) not in self._local_vars]
         if optimizer is not None:
             variables += [v for v in optimizer.variables if id(v) not in self._local_vars]

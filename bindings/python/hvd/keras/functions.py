@@ -67,6 +67,12 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
     DistributedOptimizer (with compression), its state (iterations, slots, learning rate)
     kept. custom_optimizers: optimizer classes the saved model may use beyond Keras's own;
     custom_objects: passed to Keras."""
+    return load_wrapped(filepath, custom_optimizers, custom_objects,
+                        lambda base: make_settings(base, compression=compression))
+
+
+def load_wrapped(filepath, custom_optimizers, custom_objects, settings_for):
+    """load_model with the optimizer's class wrapped as settings_for(its class) says."""
     objects = {}
     for cls in custom_optimizers or []:
         objects[cls.__name__] = cls
@@ -76,12 +82,11 @@ def load_model(filepath, custom_optimizers=None, custom_objects=None,
     if old is None:
         return model
     base = type(old).__mro__[2] if is_distributed(old) else type(old)
-    new = wrap_class(base, make_settings(base, compression=compression)).from_config(
-        old.get_config())
+    new = wrap_class(base, settings_for(base)).from_config(old.get_config())
     if old.built:
         new.build(model.trainable_variables)
         if len(new.variables) != len(old.variables):
-            raise ValueError("hvd.keras.load_model: the loaded %s has %d variables, its "
+            raise ValueError("load_model: the loaded %s has %d variables, its "
                              "wrapped copy %d" % (base.__name__, len(old.variables),
                                                   len(new.variables)))
         for target, source in zip(new.variables, old.variables):

@@ -32,7 +32,8 @@ class _Settings:
     of Keras's variable tracking)."""
 
     def __init__(self, name, compression, op, gradient_predivide_factor, groups,
-                 backward_passes_per_step, average_aggregated_gradients, process_set):
+                 backward_passes_per_step, average_aggregated_gradients, process_set,
+                 reduce=None):
         self.name = name
         self.compression = compression
         self.op = op
@@ -42,6 +43,9 @@ class _Settings:
         self.passes = backward_passes_per_step
         self.average_passes = average_aggregated_gradients
         self.process_set = process_set
+        # reduce(grads, variables): the reduced gradients, in place of hvd.keras's grouped
+        # allreduce (hvd.tensorflow.keras passes DistributedGradientTape's reduction).
+        self.reduce = reduce
 
 
 class _DistributedOptimizer:
@@ -104,6 +108,8 @@ class _DistributedOptimizer:
     def _hvd_reduce(self, grads, variables):
         """grads reduced over the process set (None entries stay None)."""
         s = self._hvd
+        if s.reduce is not None:
+            return s.reduce(list(grads), variables)
         fw = _collectives.framework()
         present = [i for i, g in enumerate(grads) if g is not None]
         out = list(grads)
@@ -147,11 +153,12 @@ class _DistributedOptimizer:
                 self._hvd_pass.assign(count)
             return None
 
-        # Traced (JAX): the reduction runs on the k-th pass only; the update is computed on
-        # every pass (variables cannot be assigned inside a traced branch) and kept on those.
+        # Traced (JAX, or a tf.function): the reduction runs on the k-th pass only; the update
+        # is computed on every pass (variables cannot be assigned inside a traced JAX branch)
+        # and kept on those. (copy: a TensorFlow variable's value is the variable itself.)
         new_grads = ops.cond(is_step, reduced, lambda: summed)
         state = list(self._trainable_variables) + list(self.variables)
-        before = [v.value for v in state]
+        before = [ops.copy(v.value) for v in state]
         super().apply(new_grads, trainable_variables)
         for v, old in zip(state, before):
             v.assign(ops.where(is_step, v.value, old))
@@ -175,6 +182,14 @@ def wrap_class(cls, settings):
                  "_hvd": settings})
 
 
+def check_passes(backward_passes_per_step):
+    if isinstance(backward_passes_per_step, bool) or not isinstance(backward_passes_per_step,
+                                                                    int) \
+            or backward_passes_per_step < 1:
+        raise ValueError("backward_passes_per_step must be an int >= 1, got %r"
+                         % (backward_passes_per_step,))
+
+
 def make_settings(optimizer_class, name=None, compression=Compression.none,
                   sparse_as_dense=False, gradient_predivide_factor=1.0, op=Average,
                   backward_passes_per_step=1, average_aggregated_gradients=False,
@@ -188,11 +203,7 @@ def make_settings(optimizer_class, name=None, compression=Compression.none,
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     if gradient_predivide_factor <= 0:
         raise ValueError("gradient_predivide_factor must be > 0")
-    if isinstance(backward_passes_per_step, bool) or not isinstance(backward_passes_per_step,
-                                                                    int) \
-            or backward_passes_per_step < 1:
-        raise ValueError("backward_passes_per_step must be an int >= 1, got %r"
-                         % (backward_passes_per_step,))
+    check_passes(backward_passes_per_step)
     if num_groups != 0:
         warnings.warn("Parameter `num_groups` has been replaced by `groups` and will be "
                       "removed in v0.23.0.", DeprecationWarning, stacklevel=3)

@@ -1,0 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
+"""horovod.tensorflow.keras.callbacks: hvd.keras's callbacks, which run between Keras's steps
+through hvd's NumPy path and so serve Keras's TensorFlow backend as they are."""
+
+from hvd.keras.callbacks import (BroadcastGlobalVariablesCallback,  # noqa: F401
+                                 LearningRateScheduleCallback, LearningRateWarmupCallback,
+                                 MetricAverageCallback)
