@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Trains a small Keras 3 MLP on scikit-learn's digits (8x8 images, 10 classes) with hvd.keras
-and model.fit, on Keras's JAX or torch backend (KERAS_BACKEND, jax by default here).
+and model.fit, on Keras's JAX, torch or TensorFlow backend (KERAS_BACKEND, jax by default
+here).
 
     hvdrun -np 2 python3 keras_digits.py
 

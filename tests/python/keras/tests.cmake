@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # hvd.keras's suite (tests/python/keras, label keras) on Keras 3's JAX backend (on
 # HVD_PYTHON_JAX_INTERPRETER, whose jaxlib hvd.jax's custom calls were built against; 2 and 3
-# ranks) and its torch backend (on the first of HVD_PYTHON_TORCH_INTERPRETERS that has keras;
-# 2 ranks), the same suite on hvd.tensorflow.keras, and the keras_digits example, with the
-# default hvd backend.
+# ranks), its torch backend (on the first of HVD_PYTHON_TORCH_INTERPRETERS that has keras;
+# 2 ranks) and its TensorFlow backend (2 ranks), the same suite on hvd.tensorflow.keras, and
+# the keras_digits example, with the default hvd backend.
 list(GET hvd_py_backends -1 hvd_keras_backend)
 set(hvd_keras_env "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1"
     "TF_CPP_MIN_LOG_LEVEL=2"
@@ -65,16 +65,17 @@ if(NOT hvd_keras_torch)
                   "tested on Keras's torch backend")
 endif()
 
-# hvd.tensorflow.keras (its optimizer reducing as DistributedGradientTape does) on Keras's
-# TensorFlow backend, on HVD_PYTHON_TF_INTERPRETER (whose TensorFlow hvd.tensorflow's ops were
-# built against), 2 ranks.
+# hvd.keras and hvd.tensorflow.keras (its optimizer reducing as DistributedGradientTape does)
+# on Keras's TensorFlow backend, on HVD_PYTHON_TF_INTERPRETER (whose TensorFlow
+# hvd.tensorflow's ops were built against), 2 ranks.
 if(HVD_PYTHON_HAS_TF)
   hvd_keras_ready(tensorflow ${HVD_PYTHON_TF_INTERPRETER} tensorflow hvd_keras_tf)
   if(hvd_keras_tf)
+    hvd_keras_suite(tensorflow tensorflow hvd.keras ${HVD_PYTHON_TF_INTERPRETER} 2)
     hvd_keras_suite(tensorflow_keras tensorflow hvd.tensorflow.keras
                     ${HVD_PYTHON_TF_INTERPRETER} 2)
   else()
-    message(WARNING "${HVD_PYTHON_TF_INTERPRETER} lacks keras: hvd.tensorflow.keras's Keras "
-                    "suite is not added")
+    message(WARNING "${HVD_PYTHON_TF_INTERPRETER} lacks keras: hvd.keras is not tested on "
+                    "Keras's TensorFlow backend")
   endif()
 endif()

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """hvd.keras: horovod.keras's API for Keras 3, on its JAX backend (through hvd.jax, inside
-the jax.jit of Keras's train step) and its torch backend (through hvd.torch). Keras's
-TensorFlow backend is served by hvd.tensorflow.keras; on it, this module's
-DistributedOptimizer and collectives raise NotImplementedError saying so.
+the jax.jit of Keras's train step), its torch backend (through hvd.torch) and its TensorFlow
+backend (through hvd.tensorflow's ops, inside the tf.function of Keras's train step;
+hvd.tensorflow.keras is the same API with horovod.tensorflow.keras's optimizer options).
 
     import hvd.keras as hvd
     hvd.init()

@@ -33,8 +33,9 @@ class _Settings:
 
     def __init__(self, name, compression, op, gradient_predivide_factor, groups,
                  backward_passes_per_step, average_aggregated_gradients, process_set,
-                 reduce=None):
+                 sparse_as_dense=False, reduce=None):
         self.name = name
+        self.sparse_as_dense = sparse_as_dense
         self.compression = compression
         self.op = op
         self.prescale = 1.0 / gradient_predivide_factor
@@ -111,6 +112,8 @@ class _DistributedOptimizer:
         if s.reduce is not None:
             return s.reduce(list(grads), variables)
         fw = _collectives.framework()
+        if s.sparse_as_dense:
+            grads = [g if g is None else keras.ops.convert_to_tensor(g) for g in grads]
         present = [i for i, g in enumerate(grads) if g is not None]
         out = list(grads)
         if not present:
@@ -196,7 +199,8 @@ def make_settings(optimizer_class, name=None, compression=Compression.none,
                   num_groups=0, groups=None, process_set=global_process_set):
     """Checks DistributedOptimizer's arguments as horovod.tensorflow.keras does."""
     _collectives.framework()  # NotImplementedError on a backend without hvd collectives
-    del sparse_as_dense  # gradients are dense tensors on the JAX and torch backends
+    # Gradients are dense tensors on the JAX and torch backends; on TensorFlow's, an
+    # IndexedSlices is allgathered (as Horovod does) unless sparse_as_dense.
     if op not in (Average, Sum):
         raise ValueError("op currently only supports Average and Sum")
     if gradient_predivide_factor != 1.0 and op != Average:
@@ -222,7 +226,7 @@ def make_settings(optimizer_class, name=None, compression=Compression.none,
             groups = [list(g) for g in groups]
     return _Settings(name or "Distributed%s" % optimizer_class.__name__, compression, op,
                      float(gradient_predivide_factor), groups, backward_passes_per_step,
-                     bool(average_aggregated_gradients), process_set)
+                     bool(average_aggregated_gradients), process_set, bool(sparse_as_dense))
 
 
 def DistributedOptimizer(optimizer, name=None, compression=Compression.none,
@@ -237,8 +241,9 @@ def DistributedOptimizer(optimizer, name=None, compression=Compression.none,
     grouped allreduce, an int n in n groups, a list of lists of variables in those groups.
     backward_passes_per_step k sums k passes' gradients locally before one reduction (their
     mean with average_aggregated_gradients). name prefixes the collectives' names
-    (default "Distributed<class name>"). sparse_as_dense is accepted for Horovod's API: the
-    JAX and torch backends produce dense gradients."""
+    (default "Distributed<class name>"). sparse_as_dense: on the TensorFlow backend,
+    IndexedSlices gradients (embeddings) are made dense and allreduced instead of allgathered;
+    the JAX and torch backends produce dense gradients."""
     if not isinstance(optimizer, keras.optimizers.Optimizer):
         raise ValueError("hvd.keras.DistributedOptimizer wraps a keras.optimizers.Optimizer, "
                          "got %r" % (optimizer,))
