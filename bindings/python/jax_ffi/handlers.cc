@@ -182,6 +182,26 @@ FinishFn copy_output(ffi::AnyBuffer out) {
     };
 }
 
+// Copies output i of a finished request into outs[i] (grouped allgather, reducescatter).
+FinishFn copy_outputs(std::vector<ffi::AnyBuffer> outs) {
+    return [outs](hvd_request_h req) -> std::string {
+        for (size_t i = 0; i < outs.size(); ++i) {
+            hvd_tensor_t t{};
+            if (hvd_request_output(req, static_cast<int32_t>(i), &t) != HVD_OK)
+                return "no output " + std::to_string(i);
+            size_t n = byte_size(t);
+            if (n != outs[i].size_bytes()) {
+                return "result " + std::to_string(i) + " has " + std::to_string(n) +
+                       " bytes where " + std::to_string(outs[i].size_bytes()) +
+                       " were expected when the function was traced (another rank's shape "
+                       "changed since: trace it again)";
+            }
+            if (n != 0) std::memcpy(outs[i].untyped_data(), t.data, n);
+        }
+        return std::string();
+    };
+}
+
 ffi::Future AllreduceImpl(ffi::RemainingArgs ins, ffi::RemainingRets outs, std::string_view name,
                           int32_t reduce_op, double prescale, double postscale, int64_t ps) {
     Op op;
@@ -274,6 +294,33 @@ ffi::Future ReducescatterImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
     return submit(op, st, req, copy_output(*y));
 }
 
+// Grouped allgather (reduce_op < 0) or grouped reducescatter: one request, output i from its
+// member i.
+ffi::Future GroupedSizedImpl(ffi::RemainingArgs ins, ffi::RemainingRets outs, std::string_view name,
+                             int32_t reduce_op, double prescale, double postscale, int64_t ps) {
+    Op op;
+    bool gather = reduce_op < 0;
+    if (!start(op, gather ? "grouped_allgather" : "grouped_reducescatter", name, ps))
+        return failed(op.error);
+    if (!gather) set_reduce(op, reduce_op, prescale, postscale);
+    size_t n = ins.size();
+    std::vector<hvd_tensor_t> in(n);
+    std::vector<const hvd_tensor_t *> in_p(n);
+    std::vector<ffi::AnyBuffer> results;
+    for (size_t i = 0; i < n; ++i) {
+        ffi::AnyBuffer a = *ins.get<ffi::AnyBuffer>(i);
+        if (!describe(a, &in[i])) return bad_dtype(op, a.element_type());
+        in_p[i] = &in[i];
+        results.push_back(**outs.get<ffi::AnyBuffer>(i));
+    }
+    hvd_request_h req = nullptr;
+    int32_t count = static_cast<int32_t>(n);
+    hvd_status_t st =
+        gather ? hvd_grouped_allgather_enqueue(op.ctx, in_p.data(), count, &op.params, &req)
+               : hvd_grouped_reducescatter_enqueue(op.ctx, in_p.data(), count, &op.params, &req);
+    return submit(op, st, req, copy_outputs(std::move(results)));
+}
+
 }  // namespace
 }  // namespace hvd_jax
 
@@ -296,6 +343,10 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(HvdJaxAlltoall, hvd_jax::AlltoallImpl,
         .Attr<ffi::Span<const int32_t>>("received"));
 XLA_FFI_DEFINE_HANDLER_SYMBOL(HvdJaxReducescatter, hvd_jax::ReducescatterImpl,
     ffi::Ffi::Bind().Arg<ffi::AnyBuffer>().Ret<ffi::AnyBuffer>().Attr<std::string_view>("name")
+        .Attr<int32_t>("op").Attr<double>("prescale").Attr<double>("postscale")
+        .Attr<int64_t>("process_set"));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(HvdJaxGroupedSized, hvd_jax::GroupedSizedImpl,
+    ffi::Ffi::Bind().RemainingArgs().RemainingRets().Attr<std::string_view>("name")
         .Attr<int32_t>("op").Attr<double>("prescale").Attr<double>("postscale")
         .Attr<int64_t>("process_set"));
 // clang-format on

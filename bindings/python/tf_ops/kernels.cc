@@ -118,6 +118,28 @@ void reducescatter(void *kernel, TF_OpKernelContext *ctx, TF_AsyncOpKernelDoneCa
     Call::submit(std::move(call), st, req, copy_output0);
 }
 
+// Grouped allgather and reducescatter: every input in one request, output i from its member i.
+void grouped_sized(void *kernel, TF_OpKernelContext *ctx, TF_AsyncOpKernelDoneCallback *done) {
+    std::unique_ptr<Call> call = begin(kernel, ctx, done);
+    if (!call) return;
+    int n = TF_NumInputs(ctx);
+    std::vector<hvd_tensor_t> in(static_cast<size_t>(n));
+    std::vector<const hvd_tensor_t *> in_p;
+    for (int i = 0; i < n; ++i) {
+        if (!call->input(i, &in[i])) return Call::finish_failed(std::move(call));
+        in_p.push_back(&in[i]);
+    }
+    hvd_request_h req = nullptr;
+    hvd_status_t st =
+        call->attrs.kind == "grouped_allgather"
+            ? hvd_grouped_allgather_enqueue(call->hvd, in_p.data(), n, &call->params, &req)
+            : hvd_grouped_reducescatter_enqueue(call->hvd, in_p.data(), n, &call->params, &req);
+    Call::submit(std::move(call), st, req, [n](Call &c, hvd_request_h r) {
+        for (int i = 0; i < n && c.output_copy(i, r, i); ++i) {
+        }
+    });
+}
+
 void join(void *kernel, TF_OpKernelContext *ctx, TF_AsyncOpKernelDoneCallback *done) {
     std::unique_ptr<Call> call = begin(kernel, ctx, done);
     if (!call) return;
@@ -146,6 +168,8 @@ char kAllgather[] = "allgather";
 char kBroadcast[] = "broadcast";
 char kAlltoall[] = "alltoall";
 char kReducescatter[] = "reducescatter";
+char kGroupedAllgather[] = "grouped_allgather";
+char kGroupedReducescatter[] = "grouped_reducescatter";
 char kJoin[] = "join";
 char kBarrier[] = "barrier";
 
@@ -171,6 +195,8 @@ bool register_kernels() {
     ok &= register_kernel("HvdBroadcast", create<kBroadcast>, broadcast);
     ok &= register_kernel("HvdAlltoall", create<kAlltoall>, alltoall);
     ok &= register_kernel("HvdReducescatter", create<kReducescatter>, reducescatter);
+    ok &= register_kernel("HvdGroupedAllgather", create<kGroupedAllgather>, grouped_sized);
+    ok &= register_kernel("HvdGroupedReducescatter", create<kGroupedReducescatter>, grouped_sized);
     ok &= register_kernel("HvdJoin", create<kJoin>, join);
     ok &= register_kernel("HvdBarrier", create<kBarrier>, barrier);
     return ok;

@@ -24,12 +24,12 @@ void same_shapes(TF_ShapeInferenceContext *ctx, TF_Status *s) {
     TF_DeleteShapeHandle(h);
 }
 
-// Output 0: input 0's shape with an unknown first dimension (known only at run time).
-void rows_unknown(TF_ShapeInferenceContext *ctx, TF_Status *s) {
+// Output i: input i's shape with an unknown first dimension (known only at run time).
+void rows_unknown_at(TF_ShapeInferenceContext *ctx, int i, TF_Status *s) {
     TF_ShapeHandle *in = TF_NewShapeHandle();
     TF_ShapeHandle *rest = TF_NewShapeHandle();
     TF_ShapeHandle *out = TF_NewShapeHandle();
-    TF_ShapeInferenceContextGetInput(ctx, 0, in, s);
+    TF_ShapeInferenceContextGetInput(ctx, i, in, s);
     if (TF_GetCode(s) == TF_OK && TF_ShapeInferenceContextRankKnown(ctx, in)) {
         TF_ShapeHandle *first =
             TF_ShapeInferenceContextVectorFromSize(ctx, static_cast<size_t>(-1));
@@ -38,7 +38,7 @@ void rows_unknown(TF_ShapeInferenceContext *ctx, TF_Status *s) {
             TF_ShapeInferenceContextSubshape(ctx, in, 1, INT64_MAX, rest, s);
         if (TF_GetCode(s) == TF_OK)
             TF_ShapeInferenceContextConcatenateShapes(ctx, first, rest, out, s);
-        if (TF_GetCode(s) == TF_OK) TF_ShapeInferenceContextSetOutput(ctx, 0, out, s);
+        if (TF_GetCode(s) == TF_OK) TF_ShapeInferenceContextSetOutput(ctx, i, out, s);
         TF_DeleteShapeHandle(first);
     } else if (TF_GetCode(s) == TF_OK) {
         TF_ShapeInferenceContextSetUnknownShape(ctx, s);
@@ -46,6 +46,17 @@ void rows_unknown(TF_ShapeInferenceContext *ctx, TF_Status *s) {
     TF_DeleteShapeHandle(in);
     TF_DeleteShapeHandle(rest);
     TF_DeleteShapeHandle(out);
+}
+
+void rows_unknown(TF_ShapeInferenceContext *ctx, TF_Status *s) {
+    rows_unknown_at(ctx, 0, s);
+}
+
+// Every output i: input i's shape with an unknown first dimension (grouped ops).
+void each_rows_unknown(TF_ShapeInferenceContext *ctx, TF_Status *s) {
+    int64_t n = TF_ShapeInferenceContextNumInputs(ctx);
+    for (int64_t i = 0; i < n && TF_GetCode(s) == TF_OK; ++i)
+        rows_unknown_at(ctx, static_cast<int>(i), s);
 }
 
 // Alltoall: the received rows (unknown count) and the rows from each member (a vector).
@@ -105,17 +116,32 @@ bool register_op(const OpSpec &spec, bool reduces, bool typed) {
 
 const char *const kTypeAttr =
     "T: {uint8, int8, uint16, int16, int32, int64, half, bfloat16, float, double, bool}";
+const char *const kTypeListAttr =
+    "T: list({uint8, int8, uint16, int16, int32, int64, half, bfloat16, float, double, bool})";
 
 bool register_ops() {
     bool ok = true;
     ok &= register_op({"HvdAllreduce", {}, {"tensor: T"}, {"output: T"}, same_shapes, false}, true,
                       true);
     ok &= register_op({"HvdGroupedAllreduce",
-                       {"T: list({uint8, int8, uint16, int16, int32, int64, half, bfloat16, "
-                        "float, double, bool})"},
+                       {kTypeListAttr},
                        {"tensors: T"},
                        {"outputs: T"},
                        same_shapes,
+                       false},
+                      true, false);
+    ok &= register_op({"HvdGroupedAllgather",
+                       {kTypeListAttr},
+                       {"tensors: T"},
+                       {"outputs: T"},
+                       each_rows_unknown,
+                       false},
+                      false, false);
+    ok &= register_op({"HvdGroupedReducescatter",
+                       {kTypeListAttr},
+                       {"tensors: T"},
+                       {"outputs: T"},
+                       each_rows_unknown,
                        false},
                       true, false);
     ok &= register_op({"HvdAllgather", {}, {"tensor: T"}, {"output: T"}, rows_unknown, false},

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// hvd.tensorflow's ops (HvdAllreduce, HvdGroupedAllreduce, HvdAllgather, HvdBroadcast,
-// HvdAlltoall, HvdReducescatter, HvdJoin, HvdBarrier) and their kernels.
+// hvd.tensorflow's ops (HvdAllreduce, HvdGroupedAllreduce, HvdAllgather, HvdGroupedAllgather,
+// HvdBroadcast, HvdAlltoall, HvdReducescatter, HvdGroupedReducescatter, HvdJoin, HvdBarrier)
+// and their kernels.
 #pragma once
 
 namespace hvd_tf {

@@ -151,11 +151,12 @@ def test_process_set_under_jit():
     ps = hvd.add_process_set(ranks)
     try:
         if hvd.rank() in ranks:
-            f = jax.jit(lambda x: hvd.allreduce(x, op=hvd.Sum, process_set=ps))
+            # Named: unnamed traced ops count per process, and only the set's ranks trace.
+            f = jax.jit(lambda x: hvd.allreduce(x, op=hvd.Sum, process_set=ps, name="ps.sum"))
             out = f(jnp.full(3, hvd.rank() + 1.0))
             np.testing.assert_allclose(out, np.full(3, sum(r + 1.0 for r in ranks)))
             root = ranks[-1]
-            b = jax.jit(lambda x: hvd.broadcast(x, root, process_set=ps))(
+            b = jax.jit(lambda x: hvd.broadcast(x, root, process_set=ps, name="ps.root"))(
                 jnp.full(2, hvd.rank()))
             np.testing.assert_array_equal(b, [root, root])
         hvd.barrier()

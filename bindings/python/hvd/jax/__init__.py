@@ -17,4 +17,5 @@ from hvd.jax.mpi_ops import (Adasum, Average, Max, Min, Product, ProcessSet, Sum
                              local_rank, local_size, rank, reducescatter, remove_process_set,
                              shutdown, size, start_timeline, stop_timeline)
 from hvd.jax.functions import broadcast_parameters  # noqa: F401
+from hvd.jax.grouped_ops import grouped_allgather, grouped_reducescatter  # noqa: F401
 from hvd.jax.optimizer import DistributedOptimizer  # noqa: F401

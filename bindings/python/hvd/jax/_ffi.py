@@ -32,6 +32,7 @@ _HANDLERS = {
     "broadcast": "HvdJaxBroadcast",
     "alltoall": "HvdJaxAlltoall",
     "reducescatter": "HvdJaxReducescatter",
+    "grouped_sized": "HvdJaxGroupedSized",
 }
 
 _lock = threading.Lock()
@@ -134,3 +135,17 @@ def alltoall(x, splits, received, name, process_set):
 def reducescatter(x, rows, name, op, prescale, postscale, process_set):
     return _call("reducescatter", _like(x, rows), [x], name, process_set, op=np.int32(op),
                  prescale=np.float64(prescale), postscale=np.float64(postscale))
+
+
+def grouped_allgather(xs, rows, name, process_set):
+    """rows[i]: output i's first dimension (every member's rows of xs[i], summed)."""
+    return _call("grouped_sized", [_like(x, r) for x, r in zip(xs, rows)], xs, name,
+                 process_set, op=np.int32(-1), prescale=np.float64(1.0),
+                 postscale=np.float64(1.0))
+
+
+def grouped_reducescatter(xs, rows, name, op, prescale, postscale, process_set):
+    """rows[i]: this rank's block of xs[i]'s rows."""
+    return _call("grouped_sized", [_like(x, r) for x, r in zip(xs, rows)], xs, name,
+                 process_set, op=np.int32(op), prescale=np.float64(prescale),
+                 postscale=np.float64(postscale))

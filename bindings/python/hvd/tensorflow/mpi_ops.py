@@ -101,6 +101,31 @@ def _allgather_grad(op, grad):
                     tf.shape(op.inputs[0], out_type=tf.int64))
 
 
+def grouped_allgather(tensors, name=None, ignore_name_scope=False,
+                      process_set=global_process_set):
+    """allgather of each tensor of a list, negotiated and completed as one unit.
+    Differentiable."""
+    if not tensors:
+        return []
+    return list(_ops.ops().hvd_grouped_allgather(list(tensors),
+                                                 process_set=_ops.process_set_id(process_set),
+                                                 **_ops.naming(name)))
+
+
+@tf.RegisterGradient("HvdGroupedAllgather")
+def _grouped_allgather_grad(op, *grads):
+    process_set = _set_of(op.get_attr("process_set"))
+    grads = [tf.zeros_like(y) if g is None else g for g, y in zip(grads, op.outputs)]
+    reduced = _grouped_allreduce(grads, op=Average, process_set=process_set)
+    rows = tf.stack([tf.shape(x, out_type=tf.int64)[0] for x in op.inputs])
+    every = tf.reshape(allgather(tf.reshape(rows, [1, -1]), process_set=process_set),
+                       [-1, len(op.inputs)])
+    offsets = tf.reduce_sum(every[:_op_args.set_rank(process_set)], axis=0)
+    return [tf.slice(g, tf.concat([[offsets[i]], tf.zeros([tf.rank(g) - 1], tf.int64)], 0),
+                     tf.shape(x, out_type=tf.int64))
+            for i, (g, x) in enumerate(zip(reduced, op.inputs))]
+
+
 def broadcast(tensor, root_rank, name=None, ignore_name_scope=False,
               process_set=global_process_set):
     """root_rank's tensor (root_rank: a global rank) on every rank of the set.
@@ -167,6 +192,37 @@ def _reducescatter_grad(op, grad):
         factor *= _op_args.set_size(process_set)
     gathered = allgather(grad, process_set=process_set)
     return gathered * tf.cast(factor, gathered.dtype) if factor != 1 else gathered
+
+
+def grouped_reducescatter(tensors, device_dense="", compression=None, op=Average,
+                          process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0, name=None):
+    """reducescatter of each tensor of a list, negotiated and completed as one unit (Average
+    or Sum; compression: hvd.tensorflow.Compression, none by default). Differentiable."""
+    if not tensors:
+        return []
+    op = _op_args.reduce_op(op, None)
+    if op not in (Average, Sum):
+        raise ValueError("reducescatter supports Average and Sum only")
+    pairs = [(t, None) if compression is None else compression.compress(t) for t in tensors]
+    out = _ops.ops().hvd_grouped_reducescatter(
+        [p[0] for p in pairs], reduce_op=int(op), prescale=float(prescale_factor),
+        postscale=float(postscale_factor), process_set=_ops.process_set_id(process_set),
+        **_ops.naming(name))
+    if compression is None:
+        return list(out)
+    return [compression.decompress(o, p[1]) for o, p in zip(out, pairs)]
+
+
+@tf.RegisterGradient("HvdGroupedReducescatter")
+def _grouped_reducescatter_grad(op, *grads):
+    process_set = _set_of(op.get_attr("process_set"))
+    factor = op.get_attr("prescale") * op.get_attr("postscale")
+    if op.get_attr("reduce_op") == Sum:
+        factor *= _op_args.set_size(process_set)
+    grads = [tf.zeros_like(y) if g is None else g for g, y in zip(grads, op.outputs)]
+    gathered = grouped_allgather(grads, process_set=process_set)
+    return [g * tf.cast(factor, g.dtype) if factor != 1 else g for g in gathered]
 
 
 def join():
