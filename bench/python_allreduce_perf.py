@@ -10,7 +10,8 @@ itself (horovod.torch) are measured by the same code.
 Sizes: in-place allreduce_ (Average, as gradients are reduced) of one float32 tensor per call,
 from -b to -e bytes. With --many N: a training-like step of N tensors of -b bytes each,
 allreduce_async_ on every one and then synchronize on every handle; size_bytes is the step's
-total, time_us the step's. Only rank 0 prints. Every result is checked: rank r starts with
+total, time_us the step's; with --grouped, the step is one grouped_allreduce_async_ of the N
+tensors and one synchronize. Only rank 0 prints. Every result is checked: rank r starts with
 r + 1 everywhere, so every average after the first is (size + 1) / 2.
 """
 import argparse
@@ -63,6 +64,8 @@ def main():
                     help="one more size after the sweep ('none': no extra size)")
     ap.add_argument("-t", "--target", type=float, default=0.3)
     ap.add_argument("--many", type=int, default=1)
+    ap.add_argument("--grouped", action="store_true",
+                    help="with --many: one grouped_allreduce_async_ of the N tensors per step")
     args = ap.parse_args()
     hvd = importlib.import_module(args.module)
     hvd.init()
@@ -73,7 +76,8 @@ def main():
         hi = lo
     if rank == 0:
         print(f"# python_allreduce_perf module={args.module} coll=allreduce nranks={size} "
-              f"inplace=1 many={args.many} torch={torch.__version__}")
+              f"inplace=1 many={args.many} grouped={int(args.grouped)} "
+              f"torch={torch.__version__}")
         print("# size_bytes count dtype op time_us algbw_GBps busbw_GBps")
     sizes = []
     nbytes = lo
@@ -90,6 +94,10 @@ def main():
         if args.many == 1:
             def step():
                 hvd.allreduce_(tensors[0], op=hvd.Average, name=names[0])
+        elif args.grouped:
+            def step():
+                hvd.synchronize(hvd.grouped_allreduce_async_(tensors, op=hvd.Average,
+                                                             name=names[0]))
         else:
             def step():
                 handles = [hvd.allreduce_async_(t, op=hvd.Average, name=n)

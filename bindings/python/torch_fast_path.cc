@@ -4,9 +4,11 @@
 // allreduce(tensor, output, average, name, op, prescale, postscale, process_set) does what
 // hvd.torch's allreduce_async(_) does through the generic path (argument checks, the tensor's
 // description, the enqueue, the handle) for a dense, contiguous CPU tensor of a supported
-// dtype, given valid arguments, on the global or a registered process set. It returns the
-// handle, or None for anything else, without side effects: the caller then takes the generic
-// path, which raises the same errors as before. The tensor is read through the Python C API
+// dtype, given valid arguments, on the global or a registered process set;
+// grouped_allreduce(tensors, in_place, ...) does the same for grouped_allreduce_async(_) of a
+// list or tuple of such tensors, in one grouped enqueue. Each returns the handle, or None for
+// anything else, without side effects: the caller then takes the generic path, which raises
+// the same errors as before. The tensor is read through the Python C API
 // (torch is neither included nor linked); hvd.torch registers the torch objects it compares
 // against once, with register().
 
@@ -16,6 +18,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace hvd_py {
 
@@ -152,9 +155,9 @@ bool set_handle(PyObject *process_set, int64_t generation, hvd_process_set_h *ou
 }
 
 // Op parameters from (average, name, op, prescale, postscale, process_set); name_buf holds
-// the name. False when the generic path must check them.
-bool op_params(PyObject *const *args, const Session &session, std::string *name_buf,
-               hvd_op_params_t *params) {
+// the name, after kind's prefix. False when the generic path must check them.
+bool op_params(PyObject *const *args, const Session &session, const char *kind,
+               std::string *name_buf, hvd_op_params_t *params) {
     PyObject *average = args[0], *name = args[1], *op = args[2];
     std::memset(params, 0, sizeof(*params));
     int64_t reduce_op = HVD_OP_AVERAGE;
@@ -179,7 +182,7 @@ bool op_params(PyObject *const *args, const Session &session, std::string *name_
         return false;
     }
     // As Horovod: names are per kind of op.
-    name_buf->assign("allreduce.").append(text, static_cast<size_t>(len));
+    name_buf->assign(kind).append(".").append(text, static_cast<size_t>(len));
     params->field_mask |= HVD_OP_FIELD_NAME;
     params->name = name_buf->c_str();
     return true;
@@ -200,7 +203,7 @@ PyObject *allreduce(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     hvd_op_params_t params;
     Tensor in;
     if (torch == nullptr || session.ctx == nullptr || (output != tensor && output != Py_None) ||
-        !op_params(args + 2, session, &name, &params) || !describe(tensor, &in)) {
+        !op_params(args + 2, session, "allreduce", &name, &params) || !describe(tensor, &in)) {
         Py_RETURN_NONE;
     }
     py::object result = py::reinterpret_borrow<py::object>(tensor);
@@ -221,6 +224,62 @@ PyObject *allreduce(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
                            std::move(result))
             .release()
             .ptr();
+    });
+}
+
+// grouped_allreduce(tensors, in_place, average, name, op, prescale, postscale, process_set):
+// tensors is a list or tuple; in_place True reduces into them, False into new tensors like
+// them. The handle (its result: the list of outputs), or None: use the generic path.
+PyObject *grouped_allreduce(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "grouped_allreduce takes 8 arguments (%zd given)", nargs);
+        return nullptr;
+    }
+    const Session &session = current_session();
+    PyObject *tensors = args[0], *in_place = args[1];
+    std::string name;  // not shared: empty_like may run Python that enqueues
+    hvd_op_params_t params;
+    if (torch == nullptr || session.ctx == nullptr ||
+        !(PyList_CheckExact(tensors) || PyTuple_CheckExact(tensors)) ||
+        (in_place != Py_True && in_place != Py_False) ||
+        !op_params(args + 2, session, "grouped_allreduce", &name, &params)) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(tensors);
+    if (count == 0 || count > INT32_MAX) Py_RETURN_NONE;
+    size_t n = static_cast<size_t>(count);
+    return guarded([&]() -> PyObject * {
+        // Described before any output is made; the pointers stay valid (no resize after).
+        std::vector<Tensor> ins(n), outs;
+        py::list inputs(n);
+        for (size_t i = 0; i < n; ++i) {
+            PyObject *t = PySequence_Fast_GET_ITEM(tensors, static_cast<Py_ssize_t>(i));
+            if (!describe(t, &ins[i])) return py::none().release().ptr();
+            inputs[i] = py::reinterpret_borrow<py::object>(t);
+        }
+        py::list outputs = inputs;
+        if (in_place == Py_False) {
+            outs.resize(n);
+            outputs = py::list(n);
+            for (size_t i = 0; i < n; ++i) {
+                PyObject *fresh = PyObject_CallOneArg(torch->empty_like, inputs[i].ptr());
+                if (fresh == nullptr) throw py::error_already_set();
+                outputs[i] = py::reinterpret_steal<py::object>(fresh);
+                if (!describe(fresh, &outs[i])) return py::none().release().ptr();
+            }
+        }
+        std::vector<const hvd_tensor_t *> pin(n), pout(n);
+        for (size_t i = 0; i < n; ++i) {
+            pin[i] = &ins[i].t;
+            pout[i] = outs.empty() ? &ins[i].t : &outs[i].t;
+        }
+        hvd_request_h req = nullptr;
+        hvd_status_t status = hvd_grouped_allreduce_enqueue(
+            session.ctx, pin.data(), pout.data(), static_cast<int32_t>(count), &params, &req);
+        // A failed enqueue changed nothing: the generic path repeats it and raises its error.
+        if (status < 0) return py::none().release().ptr();
+        py::object keep = outs.empty() ? py::object(inputs) : py::make_tuple(inputs, outputs);
+        return add_pending(req, std::move(keep), py::none(), outputs).release().ptr();
     });
 }
 
@@ -257,6 +316,10 @@ PyMethodDef methods[] = {
     {"allreduce", fastcall(allreduce), METH_FASTCALL,
      "allreduce(tensor, output, average, name, op, prescale, postscale, process_set) -> "
      "handle, or None when the generic path must run. output: tensor (in place) or None."},
+    {"grouped_allreduce", fastcall(grouped_allreduce), METH_FASTCALL,
+     "grouped_allreduce(tensors, in_place, average, name, op, prescale, postscale, "
+     "process_set) -> handle (its result: the list of outputs), or None when the generic path "
+     "must run."},
     {"register", fastcall(register_torch), METH_FASTCALL,
      "register(tensor_type, strided, dtype_codes, empty_like, global_process_set): the torch "
      "and hvd objects the fast path compares against."},
@@ -266,7 +329,8 @@ PyMethodDef methods[] = {
 }  // namespace
 
 void add_torch_fast_path(py::module_ &m) {
-    add_submodule(m, "torch_fast", "hvd.torch's allreduce in one call.", methods);
+    add_submodule(m, "torch_fast", "hvd.torch's allreduce and grouped allreduce in one call.",
+                  methods);
 }
 
 }  // namespace hvd_py

@@ -172,3 +172,74 @@ def test_shutdown_with_outstanding_handles():
     hvd.init()
     assert torch.equal(x, torch.full((2,), hvd.size() * 1.0))
     assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), hvd.size() * 1.0))
+
+
+def fast_grouped(tensors, in_place=True, average=None, name=None, op=None, prescale=1.0,
+                 postscale=1.0, process_set=hvd.global_process_set):
+    return _tensors.fast_grouped_allreduce(tensors, in_place, average, name, op, prescale,
+                                           postscale, process_set)
+
+
+@needs_pybind
+def test_grouped_fast_path_takes_the_common_case():
+    n, r = hvd.size(), hvd.rank()
+    xs = [torch.full((3,), float(r)), torch.full((2, 2), r + 1, dtype=torch.int64),
+          torch.full((5,), 2.0 * r, dtype=torch.float64)]
+    h = fast_grouped(xs, True, name="fast.grouped", op=hvd.Sum)
+    assert isinstance(h, int)
+    out = hvd.synchronize(h)
+    assert len(out) == 3 and all(o is x for o, x in zip(out, xs))
+    assert xs[0].tolist() == [float(sum(range(n)))] * 3
+    assert xs[1].tolist() == [[sum(range(1, n + 1))] * 2] * 2
+    assert xs[2].tolist() == [2.0 * sum(range(n))] * 5
+    ys = (torch.full((4,), float(r)), torch.arange(3, dtype=torch.int32))
+    out = hvd.synchronize(fast_grouped(ys, False, op=hvd.Max, postscale=2))
+    assert [o is y for o, y in zip(out, ys)] == [False, False]
+    assert out[0].tolist() == [2.0 * (n - 1)] * 4 and out[1].tolist() == [0, 2, 4]
+    assert out[1].dtype == torch.int32 and ys[0].tolist() == [float(r)] * 4
+
+
+@needs_pybind
+def test_grouped_fast_path_leaves_everything_else_to_the_generic_path():
+    t = torch.ones(4)
+    others = [
+        dict(tensors=[]),
+        dict(tensors=iter([t])),
+        dict(tensors=[t, torch.ones(4, 2).t()]),  # one not contiguous
+        dict(tensors=[t, torch.ones(2, dtype=torch.complex64)]),
+        dict(tensors=[t, [1.0]]),
+        dict(tensors=[t], in_place=1),
+        dict(tensors=[t], average=False),
+        dict(tensors=[t], op=hvd.Adasum),
+        dict(tensors=[t], name=b"bytes"),
+        dict(tensors=[t], postscale=None),
+        dict(tensors=[t], process_set=hvd.ProcessSet([0])),
+    ]
+    for kwargs in others:
+        assert fast_grouped(**kwargs) is None, kwargs
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), hvd.size() * 1.0))
+
+
+def test_grouped_allreduce_async_values_and_errors():
+    """The public calls, whichever path takes them: results and the generic path's errors."""
+    n, r = hvd.size(), hvd.rank()
+    xs = [torch.full((2,), float(r + 1)) for _ in range(4)]
+    out = hvd.synchronize(hvd.grouped_allreduce_async_(xs, name="fast.public"))
+    assert all(o is x for o, x in zip(out, xs))
+    assert all(x.tolist() == [(n + 1) / 2.0] * 2 for x in xs)
+    out = hvd.synchronize(hvd.grouped_allreduce_async((torch.ones(2), torch.ones(4, 2).t()),
+                                                      op=hvd.Sum))
+    assert out[1].is_contiguous() and torch.equal(out[1], torch.full((2, 4), n * 1.0))
+    with pytest.raises(ValueError, match="contiguous"):
+        hvd.grouped_allreduce_async_([torch.ones(2), torch.ones(4, 2).t()])
+    with pytest.raises(ValueError, match="not supported"):
+        hvd.grouped_allreduce_async_([torch.ones(2, dtype=torch.complex64)])
+    with pytest.raises(ValueError, match="name must be a str"):
+        hvd.grouped_allreduce_async_([torch.ones(2)], name=7)
+    with pytest.raises(ValueError, match="not registered"):
+        hvd.grouped_allreduce_async_([torch.ones(2)], process_set=hvd.ProcessSet([0]))
+    if n > 1:
+        h = hvd.grouped_allreduce_async_([torch.ones(2), torch.ones(1 + r)], name="fast.gmis")
+        with pytest.raises(hvd.HorovodInternalError, match="HVD_ERR"):
+            hvd.synchronize(h)
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), n * 1.0))

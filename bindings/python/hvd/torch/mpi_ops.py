@@ -89,6 +89,7 @@ def _enqueue(kind, ins, outs, keep, finish, **kwargs):
 
 # The common case in one call of the backend, or None (see _tensors.fast_allreduce).
 _fast_allreduce = _tensors.fast_allreduce
+_fast_grouped_allreduce = _tensors.fast_grouped_allreduce
 
 # sparse_coo_tensor(check_invariants=...) came with torch.sparse.check_sparse_tensor_invariants.
 _HAS_CHECK_INVARIANTS = hasattr(torch.sparse, "check_sparse_tensor_invariants")
@@ -183,6 +184,10 @@ def _grouped_allreduce_async(tensors, outputs, name, op, prescale_factor, postsc
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
     """Starts reducing a list of tensors as one unit; synchronize gives a list."""
+    handle = _fast_grouped_allreduce(tensors, False, average, name, op, prescale_factor,
+                                     postscale_factor, process_set)
+    if handle is not None:
+        return handle
     op = _op_args.reduce_op(op, average)
     tensors = [_tensors.contiguous(t) for t in tensors]
     return _grouped_allreduce_async(tensors, [torch.empty_like(t) for t in tensors], name, op,
@@ -191,6 +196,11 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
+    """Like grouped_allreduce_async, writing the results into the tensors."""
+    handle = _fast_grouped_allreduce(tensors, True, average, name, op, prescale_factor,
+                                     postscale_factor, process_set)
+    if handle is not None:
+        return handle
     op = _op_args.reduce_op(op, average)
     tensors = list(tensors)
     return _grouped_allreduce_async(tensors, tensors, name, op, prescale_factor,
