@@ -146,7 +146,7 @@ const SettingInfo kTable[] = {
      "shared-memory segment in `/dev/shm` (one for a single-host job's global process set, one "
      "per other process set on one host), removed from the namespace as soon as every member "
      "has mapped it; 0 on any member, or any member failing to map it, keeps them on UCX."},
-    {Setting::kShmSlotBytes, "SHM_SLOT_BYTES", true, kInt, kTuning, 262144, nullptr, 0, kUnbounded,
+    {Setting::kShmSlotBytes, "SHM_SLOT_BYTES", true, kInt, kTuning, 1048576, nullptr, 0, kUnbounded,
      kToDefault, "bytes", nullptr, NO_KEY,
      "Bytes each rank stages per round, rounded up to whole pages, at most 64 MiB (0: the "
      "default); the segment takes twice that per rank."},

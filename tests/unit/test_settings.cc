@@ -183,7 +183,7 @@ void test_out_of_range_to_default(void **) {
     assert_int_equal(get_int(Setting::kAllreduceRdMaxBytes), 4096);
     ScopedEnv slot(Setting::kShmSlotBytes);
     slot.horovod("-1");
-    assert_int_equal(get_int(Setting::kShmSlotBytes), 262144);
+    assert_int_equal(get_int(Setting::kShmSlotBytes), 1048576);
 }
 
 void test_double(void **) {
