@@ -28,7 +28,8 @@ bool allreduce_across_hosts(const Comm &comm, size_t bytes, Memory memory) {
     return hierarchy_from(comm, bytes, memory, &Hierarchy::allreduce_min_bytes);
 }
 bool allgather_across_hosts(const Comm &comm, size_t bytes, Memory memory) {
-    return hierarchy_from(comm, bytes, memory, &Hierarchy::allgather_min_bytes);
+    return hierarchy_from(comm, bytes, memory, &Hierarchy::allgather_min_bytes) &&
+           bytes <= comm.hierarchy->allgather_max_bytes;
 }
 bool broadcast_across_hosts(const Comm &comm, size_t bytes, Memory memory) {
     return hierarchy_from(comm, bytes, memory, &Hierarchy::broadcast_min_bytes);

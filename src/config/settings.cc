@@ -178,17 +178,18 @@ const SettingInfo kTable[] = {
      "With `HVD_HIERARCHICAL_ALLREDUCE=auto`, allreduces from this size run hierarchically."},
     {Setting::kHierarchicalAllgather, "HIERARCHICAL_ALLGATHER", true, kEnum, kTuning, 0, "auto", 0,
      0, kClamp, "", "auto|1|0", NO_KEY,
-     "Allgathers of a job that spans hosts: `1` (any size) or `auto` (from "
-     "`HVD_HIERARCHICAL_ALLGATHER_MIN_BYTES` of output, where some host runs two ranks or "
+     "Allgathers of a job that spans hosts: `1` (any size) or `auto` (up to "
+     "`HVD_HIERARCHICAL_ALLGATHER_MAX_BYTES` of output, where some host runs two ranks or "
      "more) gather each host's block through shared memory, then each of a host's ranks "
      "gathers its share of every host's block across hosts with the ranks of the same local "
      "rank, then the host gathers the shares; `0`: one ring over all ranks. Any number of ranks "
      "per host; needs shared memory on every host and the same value on every rank."},
-    {Setting::kHierarchicalAllgatherMinBytes, "HIERARCHICAL_ALLGATHER_MIN_BYTES", false, kInt,
-     kTuning, 0, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
-     "With `HVD_HIERARCHICAL_ALLGATHER=auto`, allgathers of this many bytes of output and more "
-     "run hierarchically (0: every size: fewer steps cross the network for small ones, fewer "
-     "bytes for large ones)."},
+    {Setting::kHierarchicalAllgatherMaxBytes, "HIERARCHICAL_ALLGATHER_MAX_BYTES", false, kInt,
+     kTuning, 4194304, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
+     "With `HVD_HIERARCHICAL_ALLGATHER=auto`, allgathers of up to this many bytes of output run "
+     "hierarchically (fewer steps cross the network); larger ones run flat, where the "
+     "hierarchical one's extra copies through shared memory cost more than the cross-host "
+     "bytes it saves."},
     {Setting::kHierarchicalBroadcast, "HIERARCHICAL_BROADCAST", false, kEnum, kTuning, 0, "auto", 0,
      0, kClamp, "", "auto|1|0", NO_KEY,
      "Broadcasts of a job that spans hosts: `1` (any size) or `auto` (from "

@@ -72,7 +72,7 @@ enum class Setting : int32_t {
     kHierarchicalAllreduce,
     kHierarchicalAllreduceMinBytes,
     kHierarchicalAllgather,
-    kHierarchicalAllgatherMinBytes,
+    kHierarchicalAllgatherMaxBytes,
     kHierarchicalBroadcast,
     kHierarchicalBroadcastMinBytes,
     // Tuning: GPU tensors

@@ -2,6 +2,8 @@
 #include "engine/host_groups.h"
 
 #include <cstring>
+#include <limits>
+#include <string>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -139,9 +141,12 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
         std::make_unique<collectives::Hierarchy>(collectives::make_hierarchy(by_host, rank));
     h->allreduce_min_bytes =
         min_bytes_of(allreduce, uniform, Setting::kHierarchicalAllreduceMinBytes);
-    h->allgather_min_bytes =
-        min_bytes_of(allgather, collectives::spans_hosts(by_host, allgather == '1'),
-                     Setting::kHierarchicalAllgatherMinBytes);
+    h->allgather_min_bytes = allgather != '0' && collectives::spans_hosts(by_host, allgather == '1')
+                                 ? 0
+                                 : collectives::kHierarchyOff;
+    if (allgather == 'a')
+        h->allgather_max_bytes =
+            static_cast<size_t>(config::get_int(Setting::kHierarchicalAllgatherMaxBytes));
     h->broadcast_min_bytes =
         min_bytes_of(broadcast, collectives::spans_hosts(by_host, broadcast == '1'),
                      Setting::kHierarchicalBroadcastMinBytes);
@@ -159,7 +164,8 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
     // Every rank must pick the same algorithm for a size: the settings travel with the answer.
     std::string mine = std::string(ready ? "1" : "0") + allreduce + allgather + broadcast + " " +
                        size_text(h->allreduce_min_bytes) + " " + size_text(h->allgather_min_bytes) +
-                       " " + size_text(h->broadcast_min_bytes);
+                       "-" + size_text(h->allgather_max_bytes) + " " +
+                       size_text(h->broadcast_min_bytes);
     std::vector<std::string> answers = kv.all_gather("hierarchy", mine, deadline);
     bool agree = true;
     for (const std::string &a : answers)
@@ -185,10 +191,14 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
                 h->allreduce_min_bytes, by_host.size(), by_host[0].size(), h->local_index,
                 h->cross_index);
     HVD_LOG(kDebug, rank,
-            "hierarchical allgather from %s bytes, broadcast from %s bytes: %zu hosts (this "
-            "rank's host %d, of %zu ranks; local %d)",
-            size_text(h->allgather_min_bytes).c_str(), size_text(h->broadcast_min_bytes).c_str(),
-            by_host.size(), h->host_index, h->local_members.size(), h->local_index);
+            "hierarchical allgather from %s to %s bytes, broadcast from %s bytes: %zu hosts "
+            "(this rank's host %d, of %zu ranks; local %d)",
+            size_text(h->allgather_min_bytes).c_str(),
+            h->allgather_max_bytes == std::numeric_limits<size_t>::max()
+                ? "any"
+                : std::to_string(h->allgather_max_bytes).c_str(),
+            size_text(h->broadcast_min_bytes).c_str(), by_host.size(), h->host_index,
+            h->local_members.size(), h->local_index);
     return h;
 }
 

@@ -128,7 +128,7 @@ foreach(spec "mp_collectives;4;2" "mp_collectives;3;2" "mp_collectives;3;1"
   list(GET spec 2 per_host)
   add_test(NAME mp.${prog}_hierarchical_gather_${per_host}per_host.np${np}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0
-            "hierarchical allgather from 0 bytes, broadcast from 0 bytes" ${np} --
+            "hierarchical allgather from 0 to any bytes, broadcast from 0 bytes" ${np} --
             $<TARGET_FILE:hvdrun> -np ${np} ${CMAKE_CURRENT_SOURCE_DIR}/mp/host_by_block.sh
             $<TARGET_FILE:${prog}>)
   set_tests_properties(mp.${prog}_hierarchical_gather_${per_host}per_host.np${np} PROPERTIES

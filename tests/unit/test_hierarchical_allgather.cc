@@ -132,6 +132,9 @@ void test_table_choice_by_size(void **) {
     const auto &t = hvd::collectives::allgatherv_algorithms();
     assert_string_equal(chosen_name(t, comm, 8).c_str(), "ring allgatherv");
     assert_string_equal(chosen_name(t, comm, 1 << 20).c_str(), "hierarchical allgatherv");
+    h.allgather_max_bytes = 4 << 20;
+    assert_string_equal(chosen_name(t, comm, 4 << 20).c_str(), "hierarchical allgatherv");
+    assert_string_equal(chosen_name(t, comm, (4 << 20) + 1).c_str(), "ring allgatherv");
     h.allgather_min_bytes = hvd::collectives::kHierarchyOff;
     assert_string_equal(chosen_name(t, comm, size_t{1} << 30).c_str(), "ring allgatherv");
 }
