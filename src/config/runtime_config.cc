@@ -40,7 +40,8 @@ RuntimeConfig::RuntimeConfig()
       stall_check_s(default_int(Setting::kStallCheckTimeSeconds)),
       stall_shutdown_s(default_int(Setting::kStallShutdownTimeSeconds)),
       autotune(static_cast<int32_t>(default_int(Setting::kAutotune))),
-      cache_capacity(default_int(Setting::kCacheCapacity)) {}
+      cache_capacity(default_int(Setting::kCacheCapacity)),
+      hierarchical_ops(~uint32_t{0}) {}
 
 RuntimeConfig RuntimeConfig::from_environment() {
     RuntimeConfig c;
@@ -55,6 +56,7 @@ RuntimeConfig RuntimeConfig::from_environment() {
 }
 
 void RuntimeConfig::copy_from(const RuntimeConfig &o) {
+    hierarchical_ops = o.hierarchical_ops.load();
     fusion_threshold_bytes = o.fusion_threshold_bytes.load();
     cycle_time_us = o.cycle_time_us.load();
     stall_check_s = o.stall_check_s.load();

@@ -19,6 +19,10 @@ struct RuntimeConfig {
     std::atomic<int64_t> stall_shutdown_s;  // 0: never
     std::atomic<int32_t> autotune;
     std::atomic<int64_t> cache_capacity;  // entries; rank 0's governs
+    // The kinds of collective (a bit per negotiation::OpType) that may run on the hosts'
+    // hierarchy where the job has one (collectives/hierarchy.h); rank 0's governs, and
+    // autotune switches it. No key: all of them unless autotune turns one off.
+    std::atomic<uint32_t> hierarchical_ops;
 
     // The table's defaults, whatever the environment says.
     RuntimeConfig();

@@ -75,15 +75,16 @@ const SettingInfo kTable[] = {
      "round trip through rank 0; 0: off. Rank 0's value decides."},
     {Setting::kAutotune, "AUTOTUNE", true, kBool, kTuning, 0, nullptr, 0, 1, kClamp, "", nullptr,
      KEY(HVD_CONFIG_AUTOTUNE),
-     "1: rank 0 tunes fusion threshold, cycle time and the response cache's on/off switch "
-     "online by Bayesian optimisation (see Autotune) and every rank follows."},
+     "1: rank 0 tunes fusion threshold, cycle time, the response cache's on/off switch and "
+     "(across hosts) hierarchical allreduce online by Bayesian optimisation (see Autotune) and "
+     "every rank follows; settings set explicitly are held."},
     {Setting::kAutotuneLog, "AUTOTUNE_LOG", true, kString, kTuning, 0, nullptr, 0, 0, kClamp, "",
      nullptr, NO_KEY,
      "A CSV file of rank 0's autotune samples; each rank writes what it adopted to "
      "`<file>.<rank>`."},
     {Setting::kAutotuneWarmupSamples, "AUTOTUNE_WARMUP_SAMPLES", true, kInt, kTuning, 1, nullptr, 0,
      kInt32Max, kClamp, "", nullptr, NO_KEY,
-     "Autotune samples discarded at each point before the two that count."},
+     "Autotune samples discarded at the start of the search, before the first point's."},
     {Setting::kAutotuneStepsPerSample, "AUTOTUNE_STEPS_PER_SAMPLE", true, kInt, kTuning, 10,
      nullptr, 1, kInt32Max, kClamp, "", nullptr, NO_KEY,
      "Ops in one autotune sample (a sample also lasts at least 5 ms)."},

@@ -2,7 +2,6 @@
 #include "engine/autotuner.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace hvd::engine {
 
@@ -14,49 +13,12 @@ constexpr int32_t kScoredSamplesPerPoint = 2;
 // The search's seed: fixed, so that the same scores give the same points on every run.
 constexpr uint64_t kSeed = 0x6876645f74756e65ULL;
 
-// Log scales that include 0: v = s (2^(x log2(1 + max / s)) - 1) for x in [0, 1], with s
-// the step below which values count as about equal.
-constexpr double kFusionScaleBytes = 64.0 * 1024.0;
-constexpr double kCycleScaleUs = 50.0;
-
-double from_unit(double x, double scale, double max) {
-    return scale * (std::exp2(x * std::log2(1.0 + max / scale)) - 1.0);
-}
-
-double to_unit(double v, double scale, double max) {
-    v = std::min(max, std::max(0.0, v));
-    return std::log2(1.0 + v / scale) / std::log2(1.0 + max / scale);
-}
-
 }  // namespace
 
-std::vector<int> TuningSpace::levels() const {
-    return cache_capacity_ > 0 ? std::vector<int>{0, 0, 2} : std::vector<int>{0, 0};
-}
-
-TunedParams TuningSpace::params(const std::vector<double> &x) const {
-    TunedParams p;
-    p.fusion_threshold_bytes =
-        std::llround(from_unit(x[0], kFusionScaleBytes, static_cast<double>(kMaxFusionBytes)));
-    p.cycle_time_us =
-        std::llround(from_unit(x[1], kCycleScaleUs, static_cast<double>(kMaxCycleUs)));
-    p.cache_capacity = x.size() > 2 && x[2] > 0.5 ? cache_capacity_ : 0;
-    return p;
-}
-
-std::vector<double> TuningSpace::point(const TunedParams &p) const {
-    std::vector<double> x = {to_unit(static_cast<double>(p.fusion_threshold_bytes),
-                                     kFusionScaleBytes, static_cast<double>(kMaxFusionBytes)),
-                             to_unit(static_cast<double>(p.cycle_time_us), kCycleScaleUs,
-                                     static_cast<double>(kMaxCycleUs))};
-    if (cache_capacity_ > 0) x.push_back(p.cache_capacity > 0 ? 1.0 : 0.0);
-    return x;
-}
-
 Autotuner::Autotuner(const Options &o)
-    : space_(o.cache_capacity_on),
+    : space_(o.choices, o.start),
       optimizer_(space_.levels(), o.noise, kSeed),
-      warmup_samples_(std::max(0, o.warmup_samples)),
+      warmups_left_(std::max(0, o.warmup_samples)),
       steps_per_sample_(std::max(1, o.steps_per_sample)),
       max_points_(std::max(1, o.max_points)) {
     start_ = optimizer_.snap(space_.point(o.start));
@@ -67,11 +29,15 @@ Autotuner::Autotuner(const Options &o)
         if (log_ != nullptr) {
             std::fprintf(log_,
                          "sample,fusion_threshold_bytes,cycle_time_ms,cache_capacity,"
-                         "score_bytes_per_s,state\n");
+                         "hierarchical,score_bytes_per_s,state\n");
             std::fflush(log_);
         }
     }
     start_point(Clock::now());
+    if (space_.dims() == 0) {  // every parameter held
+        done_ = true;
+        log_line("final", 0.0);
+    }
 }
 
 Autotuner::~Autotuner() {
@@ -88,10 +54,11 @@ void Autotuner::start_point(Clock::time_point now) {
 
 void Autotuner::log_line(const char *state, double score) {
     if (log_ == nullptr) return;
-    std::fprintf(log_, "%lld,%lld,%.3f,%lld,%.0f,%s\n", static_cast<long long>(sample_index_),
+    std::fprintf(log_, "%lld,%lld,%.3f,%lld,%s,%.0f,%s\n", static_cast<long long>(sample_index_),
                  static_cast<long long>(current_.fusion_threshold_bytes),
                  static_cast<double>(current_.cycle_time_us) / 1000.0,
-                 static_cast<long long>(current_.cache_capacity), score, state);
+                 static_cast<long long>(current_.cache_capacity),
+                 hierarchical_names(current_.hierarchical_ops).c_str(), score, state);
     std::fflush(log_);
 }
 
@@ -99,15 +66,18 @@ bool Autotuner::tick(Clock::time_point now) {
     if (done_ || steps_ < steps_per_sample_ || now - sample_start_ < kMinSampleTime) return false;
     double seconds = std::chrono::duration<double>(now - sample_start_).count();
     double score = static_cast<double>(bytes_) / seconds;
-    bool warmup = samples_in_point_ < warmup_samples_;
+    bool warmup = warmups_left_ > 0;
     ++sample_index_;
     log_line(warmup ? "warmup" : "sample", score);
-    if (!warmup) point_score_ = std::max(point_score_, score);
-    ++samples_in_point_;
     bytes_ = 0;
     steps_ = 0;
     sample_start_ = now;
-    if (samples_in_point_ < warmup_samples_ + kScoredSamplesPerPoint) return false;
+    if (warmup) {
+        --warmups_left_;
+        return false;
+    }
+    point_score_ = std::max(point_score_, score);
+    if (++samples_in_point_ < kScoredSamplesPerPoint) return false;
     score_point(point_score_);
     start_point(now);
     return true;
@@ -127,11 +97,16 @@ void Autotuner::score_point(double score) {
         log_line("final", mean);
         return;
     }
-    // Two spread points first (the first with the cache switched the other way), then the
-    // model's choice.
+    // Two spread points first (the first with every switch the other way), then the model's
+    // choice.
     if (scored <= 2) {
-        x_ = scored == 1 ? std::vector<double>{0.5, 0.5} : std::vector<double>{0.25, 0.25};
-        if (start_.size() > 2) x_.push_back(scored == 1 ? 1.0 - start_[2] : start_[2]);
+        const std::vector<int> levels = space_.levels();
+        for (size_t d = 0; d < levels.size(); ++d) {
+            if (levels[d] == 0)
+                x_[d] = scored == 1 ? 0.5 : 0.25;
+            else
+                x_[d] = scored == 1 ? 1.0 - start_[d] : start_[d];
+        }
     } else {
         x_ = optimizer_.next_sample();
     }

@@ -159,6 +159,7 @@ void CacheNegotiator::cast_vote() {
         vote.sets.push_back(std::move(sv));
     }
     vote.fusion_threshold = parts_.config->fusion_threshold_bytes.load();
+    vote.hierarchical_ops = parts_.config->hierarchical_ops.load();
     cache_news_ = false;
     const bool coordinates = coordinator() != nullptr;
     const std::string bytes = coordinates ? std::string() : encode_vote(vote);
@@ -193,6 +194,9 @@ void CacheNegotiator::run_round(const RoundOutcome &outcome, util::Fifo<Response
     // Sets run one after the other, and fusion never joins two sets' ops (fusable_together),
     // so a set's runs are the same on all its members.
     negotiation::plan_fusion(agreed, first, static_cast<size_t>(outcome.fusion_threshold));
+    for (size_t i = first; i < agreed.size(); ++i)
+        agreed[i].hierarchical =
+            (outcome.hierarchical_ops & negotiation::op_type_bit(agreed[i].type)) != 0;
     cache_hits_.fetch_add(agreed.size() - first, std::memory_order_relaxed);
     finish_round(outcome, &vote_again);
     ++rounds_done_;

@@ -114,6 +114,7 @@ bool CoordinatorNegotiator::send_undelivered() {
     }
     // Each rank gets, in emission order, the responses of the sets it belongs to. Membership
     // changes are ops of the global set (0), so they reach every rank.
+    const uint32_t hierarchical_ops = config.hierarchical_ops.load();
     std::vector<std::vector<Response>> by_peer(static_cast<size_t>(parts_.size));
     for (const Response &r : responses) {
         if (r.addressee >= 0) {
@@ -128,6 +129,7 @@ bool CoordinatorNegotiator::send_undelivered() {
         ResponseBatch batch;
         batch.index = ++batches_sent_[peer];
         batch.stamp = rounds;  // runs after the rounds started so far
+        batch.hierarchical_ops = hierarchical_ops;
         batch.responses = std::move(by_peer[peer]);
         if (peer == parts_.rank) {
             accept_batch(std::move(batch));
@@ -161,6 +163,7 @@ void CoordinatorNegotiator::schedule(ResponseBatch &batch, util::Fifo<Response> 
     for (Response &resp : batch.responses) {
         // Found by name once, here: the request goes with its response to the run.
         resp.request = find_pending(resp.set_id, resp.name);
+        resp.hierarchical = (batch.hierarchical_ops & negotiation::op_type_bit(resp.type)) != 0;
         scheduled(resp);
         negotiated_.fetch_add(1, std::memory_order_relaxed);
         agreed.push_back(std::move(resp));

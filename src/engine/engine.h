@@ -60,6 +60,7 @@ class Engine {
     // context, outlives the engine; null: none). Call before start().
     void use_hierarchy(const collectives::Hierarchy *hierarchy) {
         runner_.use_hierarchy(hierarchy);
+        tuner_.set_has_hierarchy(hierarchy != nullptr);
     }
     // Where this rank runs on its host (NUMA node, nearest NIC and GPU), for algorithms that
     // depend on it. Call before start().

@@ -241,7 +241,8 @@ collectives::Comm Runner::make_comm(const Response &resp, const Request &req) {
     if (shm_ != nullptr && set->size() == p_.size) {
         comm.shm = shm_;
     } else if (hierarchy_ != nullptr && set->size() == p_.size) {
-        comm.hierarchy = hierarchy_;
+        // Rank 0's switch for the op's type, the same on every rank (Response::hierarchical).
+        if (resp.hierarchical) comm.hierarchy = hierarchy_;
     } else if (!set_groups_.empty()) {
         auto g = set_groups_.find(resp.set_id);
         if (g != set_groups_.end()) comm.shm = g->second.get();

@@ -29,15 +29,18 @@ void Tuner::step(ControlChannel &control) {
             static_cast<int32_t>(config::get_int(config::Setting::kAutotuneBayesOptMaxSamples));
         o.noise = config::get_double(config::Setting::kAutotuneGaussianProcessNoise);
         o.start = TunedParams{config_->fusion_threshold_bytes.load(), config_->cycle_time_us.load(),
-                              config_->cache_capacity.load()};
+                              config_->cache_capacity.load(), config_->hierarchical_ops.load()};
         // A search that switched the cache off leaves the capacity at 0: the next one may
         // still switch it on again.
         if (o.start.cache_capacity > 0) cache_capacity_on_ = o.start.cache_capacity;
-        o.cache_capacity_on = cache_capacity_on_;
+        o.choices = tuning_choices(cache_capacity_on_, has_hierarchy_);
         autotuner_ = std::make_unique<Autotuner>(o);
-        HVD_LOG(kInfo, rank_,
-                "autotune: Bayesian search of fusion threshold, cycle time%s over %d points",
-                o.cache_capacity_on > 0 ? " and response cache" : "", autotuner_->max_points());
+        if (autotuner_->space().dims() == 0)
+            HVD_LOG(kInfo, rank_,
+                    "autotune: every setting it tunes is set explicitly: nothing to search");
+        else
+            HVD_LOG(kInfo, rank_, "autotune: Bayesian search of %s over %d points",
+                    autotuner_->space().describe().c_str(), autotuner_->max_points());
     } else if (!autotuner_->tick(std::chrono::steady_clock::now())) {
         return;
     }
@@ -45,15 +48,17 @@ void Tuner::step(ControlChannel &control) {
     if (autotuner_->done())
         HVD_LOG(kInfo, rank_,
                 "autotune: chose fusion threshold %lld bytes, cycle time %.3f ms, cache capacity "
-                "%lld",
+                "%lld, hierarchical %s",
                 static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0,
-                static_cast<long long>(p.cache_capacity));
+                static_cast<long long>(p.cache_capacity),
+                hierarchical_names(p.hierarchical_ops).c_str());
     apply(p, ++epoch_);
     util::WireWriter w;
     w.u64(epoch_);
     w.i64(p.fusion_threshold_bytes);
     w.i64(p.cycle_time_us);
     w.i64(p.cache_capacity);
+    w.u32(p.hierarchical_ops);
     for (int32_t peer = 0; peer < size_; ++peer)
         if (peer != rank_) control.send(peer, negotiation::kTuneMessage, w.bytes());
 }
@@ -65,6 +70,7 @@ void Tuner::receive(const std::string &payload) {
     p.fusion_threshold_bytes = r.i64();
     p.cycle_time_us = r.i64();
     p.cache_capacity = r.i64();
+    p.hierarchical_ops = r.u32();
     if (p.fusion_threshold_bytes < 0 || p.cycle_time_us < 0 || p.cache_capacity < 0 || !r.at_end())
         throw Error(HVD_ERR_TRANSPORT, strprintf("rank %d: malformed autotune message", rank_));
     apply(p, epoch);
@@ -74,14 +80,16 @@ void Tuner::apply(const TunedParams &p, uint64_t epoch) {
     config_->fusion_threshold_bytes = p.fusion_threshold_bytes;
     config_->cycle_time_us = p.cycle_time_us;
     config_->cache_capacity = p.cache_capacity;
+    config_->hierarchical_ops = p.hierarchical_ops;
     const char *log = config::get_string(config::Setting::kAutotuneLog);
     if (log == nullptr) return;
     std::string path = strprintf("%s.%d", log, rank_);
     std::FILE *f = std::fopen(path.c_str(), epoch == 1 ? "w" : "a");
     if (f == nullptr) return;
-    std::fprintf(f, "%llu,%lld,%.3f,%lld\n", static_cast<unsigned long long>(epoch),
+    std::fprintf(f, "%llu,%lld,%.3f,%lld,%s\n", static_cast<unsigned long long>(epoch),
                  static_cast<long long>(p.fusion_threshold_bytes), p.cycle_time_us / 1000.0,
-                 static_cast<long long>(p.cache_capacity));
+                 static_cast<long long>(p.cache_capacity),
+                 hierarchical_names(p.hierarchical_ops).c_str());
     std::fclose(f);
 }
 

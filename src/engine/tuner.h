@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Autotune as the engine runs it (HVD_AUTOTUNE=1): the coordinator's Autotuner searches the
-// fusion threshold, cycle time and response cache switch from the bytes the collectives
-// carry, starting from the configuration in force, and every rank applies each point the
-// coordinator chose, in the same order, when its message arrives (the cache capacity matters
-// on rank 0 only, which assigns the cache's entries). With HVD_AUTOTUNE_LOG every rank records
-// what it applied in <log>.<rank> as "epoch,fusion_threshold_bytes,cycle_time_ms,
-// cache_capacity" (rank 0 logs its samples to <log> itself): the files show that every rank
-// followed the same sequence. Engine thread only.
+// fusion threshold, cycle time, response cache switch and (in a job that spans hosts) the
+// hierarchical algorithms' switches from the bytes the collectives carry, starting from the
+// configuration in force and holding what the user set explicitly (engine/tuning_space.h).
+// Every rank applies each point the coordinator chose, in the same order, when its message
+// arrives. The cache capacity and the hierarchical switches matter on rank 0 only: it assigns
+// the cache's entries, and its switches travel with every batch of responses and every cache
+// round (negotiation::ResponseBatch, RoundVote), so every rank switches an algorithm at the
+// same op. With HVD_AUTOTUNE_LOG every rank records what it applied in <log>.<rank> as
+// "epoch,fusion_threshold_bytes,cycle_time_ms,cache_capacity,hierarchical" (rank 0 logs its
+// samples to <log> itself): the files show that every rank followed the same sequence. Engine
+// thread only.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,9 @@ class Tuner {
     // it when it turned off (the parameters chosen so far stay), and when a sample ends
     // applies the next point here and sends it to every other rank.
     void step(ControlChannel &control);
+    // Whether the job has a hierarchy of hosts (collectives/hierarchy.h): the hierarchical
+    // switches are searched only then. Before the first step().
+    void set_has_hierarchy(bool has) { has_hierarchy_ = has; }
     // Whether collectives should be recorded (a search is running on this rank).
     bool searching() const { return autotuner_ != nullptr; }
     // A collective that carried `bytes` of tensor data ran (only while searching()).
@@ -46,6 +53,7 @@ class Tuner {
     std::unique_ptr<Autotuner> autotuner_;  // coordinator, while HVD_AUTOTUNE is 1
     uint64_t epoch_ = 0;
     int64_t cache_capacity_on_ = 0;  // the last nonzero capacity a search started from
+    bool has_hierarchy_ = false;
 };
 
 }  // namespace hvd::engine

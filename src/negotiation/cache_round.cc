@@ -78,6 +78,7 @@ std::string encode_vote(const RoundVote &v) {
     }
     w.u64(v.batches);
     w.i64(v.fusion_threshold);
+    w.u32(v.hierarchical_ops);
     return std::move(w.bytes());
 }
 
@@ -104,6 +105,7 @@ RoundVote decode_vote(const std::string &bytes) {
     }
     v.batches = r.u64();
     v.fusion_threshold = r.i64();
+    v.hierarchical_ops = r.u32();
     if (!r.at_end()) throw Error(HVD_ERR_TRANSPORT, "malformed cache vote (trailing bytes)");
     return v;
 }
@@ -143,6 +145,7 @@ RoundOutcome RoundTable::take(uint64_t round, const SetMembers &members) {
     RoundOutcome out;
     out.batches = votes[0]->batches;  // rank 0's
     out.fusion_threshold = votes[0]->fusion_threshold;
+    out.hierarchical_ops = votes[0]->hierarchical_ops;
     // Each vote's sets ascend: a cursor per vote walks them in step.
     std::vector<size_t> at(votes.size(), 0);
     for (;;) {

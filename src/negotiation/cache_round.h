@@ -15,7 +15,8 @@
 // carries how many rounds rank 0 had started before it. Each rank runs a round after exactly
 // those batches, so rounds and coordinator responses interleave the same way on every rank
 // (a set's responses reach only its members, at the same point relative to the rounds).
-// Rank 0's vote also carries the fusion threshold all ranks use for the round.
+// Rank 0's vote also carries the fusion threshold all ranks use for the round, and the op types
+// whose ops of the round may run on the hosts' hierarchy.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +65,7 @@ struct RoundVote {
     // Rank 0 only.
     uint64_t batches = 0;
     int64_t fusion_threshold = 0;
+    uint32_t hierarchical_ops = 0;  // op_type_bit of each
 };
 
 std::string encode_vote(const RoundVote &v);
@@ -83,6 +85,7 @@ struct RoundOutcome {
     std::vector<SetOutcome> sets;  // ascending set ids: the sets some member voted on
     uint64_t batches = 0;          // from rank 0's vote: batches to run before this round
     int64_t fusion_threshold = 0;
+    uint32_t hierarchical_ops = 0;
 };
 
 // The members (global ranks) of a set as this rank knows it at the round, or null for a set

@@ -134,6 +134,7 @@ std::string encode_batch(const ResponseBatch &batch) {
     WireWriter w;
     w.u64(batch.index);
     w.u64(batch.stamp);
+    w.u32(batch.hierarchical_ops);
     w.u64(batch.responses.size());
     for (const Response &resp : batch.responses) {
         w.str(resp.name);
@@ -165,6 +166,7 @@ ResponseBatch decode_batch(const std::string &bytes) {
     ResponseBatch batch;
     batch.index = r.u64();
     batch.stamp = r.u64();
+    batch.hierarchical_ops = r.u32();
     uint64_t n = r.u64();
     std::vector<Response> &out = batch.responses;
     for (uint64_t i = 0; i < n; ++i) {

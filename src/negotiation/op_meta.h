@@ -62,6 +62,12 @@ struct OpMeta {
 constexpr uint32_t kCachedSeqFlag = 0x80000;
 constexpr uint32_t kNegotiatedSeqLimit = kCachedSeqFlag - 1;
 
+// Op types as bits (1 << type): which kinds of collective may run on the hosts' hierarchy.
+constexpr uint32_t op_type_bit(OpType t) {
+    return uint32_t{1} << static_cast<unsigned>(t);
+}
+constexpr uint32_t kAllOpTypes = (uint32_t{1} << kNumOpTypes) - 1;
+
 }  // namespace hvd::negotiation
 
 // The engine's request for an op: negotiation only carries it, opaque, from the point where
@@ -110,6 +116,9 @@ struct Response {
     // Not sent: the cache round after which this response must run (the largest after_round
     // of the reports that made it ready).
     uint64_t after_round = 0;
+    // Not sent: whether the op may run on the hosts' hierarchy where the job has one (rank 0's
+    // switch for its type, from the batch or cache round that put it in the agreed order).
+    bool hierarchical = true;
     // Not sent: this rank's request for the op, found as the engine queued the response (null
     // where it has none, as on a rank that joined); never in the cache.
     std::shared_ptr<engine::Request> request;
@@ -129,6 +138,8 @@ ReadyReport decode_ready(const std::string &bytes);
 struct ResponseBatch {
     uint64_t index = 0;
     uint64_t stamp = 0;
+    // The op types (op_type_bit) whose responses in this batch may run on the hosts' hierarchy.
+    uint32_t hierarchical_ops = kAllOpTypes;
     std::vector<Response> responses;
 };
 std::string encode_batch(const ResponseBatch &batch);

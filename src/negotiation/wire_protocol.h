@@ -17,7 +17,9 @@ namespace hvd::negotiation {
 // 3: cache votes carry ready and invalid bits and the join per process set.
 // 4: ready reports carry a CUDA tensor's device and NCCL ability, responses the device type
 //    and the GPU data path.
-constexpr int32_t kWireProtocol = 4;
+// 5: response batches and rank 0's cache votes carry the op types that may run on the hosts'
+//    hierarchy (autotune switches them).
+constexpr int32_t kWireProtocol = 5;
 
 // What a rank publishes under the rendezvous key "host": its host name, then (after a
 // newline, which no host name contains) "libhvd <version> protocol <n>".

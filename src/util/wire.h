@@ -17,6 +17,7 @@ class WireWriter {
   public:
     void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
     void i32(int32_t v) { raw(&v, sizeof v); }
+    void u32(uint32_t v) { raw(&v, sizeof v); }
     void i64(int64_t v) { raw(&v, sizeof v); }
     void u64(uint64_t v) { raw(&v, sizeof v); }
     void f64(double v) { raw(&v, sizeof v); }
@@ -45,6 +46,7 @@ class WireReader {
         return static_cast<uint8_t>(in_[pos_++]);
     }
     int32_t i32() { return raw<int32_t>(); }
+    uint32_t u32() { return raw<uint32_t>(); }
     int64_t i64() { return raw<int64_t>(); }
     uint64_t u64() { return raw<uint64_t>(); }
     double f64() { return raw<double>(); }

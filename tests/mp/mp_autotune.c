@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Autotune (HVD_AUTOTUNE=1, HVD_AUTOTUNE_LOG=<dir>/tune.csv): steps of small allreduces run
  * until rank 0's log shows the search ended. Checks that results stay exact while the
- * parameters change (the response cache switched on and off among them), that every rank ends
- * with rank 0's choice (hvd_config_get), that every rank adopted the same sequence of
- * parameters (<log>.<rank>) that rank 0 sampled (<log>), and that rank 0 scored as many points
- * as HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES says, both cache settings among them.
+ * parameters change (the response cache switched on and off among them, and with
+ * MP_EXPECT_HIERARCHICAL=1, in a job that spans hosts, hierarchical allreduce too), that every
+ * rank ends with rank 0's choice (hvd_config_get), that every rank adopted the same sequence
+ * of parameters (<log>.<rank>) that rank 0 sampled (<log>), and that rank 0 scored as many
+ * points as HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES says, both cache settings among them.
  * Usage: mp_autotune LOG_PATH */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,44 +80,48 @@ static int all_ranks_agree(double *mine) {
     return same;
 }
 
-/* Line parsers: rank 0's sample log ("sample,threshold,cycle,cache,score,state") and a rank's
- * adoption log ("epoch,threshold,cycle,cache"). Return 1 and the parameters for a data line
- * (the state too for a sample line). */
+/* Line parsers: rank 0's sample log ("sample,threshold,cycle,cache,hierarchical,score,state")
+ * and a rank's adoption log ("epoch,threshold,cycle,cache,hierarchical"). Return 1 and the
+ * parameters for a data line (the state too for a sample line). */
 typedef struct {
     long long threshold, cache;
     double cycle;
+    char hierarchical[32];
     char state[32];
 } tune_line_t;
 
 static int parse_sample(const char *line, tune_line_t *t) {
     long long sample;
     double score;
-    return sscanf(line, "%lld,%lld,%lf,%lld,%lf,%31s", &sample, &t->threshold, &t->cycle, &t->cache,
-                  &score, t->state) == 6;
+    return sscanf(line, "%lld,%lld,%lf,%lld,%31[^,],%lf,%31s", &sample, &t->threshold, &t->cycle,
+                  &t->cache, t->hierarchical, &score, t->state) == 7;
 }
 
 static int parse_adoption(const char *line, tune_line_t *t) {
     unsigned long long epoch;
     t->state[0] = '\0';
-    return sscanf(line, "%llu,%lld,%lf,%lld", &epoch, &t->threshold, &t->cycle, &t->cache) == 4;
+    return sscanf(line, "%llu,%lld,%lf,%lld,%31[^,\n]", &epoch, &t->threshold, &t->cycle, &t->cache,
+                  t->hierarchical) == 5;
 }
 
-/* The "threshold,cycle,cache" settings of a log, in order, without repeats; *scored gets the
- * number of points scored (a point's last sample line) and *cache_states a bit per cache
- * setting seen (1: off, 2: on). */
+/* The "threshold,cycle,cache,hierarchical" settings of a log, in order, without repeats;
+ * *states gets a bit per cache setting seen (1: off, 2: on) and per hierarchical allreduce
+ * setting (4: off, 8: on). */
 static int pair_sequence(const char *path, int (*parse)(const char *, tune_line_t *),
-                         char seq[][64], int max, int *cache_states) {
+                         char seq[][96], int max, int *states) {
     FILE *f = fopen(path, "r");
     if (f == NULL) mp_die("cannot read %s", path);
     char line[kLine];
     int n = 0;
     tune_line_t t;
-    *cache_states = 0;
+    *states = 0;
     while (fgets(line, sizeof line, f) != NULL) {
         if (!parse(line, &t)) continue;
-        *cache_states |= t.cache > 0 ? 2 : 1;
-        char pair[64];
-        snprintf(pair, sizeof pair, "%lld,%.3f,%lld", t.threshold, t.cycle, t.cache);
+        *states |= t.cache > 0 ? 2 : 1;
+        *states |= strstr(t.hierarchical, "allreduce") != NULL ? 8 : 4;
+        char pair[96];
+        snprintf(pair, sizeof pair, "%lld,%.3f,%lld,%s", t.threshold, t.cycle, t.cache,
+                 t.hierarchical);
         if ((n == 0 || strcmp(seq[n - 1], pair) != 0) && n < max) strcpy(seq[n++], pair);
     }
     fclose(f);
@@ -161,24 +166,39 @@ int main(int argc, char **argv) {
     mp_wait(req);
     hvd_request_release(req);
     if (mp_rank == 0) {
-        static char sampled[128][64], adopted[128][64];
-        int cache_states = 0, adopted_states = 0;
-        int ns = pair_sequence(log, parse_sample, sampled, 128, &cache_states);
+        static char sampled[128][96], adopted[128][96];
+        int states = 0, adopted_states = 0;
+        int ns = pair_sequence(log, parse_sample, sampled, 128, &states);
         const char *max_points = getenv("HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES");
         /* consecutive points may coincide; the search scores exactly this many */
         if (max_points == NULL || ns < 3 || ns > atoi(max_points) + 1)
             mp_die("rank 0 sampled %d parameter settings, HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=%s",
                    ns, max_points ? max_points : "unset");
-        if (cache_states != 3) mp_die("rank 0 never sampled the cache both on and off");
+        if ((states & 3) != 3) mp_die("rank 0 never sampled the cache both on and off");
+        const char *hier = getenv("MP_EXPECT_HIERARCHICAL");
+        /* switched both ways where the job spans hosts; left on (untuned) elsewhere */
+        int hier_states = hier != NULL && strcmp(hier, "1") == 0 ? 12 : 8;
+        if ((states & 12) != hier_states)
+            mp_die("rank 0 sampled hierarchical allreduce %s, expected %s",
+                   (states & 12) == 12 ? "on and off"
+                   : (states & 8)      ? "on"
+                                       : "off",
+                   hier_states == 12 ? "on and off" : "on only");
         /* every point scored counts two samples */
         int scored = count_state(log, "sample");
         if (scored != 2 * atoi(max_points) || count_state(log, "final") != 1)
             mp_die("rank 0 logged %d scored samples and %d final lines for %s points", scored,
                    count_state(log, "final"), max_points);
+        char final_choice[96] = "";
         for (int r = 0; r < mp_size; ++r) {
             char path[kLine];
             snprintf(path, sizeof path, "%s.%d", log, r);
             int na = pair_sequence(path, parse_adoption, adopted, 128, &adopted_states);
+            /* the same last setting (the final choice) on every rank */
+            if (r == 0 && na > 0) strcpy(final_choice, adopted[na - 1]);
+            if (na == 0 || strcmp(adopted[na - 1], final_choice) != 0)
+                mp_die("rank %d ended with %s, rank 0 with %s", r, na ? adopted[na - 1] : "nothing",
+                       final_choice);
             /* the final choice is adopted after the last sampled point */
             if (na != ns && na != ns + 1)
                 mp_die("rank %d adopted %d settings, rank 0 sampled %d", r, na, ns);

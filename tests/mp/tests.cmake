@@ -245,6 +245,15 @@ foreach(np 2 3)
   set_tests_properties(mp.autotune.np${np} PROPERTIES LABELS mp TIMEOUT 120
     ENVIRONMENT "HVD_AUTOTUNE=1;HVD_AUTOTUNE_LOG=${log};HVD_AUTOTUNE_STEPS_PER_SAMPLE=8;HVD_AUTOTUNE_WARMUP_SAMPLES=1;HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=12")
 endforeach()
+# On 2 hosts of 2 ranks (host_by_block.sh) hierarchical allreduce is a switch of the search
+# too (from any size when on), and every rank switches it at the same op.
+set(log ${CMAKE_CURRENT_BINARY_DIR}/autotune/tune.hosts2x2.csv)
+add_test(NAME mp.autotune_hierarchical_2per_host.np4
+  COMMAND sh -c "rm -f \"$1\"*; exec \"$2\" -np 4 \"$3\" \"$4\" \"$1\"" autotune
+          ${log} $<TARGET_FILE:hvdrun> ${CMAKE_CURRENT_SOURCE_DIR}/mp/host_by_block.sh
+          $<TARGET_FILE:mp_autotune>)
+set_tests_properties(mp.autotune_hierarchical_2per_host.np4 PROPERTIES LABELS mp TIMEOUT 180
+  ENVIRONMENT "HVD_AUTOTUNE=1;HVD_AUTOTUNE_LOG=${log};HVD_AUTOTUNE_STEPS_PER_SAMPLE=8;HVD_AUTOTUNE_WARMUP_SAMPLES=1;HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=12;HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES=0;MP_RANKS_PER_HOST=2;MP_EXPECT_HIERARCHICAL=1")
 
 # Finalize right after large ops keeps the transport answering peers (no hang at teardown).
 hvd_mp_program(mp_finalize_after_op)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Autotune's search as rank 0 runs it: the parameters' log scales and the cache switch, the
-// points in order (the configuration in force, two fixed points, then the model's choices),
-// samples closed by tick() and logged as CSV, and the search on a synthetic throughput
-// reaching within 5 % of its best point and keeping it.
+// Autotune's search as rank 0 runs it: the parameters' log scales, the cache and hierarchical
+// switches, parameters held where they are set explicitly, the points in order (the
+// configuration in force, two fixed points, then the model's choices), samples closed by
+// tick() (warm-up at the start only) and logged as CSV, and the search on a synthetic
+// throughput reaching within 5 % of its best point and keeping it.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -20,19 +22,38 @@
 
 using hvd::engine::Autotuner;
 using hvd::engine::TunedParams;
+using hvd::engine::TuningChoices;
 using hvd::engine::TuningSpace;
+using hvd::negotiation::kAllOpTypes;
+using hvd::negotiation::op_type_bit;
+using hvd::negotiation::OpType;
 
 namespace {
 
 constexpr int64_t kMiB = 1 << 20;
+const uint32_t kAllreduceBit = op_type_bit(OpType::kAllreduce);
+const uint32_t kNoAllreduce = kAllOpTypes & ~kAllreduceBit;
+
+// Fusion threshold and cycle time searched, the cache where cache_on > 0, hierarchical
+// allreduce where `hierarchical`.
+TuningChoices choices(int64_t cache_on, bool hierarchical = false) {
+    TuningChoices c;
+    c.cache_capacity_on = cache_on;
+    c.hierarchical_ops = hierarchical ? kAllreduceBit : 0;
+    return c;
+}
+
+TuningSpace space_of(int64_t cache_on, bool hierarchical = false) {
+    return TuningSpace(choices(cache_on, hierarchical), TunedParams{});
+}
 
 void test_space_scales(void **) {
-    TuningSpace space(1024);
+    TuningSpace space = space_of(1024);
     assert_int_equal(space.levels().size(), 3);
     TunedParams lo = space.params({0.0, 0.0, 0.0});
-    assert_true((lo == TunedParams{0, 0, 0}));
+    assert_true((lo == TunedParams{0, 0, 0, kAllOpTypes}));
     TunedParams hi = space.params({1.0, 1.0, 1.0});
-    assert_true((hi == TunedParams{128 * kMiB, 5000, 1024}));
+    assert_true((hi == TunedParams{128 * kMiB, 5000, 1024, kAllOpTypes}));
     // Midway on the log scales: s (sqrt(1 + max / s) - 1), s = 64 KiB and 50 us.
     TunedParams mid = space.params({0.5, 0.5, 1.0});
     assert_int_equal(mid.fusion_threshold_bytes,
@@ -47,32 +68,104 @@ void test_space_scales(void **) {
     x = space.point(TunedParams{1LL << 40, 1000000, 5});
     assert_true((x == std::vector<double>{1.0, 1.0, 1.0}));
     // A cache configured off is not tuned.
-    TuningSpace off(0);
+    TuningSpace off = space_of(0);
     assert_int_equal(off.levels().size(), 2);
     assert_int_equal(off.params({0.5, 0.5}).cache_capacity, 0);
 }
 
+// Hierarchical allreduce is a switch of its own; held parameters are no dimension and keep
+// the values the search started from.
+void test_space_switches_and_held(void **) {
+    TuningSpace space = space_of(1024, true);
+    assert_true((space.levels() == std::vector<int>{0, 0, 2, 2}));
+    assert_string_equal(space.describe().c_str(),
+                        "fusion threshold, cycle time, response cache, hierarchical allreduce");
+    assert_int_equal(space.params({0.0, 0.0, 0.0, 0.0}).hierarchical_ops, kNoAllreduce);
+    assert_int_equal(space.params({0.0, 0.0, 0.0, 1.0}).hierarchical_ops, kAllOpTypes);
+    assert_true((space.point(TunedParams{0, 0, 0, kNoAllreduce}) ==
+                 std::vector<double>{0.0, 0.0, 0.0, 0.0}));
+    assert_string_equal(hvd::engine::hierarchical_names(kNoAllreduce).c_str(), "none");
+    assert_string_equal(hvd::engine::hierarchical_names(kAllOpTypes).c_str(), "allreduce");
+
+    TuningChoices held = choices(0, true);
+    held.fusion = false;
+    const TunedParams base{8 * kMiB, 700, 0, kAllOpTypes};
+    TuningSpace part(held, base);
+    assert_true((part.levels() == std::vector<int>{0, 2}));
+    assert_string_equal(part.describe().c_str(), "cycle time, hierarchical allreduce");
+    TunedParams p = part.params({1.0, 0.0});
+    assert_true((p == TunedParams{8 * kMiB, 5000, 0, kNoAllreduce}));
+    assert_true((part.point(base) ==
+                 std::vector<double>{std::log2(1.0 + 700.0 / 50.0) / std::log2(101.0), 1.0}));
+}
+
+// What the environment holds: a setting set explicitly (HVD_ or HOROVOD_), the cache without
+// a capacity to switch on, the hierarchical switches without a hierarchy.
+void test_choices_from_the_environment(void **) {
+    const char *vars[] = {"HVD_FUSION_THRESHOLD",
+                          "HOROVOD_FUSION_THRESHOLD",
+                          "HVD_CYCLE_TIME",
+                          "HOROVOD_CYCLE_TIME",
+                          "HVD_CACHE_CAPACITY",
+                          "HOROVOD_CACHE_CAPACITY",
+                          "HVD_HIERARCHICAL_ALLREDUCE",
+                          "HOROVOD_HIERARCHICAL_ALLREDUCE"};
+    for (const char *v : vars)
+        unsetenv(v);
+    TuningChoices c = hvd::engine::tuning_choices(1024, true);
+    assert_true(c.fusion && c.cycle);
+    assert_int_equal(c.cache_capacity_on, 1024);
+    assert_int_equal(c.hierarchical_ops, kAllreduceBit);
+    assert_int_equal(hvd::engine::tuning_choices(0, false).cache_capacity_on, 0);
+    assert_int_equal(hvd::engine::tuning_choices(1024, false).hierarchical_ops, 0);
+
+    setenv("HVD_FUSION_THRESHOLD", "1048576", 1);
+    setenv("HOROVOD_CYCLE_TIME", "2", 1);
+    setenv("HVD_CACHE_CAPACITY", "1024", 1);
+    setenv("HVD_HIERARCHICAL_ALLREDUCE", "auto", 1);
+    c = hvd::engine::tuning_choices(1024, true);
+    assert_false(c.fusion);
+    assert_false(c.cycle);
+    assert_int_equal(c.cache_capacity_on, 0);
+    assert_int_equal(c.hierarchical_ops, 0);
+    for (const char *v : vars)
+        unsetenv(v);
+
+    // Nothing left to search: the search is done at once, on the values it started from.
+    TuningChoices none;
+    none.fusion = none.cycle = false;
+    Autotuner::Options o;
+    o.start = TunedParams{1 * kMiB, 2000, 0, kAllOpTypes};
+    o.choices = none;
+    Autotuner t(o);
+    assert_true(t.done());
+    assert_true(t.current() == o.start);
+}
+
 Autotuner::Options options(int32_t max_points, const TunedParams &start,
-                           const std::string &log = "", int64_t cache_on = 1024) {
+                           const std::string &log = "", int64_t cache_on = 1024,
+                           bool hierarchical = false) {
     Autotuner::Options o;
     o.log_path = log;
     o.warmup_samples = 1;
     o.steps_per_sample = 2;
     o.max_points = max_points;
     o.start = start;
-    o.cache_capacity_on = cache_on;
+    o.choices = choices(cache_on, hierarchical);
     return o;
 }
 
 void test_points_in_order(void **) {
-    const TunedParams start{128 * kMiB, 0, 1024};
-    Autotuner t(options(5, start));
-    TuningSpace space(1024);
+    const TunedParams start{128 * kMiB, 0, 1024, kAllOpTypes};
+    Autotuner t(options(5, start, "", 1024, true));
+    TuningSpace space = space_of(1024, true);
     assert_true(t.current() == start);
     t.score_point(1.0);
-    assert_true(t.current() == space.params({0.5, 0.5, 0.0}));  // the cache the other way
+    // Every switch the other way.
+    assert_true(t.current() == space.params({0.5, 0.5, 0.0, 0.0}));
+    assert_int_equal(t.current().hierarchical_ops, kNoAllreduce);
     t.score_point(2.0);
-    assert_true(t.current() == space.params({0.25, 0.25, 1.0}));
+    assert_true(t.current() == space.params({0.25, 0.25, 1.0, 1.0}));
     t.score_point(3.0);
     assert_false(t.done());
     t.score_point(0.5);
@@ -80,16 +173,16 @@ void test_points_in_order(void **) {
     assert_true(t.done());
     assert_int_equal(t.points_scored(), 5);
     // Kept: the best predicted point, here the best sample.
-    assert_true(t.current() == space.params({0.25, 0.25, 1.0}));
+    assert_true(t.current() == space.params({0.25, 0.25, 1.0, 1.0}));
     t.score_point(9.0);  // after the end: ignored
     assert_int_equal(t.points_scored(), 5);
 }
 
 void test_samples_are_ticked_and_logged(void **) {
     const std::string log = "/tmp/hvd_test_autotuner." + std::to_string(getpid()) + ".csv";
-    const TunedParams start{4 * kMiB, 1000, 0};
+    const TunedParams start{4 * kMiB, 1000, 0, kAllOpTypes};
     {
-        Autotuner t(options(2, start, log, 0));  // the cache not tuned
+        Autotuner t(options(3, start, log, 0));  // the cache not tuned
         auto now = Autotuner::Clock::now();
         t.record(1000);
         assert_false(t.tick(now + std::chrono::seconds(1)));  // one op of two
@@ -103,7 +196,16 @@ void test_samples_are_ticked_and_logged(void **) {
         t.record(500);
         // The point's second counted sample: the next point.
         assert_true(t.tick(now + std::chrono::seconds(3) + std::chrono::milliseconds(1)));
-        assert_true(t.current() == TuningSpace(0).params({0.5, 0.5}));
+        const TunedParams second = space_of(0).params({0.5, 0.5});
+        assert_true(t.current() == second);
+        // The warm-up was the search's: the next point's first sample counts.
+        t.record(3000);
+        t.record(3000);
+        assert_false(t.tick(now + std::chrono::seconds(4) + std::chrono::milliseconds(1)));
+        t.record(4000);
+        t.record(4000);
+        assert_true(t.tick(now + std::chrono::seconds(5) + std::chrono::milliseconds(1)));
+        assert_int_equal(t.points_scored(), 2);
         assert_false(t.done());
     }
     std::vector<std::string> lines;
@@ -117,28 +219,36 @@ void test_samples_are_ticked_and_logged(void **) {
     }
     std::fclose(in);
     std::remove(log.c_str());
-    assert_int_equal(lines.size(), 4);
+    assert_int_equal(lines.size(), 6);
     assert_string_equal(lines[0].c_str(),
                         "sample,fusion_threshold_bytes,cycle_time_ms,cache_capacity,"
-                        "score_bytes_per_s,state");
-    assert_string_equal(lines[1].c_str(), "1,4194304,1.000,0,2000,warmup");
+                        "hierarchical,score_bytes_per_s,state");
+    assert_string_equal(lines[1].c_str(), "1,4194304,1.000,0,allreduce,2000,warmup");
     // 1000 bytes over 1.001 s.
-    assert_string_equal(lines[2].c_str(), "2,4194304,1.000,0,999,sample");
-    assert_string_equal(lines[3].c_str(), "3,4194304,1.000,0,1000,sample");
+    assert_string_equal(lines[2].c_str(), "2,4194304,1.000,0,allreduce,999,sample");
+    assert_string_equal(lines[3].c_str(), "3,4194304,1.000,0,allreduce,1000,sample");
+    char point[128];
+    std::snprintf(point, sizeof point, "%lld,%.3f,0,allreduce",
+                  static_cast<long long>(space_of(0).params({0.5, 0.5}).fusion_threshold_bytes),
+                  static_cast<double>(space_of(0).params({0.5, 0.5}).cycle_time_us) / 1000.0);
+    assert_string_equal(lines[4].c_str(), ("4," + std::string(point) + ",6000,sample").c_str());
+    assert_string_equal(lines[5].c_str(), ("5," + std::string(point) + ",8000,sample").c_str());
 }
 
-// A throughput peaked at 16 MiB and no cycle time, 3x with the cache: the search gets within
-// 5 % of the peak within its 20 points, and keeps a point within 5 %.
+// A throughput peaked at 16 MiB and no cycle time, 3x with the cache, 1.5x with hierarchical
+// allreduce off: from the defaults (hierarchical on), the search gets within 5 % of the peak
+// within its 20 points, and keeps a point within 5 %.
 double throughput(const TunedParams &p) {
     double f = std::log2(1.0 + static_cast<double>(p.fusion_threshold_bytes) / 65536.0) -
                std::log2(1.0 + 256.0);
     double c = static_cast<double>(p.cycle_time_us) / 1000.0;
-    return (p.cache_capacity > 0 ? 3.0 : 1.0) / (1.0 + 0.02 * f * f + 0.5 * c);
+    double h = (p.hierarchical_ops & kAllreduceBit) != 0 ? 1.0 : 1.5;
+    return h * (p.cache_capacity > 0 ? 3.0 : 1.0) / (1.0 + 0.02 * f * f + 0.5 * c);
 }
 
 void test_search_reaches_the_peak(void **) {
-    Autotuner t(options(20, TunedParams{128 * kMiB, 0, 1024}));
-    const double peak = 3.0;
+    Autotuner t(options(20, TunedParams{128 * kMiB, 0, 1024, kAllOpTypes}, "", 1024, true));
+    const double peak = 4.5;
     int first_within = 0;
     while (!t.done()) {
         double y = throughput(t.current());
@@ -147,10 +257,12 @@ void test_search_reaches_the_peak(void **) {
     }
     if (first_within == 0) fail_msg("no point within 5 %% of the peak");
     if (throughput(t.current()) < 0.95 * peak)
-        fail_msg("kept %lld bytes, %lld us, cache %lld: %g",
+        fail_msg("kept %lld bytes, %lld us, cache %lld, hierarchical %s: %g",
                  (long long)t.current().fusion_threshold_bytes,
                  (long long)t.current().cycle_time_us, (long long)t.current().cache_capacity,
+                 hvd::engine::hierarchical_names(t.current().hierarchical_ops).c_str(),
                  throughput(t.current()));
+    assert_int_equal(t.current().hierarchical_ops & kAllreduceBit, 0);
 }
 
 }  // namespace
@@ -158,6 +270,8 @@ void test_search_reaches_the_peak(void **) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_space_scales),
+        cmocka_unit_test(test_space_switches_and_held),
+        cmocka_unit_test(test_choices_from_the_environment),
         cmocka_unit_test(test_points_in_order),
         cmocka_unit_test(test_samples_are_ticked_and_logged),
         cmocka_unit_test(test_search_reaches_the_peak),

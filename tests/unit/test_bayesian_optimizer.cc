@@ -237,6 +237,21 @@ void test_finds_the_maximum_with_a_switch(void **) {
     }
 }
 
+// Two switches (as the cache and a hierarchical algorithm): the best point has the first on
+// and the second off, and the continuous part peaks inside the cube.
+void test_finds_the_maximum_with_two_switches(void **) {
+    BayesianOptimizer opt({0, 0, 2, 2}, 0.01, 13);
+    Objective f = [](const Point &x) {
+        double q = (x[0] - 0.6) * (x[0] - 0.6) + (x[1] - 0.2) * (x[1] - 0.2);
+        return (x[2] > 0.5 ? 2.0 : 1.0) * (x[3] > 0.5 ? 0.7 : 1.0) / (1.0 + 4.0 * q);
+    };
+    int n = samples_to_reach(opt, f, 0.95 * 2.0, 20);
+    assert_true(n > 0);
+    Point b = opt.best();
+    assert_true(b[2] == 1.0 && b[3] == 0.0);
+    assert_true(f(b) >= 0.95 * 2.0);
+}
+
 // Scores with 3 % noise, over ten runs with other noise and seeds: the best predicted point
 // after 20 samples is within 8 % of the true maximum in every run, and within 5 % in most.
 void test_finds_the_maximum_under_noise(void **) {
@@ -288,6 +303,7 @@ int main(void) {
         cmocka_unit_test(test_expected_improvement),
         cmocka_unit_test(test_finds_the_maximum_of_a_quadratic),
         cmocka_unit_test(test_finds_the_maximum_with_a_switch),
+        cmocka_unit_test(test_finds_the_maximum_with_two_switches),
         cmocka_unit_test(test_finds_the_maximum_under_noise),
         cmocka_unit_test(test_is_deterministic),
     };

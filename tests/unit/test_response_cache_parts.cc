@@ -118,6 +118,7 @@ void test_round_table_combines_votes(void **) {
     RoundVote zero = vote(1, {1, 2, 3}, {}, false);
     zero.batches = 7;
     zero.fusion_threshold = 4096;
+    zero.hierarchical_ops = 6;
     t.add(0, zero, 0);
     t.add(2, vote(1, {2, 3, 9}, {40}), 0);
     assert_false(t.complete(1));
@@ -133,6 +134,7 @@ void test_round_table_combines_votes(void **) {
     assert_true(o.sets[0].any_joined);
     assert_true(o.batches == 7);
     assert_int_equal(o.fusion_threshold, 4096);
+    assert_int_equal(o.hierarchical_ops, 6);  // rank 0's
     assert_false(t.complete(1));
     assert_true(t.has_vote(2, 2));
     expect_transport_error([&] { t.add(2, vote(2, {}), 1); }, "voted twice");
@@ -182,6 +184,7 @@ void test_vote_encoding(void **) {
     v.sets.push_back(set_vote(65535, {}, {65535}, true));
     v.batches = 9;
     v.fusion_threshold = 1 << 20;
+    v.hierarchical_ops = 0x1fe;
     RoundVote back = hvd::negotiation::decode_vote(hvd::negotiation::encode_vote(v));
     assert_true(back.round == 42);
     assert_int_equal(back.sets.size(), 3);
@@ -197,6 +200,7 @@ void test_vote_encoding(void **) {
     assert_true(back.sets[2].joined);
     assert_true(back.batches == 9);
     assert_int_equal(back.fusion_threshold, 1 << 20);
+    assert_int_equal(back.hierarchical_ops, 0x1fe);
     std::string bytes = hvd::negotiation::encode_vote(v);
     expect_transport_error(
         [&] { hvd::negotiation::decode_vote(bytes.substr(0, bytes.size() - 3)); }, "truncated");

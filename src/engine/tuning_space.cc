@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/tuning_space.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "config/read.h"
+
+namespace hvd::engine {
+
+namespace {
+
+// Log scales that include 0: v = s (2^(x log2(1 + max / s)) - 1) for x in [0, 1], with s
+// the step below which values count as about equal.
+constexpr double kFusionScaleBytes = 64.0 * 1024.0;
+constexpr double kCycleScaleUs = 50.0;
+
+double from_unit(double x, double scale, double max) {
+    return scale * (std::exp2(x * std::log2(1.0 + max / scale)) - 1.0);
+}
+
+double to_unit(double v, double scale, double max) {
+    v = std::min(max, std::max(0.0, v));
+    return std::log2(1.0 + v / scale) / std::log2(1.0 + max / scale);
+}
+
+bool set_explicitly(config::Setting s) {
+    return config::env_value(s) != nullptr;
+}
+
+}  // namespace
+
+const std::vector<HierarchicalSwitch> &hierarchical_switches() {
+    static const std::vector<HierarchicalSwitch> table{
+        {negotiation::OpType::kAllreduce, config::Setting::kHierarchicalAllreduce, "allreduce"},
+    };
+    return table;
+}
+
+std::string hierarchical_names(uint32_t hierarchical_ops) {
+    std::string names;
+    for (const HierarchicalSwitch &s : hierarchical_switches()) {
+        if ((hierarchical_ops & negotiation::op_type_bit(s.op)) == 0) continue;
+        names += (names.empty() ? "" : "+") + std::string(s.name);
+    }
+    return names.empty() ? "none" : names;
+}
+
+TuningChoices tuning_choices(int64_t cache_capacity_on, bool has_hierarchy) {
+    TuningChoices c;
+    c.fusion = !set_explicitly(config::Setting::kFusionThreshold);
+    c.cycle = !set_explicitly(config::Setting::kCycleTime);
+    c.cache_capacity_on = set_explicitly(config::Setting::kCacheCapacity) ? 0 : cache_capacity_on;
+    if (has_hierarchy)
+        for (const HierarchicalSwitch &s : hierarchical_switches())
+            if (!set_explicitly(s.setting)) c.hierarchical_ops |= negotiation::op_type_bit(s.op);
+    return c;
+}
+
+TuningSpace::TuningSpace(const TuningChoices &choices, const TunedParams &base)
+    : base_(base), cache_capacity_on_(choices.cache_capacity_on) {
+    if (choices.fusion) axes_.push_back({Axis::kFusion});
+    if (choices.cycle) axes_.push_back({Axis::kCycle});
+    if (choices.cache_capacity_on > 0) axes_.push_back({Axis::kCache});
+    for (const HierarchicalSwitch &s : hierarchical_switches()) {
+        const uint32_t bit = negotiation::op_type_bit(s.op);
+        if ((choices.hierarchical_ops & bit) != 0) axes_.push_back({Axis::kHierarchical, bit});
+    }
+}
+
+std::vector<int> TuningSpace::levels() const {
+    std::vector<int> levels;
+    for (const Dimension &d : axes_)
+        levels.push_back(d.axis == Axis::kFusion || d.axis == Axis::kCycle ? 0 : 2);
+    return levels;
+}
+
+TunedParams TuningSpace::params(const std::vector<double> &x) const {
+    TunedParams p = base_;
+    for (size_t i = 0; i < axes_.size(); ++i) {
+        const bool on = x[i] > 0.5;
+        switch (axes_[i].axis) {
+            case Axis::kFusion:
+                p.fusion_threshold_bytes = std::llround(
+                    from_unit(x[i], kFusionScaleBytes, static_cast<double>(kMaxFusionBytes)));
+                break;
+            case Axis::kCycle:
+                p.cycle_time_us =
+                    std::llround(from_unit(x[i], kCycleScaleUs, static_cast<double>(kMaxCycleUs)));
+                break;
+            case Axis::kCache:
+                p.cache_capacity = on ? cache_capacity_on_ : 0;
+                break;
+            case Axis::kHierarchical:
+                p.hierarchical_ops = on ? p.hierarchical_ops | axes_[i].op_bit
+                                        : p.hierarchical_ops & ~axes_[i].op_bit;
+                break;
+        }
+    }
+    return p;
+}
+
+std::vector<double> TuningSpace::point(const TunedParams &p) const {
+    std::vector<double> x;
+    for (const Dimension &d : axes_) {
+        switch (d.axis) {
+            case Axis::kFusion:
+                x.push_back(to_unit(static_cast<double>(p.fusion_threshold_bytes),
+                                    kFusionScaleBytes, static_cast<double>(kMaxFusionBytes)));
+                break;
+            case Axis::kCycle:
+                x.push_back(to_unit(static_cast<double>(p.cycle_time_us), kCycleScaleUs,
+                                    static_cast<double>(kMaxCycleUs)));
+                break;
+            case Axis::kCache:
+                x.push_back(p.cache_capacity > 0 ? 1.0 : 0.0);
+                break;
+            case Axis::kHierarchical:
+                x.push_back((p.hierarchical_ops & d.op_bit) != 0 ? 1.0 : 0.0);
+                break;
+        }
+    }
+    return x;
+}
+
+std::string TuningSpace::describe() const {
+    std::string out;
+    for (const Dimension &d : axes_) {
+        std::string name;
+        switch (d.axis) {
+            case Axis::kFusion:
+                name = "fusion threshold";
+                break;
+            case Axis::kCycle:
+                name = "cycle time";
+                break;
+            case Axis::kCache:
+                name = "response cache";
+                break;
+            case Axis::kHierarchical:
+                name = "hierarchical " + hierarchical_names(d.op_bit);
+                break;
+        }
+        out += (out.empty() ? "" : ", ") + name;
+    }
+    return out;
+}
+
+}  // namespace hvd::engine
