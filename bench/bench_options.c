@@ -73,6 +73,9 @@ static void usage(FILE *f) {
             "                           one host reduce in place (like nccl-tests -R; default 0)\n"
             "  --device cpu|cuda        cuda: tensors in CUDA memory of device local rank mod\n"
             "                           #devices (CUDA runtime loaded at run time; default cpu)\n"
+            "  --autotune-from F,C,K    after hvd_init: fusion threshold F bytes, cycle time C\n"
+            "                           ms, cache capacity K, then autotune on (the search\n"
+            "                           starts there; settings set so are not held)\n"
             "  -v                       iteration counts, p10/p90 and page faults as comments\n"
             "Output: '#' comments, then per size\n"
             "  size_bytes count dtype op time_us algbw_GBps busbw_GBps\n"
@@ -161,7 +164,7 @@ typedef struct {
     double factor;
 } sweep_args_t;
 
-enum { OPT_MANY = 256, OPT_PLOT, OPT_POLL, OPT_BIND, OPT_GROUPED, OPT_DEVICE };
+enum { OPT_MANY = 256, OPT_PLOT, OPT_POLL, OPT_BIND, OPT_GROUPED, OPT_DEVICE, OPT_AUTOTUNE_FROM };
 
 /* One option; returns 0, or 2 after an error message naming the flag. */
 static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args_t *sw, char *err,
@@ -240,6 +243,16 @@ static int apply_option(int opt, const char *arg, bench_options_t *o, sweep_args
             }
             o->cuda = strcmp(arg, "cuda") == 0;
             return 0;
+        case OPT_AUTOTUNE_FROM: {
+            double *f = o->autotune_from;
+            char tail;
+            if (sscanf(arg, "%lf,%lf,%lf%c", &f[0], &f[1], &f[2], &tail) != 3 || f[0] < 0 ||
+                f[1] < 0 || f[2] < 0) {
+                snprintf(err, errlen, "--autotune-from takes BYTES,MS,ENTRIES, not '%s'", arg);
+                return 2;
+            }
+            return 0;
+        }
         case 'v':
             o->verbose = 1;
             return 0;
@@ -307,18 +320,21 @@ static void set_defaults(bench_options_t *o) {
     o->check = 1;
     o->many = 1;
     o->wait_ms = 300000;
+    o->autotune_from[0] = -1;
 }
 
 int bench_parse_options(int argc, char **argv, int speak, bench_options_t *o) {
-    static const struct option kLong[] = {{"check", required_argument, NULL, 'C'},
-                                          {"many", required_argument, NULL, OPT_MANY},
-                                          {"plot", required_argument, NULL, OPT_PLOT},
-                                          {"poll", no_argument, NULL, OPT_POLL},
-                                          {"grouped", no_argument, NULL, OPT_GROUPED},
-                                          {"bind", no_argument, NULL, OPT_BIND},
-                                          {"device", required_argument, NULL, OPT_DEVICE},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option kLong[] = {
+        {"check", required_argument, NULL, 'C'},
+        {"many", required_argument, NULL, OPT_MANY},
+        {"plot", required_argument, NULL, OPT_PLOT},
+        {"poll", no_argument, NULL, OPT_POLL},
+        {"grouped", no_argument, NULL, OPT_GROUPED},
+        {"bind", no_argument, NULL, OPT_BIND},
+        {"device", required_argument, NULL, OPT_DEVICE},
+        {"autotune-from", required_argument, NULL, OPT_AUTOTUNE_FROM},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
     sweep_args_t sw = {DEFAULT_MIN, NULL, NULL, DEFAULT_FACTOR};
     char err[512] = "";
     int opt, rc = 0;

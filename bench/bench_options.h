@@ -39,6 +39,9 @@ typedef struct {
     int bind;              /* pin the process to one CPU (by local rank) before hvd_init */
     int shared_mem;        /* -R 1: tensors in hvd_mem_alloc memory */
     int cuda;              /* --device cuda: tensors in CUDA device memory */
+    /* --autotune-from F,C,K: fusion threshold (bytes), cycle time (ms) and cache capacity the
+     * search starts from (set at run time, so not held); autotune_from[0] < 0: not given */
+    double autotune_from[3];
 } bench_options_t;
 
 /* Parses argv into *o. Returns 0 on success, 1 after printing the usage for -h, 2 after

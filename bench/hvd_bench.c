@@ -210,6 +210,21 @@ int main(int argc, char **argv) {
         hvd_finalize(job.ctx);
         return 2;
     }
+    if (opts.autotune_from[0] >= 0) {
+        /* the search starts from the configuration in force when autotune turns on */
+        const int32_t keys[4] = {HVD_CONFIG_FUSION_THRESHOLD, HVD_CONFIG_CYCLE_TIME,
+                                 HVD_CONFIG_CACHE_CAPACITY, HVD_CONFIG_AUTOTUNE};
+        const double values[4] = {opts.autotune_from[0], opts.autotune_from[1],
+                                  opts.autotune_from[2], 1};
+        for (int k = 0; k < 4; ++k) {
+            if (hvd_config_set(job.ctx, keys[k], values[k]) == HVD_OK) continue;
+            char detail[1024] = "";
+            hvd_last_error(detail, sizeof detail);
+            fprintf(stderr, "hvd_bench: rank %d: --autotune-from: %s\n", job.rank, detail);
+            hvd_finalize(job.ctx);
+            return 2;
+        }
+    }
     job_allocate(&job);
     if (job.rank == 0) print_header(&job, cpu);
     int64_t wrong = sweep(&job);

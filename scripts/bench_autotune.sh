@@ -1,44 +1,68 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Autotune on the benchmark step: hvd_bench --many 256 (256 allreduces of 4 KiB per step, as
-# scripts/bench.sh's hvd_many256_np2 case) on NP ranks with HVD_AUTOTUNE=1, REPS times. Per
-# run, from rank 0's autotune log (HVD_AUTOTUNE_LOG): the points scored (a point's score is the
-# better of its two counted samples, in bytes per second), the best point and its score, the
-# first point whose score is within 5 % of REF_BPS (default: that run's best), and the point
-# the search kept.
+# Autotune on a benchmark step: hvd_bench STEP (default --many 256 -b 4K -e 4K: 256 allreduces
+# of 4 KiB per step, as scripts/bench.sh's hvd_many256_np2 case) on NP ranks with
+# HVD_AUTOTUNE=1, REPS times per build. With several builds (BUILDS, e.g. a build of another
+# search), each repetition runs every build in turn, so that load on the machine falls on all
+# alike. Per run, from rank 0's autotune log (HVD_AUTOTUNE_LOG): the points scored (a point's
+# score is the better of its two counted samples, in bytes per second), the best point and its
+# score, the first point whose score is within 5 % of the reference and the sample it ended
+# at (warm-up samples counted), and the point the search kept. The reference is REF_BPS, else
+# the median over the runs of the first build of each run's best score. Then per build the
+# medians of both counts.
 #
 #   scripts/bench_autotune.sh                          from the defaults, 3 runs
-#   START="HVD_CYCLE_TIME=2 HVD_CACHE_CAPACITY=0" scripts/bench_autotune.sh
-#                                                      the search starts from another setting
+#   BUILDS="build-grid build" REPS=5 LOCK=/tmp/hvd-heavy.lock scripts/bench_autotune.sh
+#                                                      two searches alternated, each run
+#                                                      holding the lock (released between)
+#   STEP="--many 64 -b 4M -e 4M" scripts/bench_autotune.sh    another step
+#   FROM=0,5,0 scripts/bench_autotune.sh              the search starts from fusion 0, cycle
+#                                                      time 5 ms, cache off (not held)
 #
-# Environment: BUILD_DIR (default build), NP (2), REPS (3), REF_BPS (a reference score, e.g.
-# the best point of another search), START (settings the ranks start from), STEPS (ops per
-# sample, default 5120: 20 steps), SECONDS_PER_RUN (how long hvd_bench runs, 10; the search
-# must end within it), OUT (keeps the logs; default: a temporary directory).
+# Environment: BUILD_DIR (default build) or BUILDS (build directories, space separated), NP
+# (2), REPS (3), REF_BPS (a reference score), START (settings the ranks run with; settings set
+# there are held by the search, as any set explicitly), FROM (BYTES,MS,ENTRIES: fusion
+# threshold, cycle time and cache capacity the search starts from, set at run time through
+# hvd_bench --autotune-from so that they are searched), STEP (hvd_bench's arguments), STEPS
+# (ops per sample, default 5120), WARMUP (HVD_AUTOTUNE_WARMUP_SAMPLES, 1), SECONDS_PER_RUN (how
+# long hvd_bench runs, 10; the search must end within it), LOCK (a file each run holds with
+# flock), OUT (keeps the logs; default: a temporary directory).
 set -euo pipefail
 
 HVD_ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD_DIR=${BUILD_DIR:-build}
-case "$BUILD_DIR" in /*) ;; *) BUILD_DIR=$HVD_ROOT/$BUILD_DIR ;; esac
+BUILDS=${BUILDS:-${BUILD_DIR:-build}}
 NP=${NP:-2}
 REPS=${REPS:-3}
 STEPS=${STEPS:-5120}
+STEP=${STEP:---many 256 -b 4K -e 4K}
+WARMUP=${WARMUP:-1}
 START=${START:-}
 REF_BPS=${REF_BPS:-}
+LOCK=${LOCK:-}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
-HVDRUN=$BUILD_DIR/tools/hvdrun/hvdrun
-BENCH=$BUILD_DIR/bench/hvd_bench
-[ -x "$HVDRUN" ] && [ -x "$BENCH" ] || { echo "bench_autotune.sh: build $BUILD_DIR first" >&2; exit 2; }
+FROM=${FROM:-}
+# With FROM, hvd_bench turns autotune on itself once the start point is set.
+tune=(HVD_AUTOTUNE=1)
+from=()
+[ -z "$FROM" ] || { tune=(); from=(--autotune-from "$FROM"); }
+builds=()
+for b in $BUILDS; do
+  case "$b" in /*) ;; *) b=$HVD_ROOT/$b ;; esac
+  [ -x "$b/tools/hvdrun/hvdrun" ] && [ -x "$b/bench/hvd_bench" ] ||
+    { echo "bench_autotune.sh: build $b first" >&2; exit 2; }
+  builds+=("$b")
+done
 if [ -z "${OUT:-}" ]; then
   OUT=$(mktemp -d "${TMPDIR:-/tmp}/hvd-autotune.XXXXXX")
   trap 'rm -rf "$OUT"' EXIT
 fi
 mkdir -p "$OUT"
 
-# One line per run from a log: columns found by the header's names, so that any version's log
-# reads the same (the parameters are every column but sample, score and state).
+# One line per log: "points best best_params within_point within_sample kept kept_score",
+# columns found by the header's names, so that any version's log reads the same (the
+# parameters are every column but sample, score and state).
 summarise() {
-  awk -F, -v ref="$REF_BPS" '
+  awk -F, -v ref="$2" '
     NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i; next }
     {
       params = ""
@@ -50,7 +74,7 @@ summarise() {
     state == "sample" {
       if (score > point) point = score
       if (++counted == 2) {
-        ++n; scores[n] = point; at[n] = params
+        ++n; scores[n] = point; at[n] = params; ended[n] = $col["sample"]
         if (point > best) { best = point; best_at = params }
         counted = 0; point = 0
       }
@@ -60,22 +84,49 @@ summarise() {
     END {
       target = 0.95 * (ref != "" ? ref : best)
       for (i = 1; i <= n && scores[i] < target; ++i) {}
-      within = i <= n ? i : "none"
-      printf "points %d  best %.2f GB/s at [%s]  first within 5%% of %.2f GB/s: point %s  " \
-             "kept [%s] %.2f GB/s\n", n, best / 1e9, best_at, target / 0.95 / 1e9, within, kept,
-             kept_score / 1e9
+      gsub(/ /, "_", best_at); gsub(/ /, "_", kept)
+      printf "%d %.0f %s %s %s %s %.0f\n", n, best, best_at, i <= n ? i : "none",
+             i <= n ? ended[i] : "none", kept, kept_score
     }' "$1"
 }
 
-echo "# autotune on hvd_bench --many 256 -b 4K -e 4K, $NP ranks, $STEPS ops per sample, start: ${START:-defaults}"
+# The median of the numbers on stdin, where "none" (never within 5 %) ranks above them all.
+median() {
+  sed 's/^none$/1e18/' | sort -g | awk '{ v[NR] = $1 } END {
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    if (NR == 0 || m >= 1e18) print "none"; else print m }'
+}
+
+echo "# autotune on hvd_bench $STEP, $NP ranks, $STEPS ops per sample, start: ${START:-defaults}${FROM:+, from $FROM}"
 for rep in $(seq 1 "$REPS"); do
-  log=$OUT/tune.$rep.csv
-  rm -f "$log" "$log".*
-  # shellcheck disable=SC2086 # START is a list of VAR=value words
-  env $START HVD_AUTOTUNE=1 HVD_AUTOTUNE_LOG="$log" HVD_AUTOTUNE_STEPS_PER_SAMPLE="$STEPS" \
-    HVD_AUTOTUNE_WARMUP_SAMPLES=1 \
-    "$HVDRUN" --no-prefix -np "$NP" "$BENCH" --many 256 -b 4K -e 4K -x none -t "$SECONDS_PER_RUN" >/dev/null
-  grep -q ',final$' "$log" || { echo "run $rep: the search did not end within the run" >&2; exit 1; }
-  printf 'run %d: ' "$rep"
-  summarise "$log"
+  for k in "${!builds[@]}"; do
+    b=${builds[$k]}
+    log=$OUT/tune.$k.$rep.csv
+    rm -f "$log" "$log".*
+    # shellcheck disable=SC2086 # START and STEP are lists of words
+    ${LOCK:+flock "$LOCK"} env $START "${tune[@]}" HVD_AUTOTUNE_LOG="$log" \
+      HVD_AUTOTUNE_STEPS_PER_SAMPLE="$STEPS" HVD_AUTOTUNE_WARMUP_SAMPLES="$WARMUP" \
+      "$b/tools/hvdrun/hvdrun" --no-prefix -np "$NP" "$b/bench/hvd_bench" $STEP -x none \
+      -t "$SECONDS_PER_RUN" "${from[@]}" >/dev/null
+    grep -q ',final$' "$log" || { echo "$b run $rep: the search did not end within the run" >&2; exit 1; }
+  done
+done
+
+ref=$REF_BPS
+if [ -z "$ref" ]; then
+  ref=$(for rep in $(seq 1 "$REPS"); do summarise "$OUT/tune.0.$rep.csv" ""; done | awk '{ print $2 }' | median)
+fi
+printf '# reference: %.3f GB/s (%s); target: within 5 %%\n' "$(awk -v r="$ref" 'BEGIN { print r / 1e9 }')" \
+  "${REF_BPS:+REF_BPS}${REF_BPS:-median best of ${builds[0]#"$HVD_ROOT"/}}"
+for k in "${!builds[@]}"; do
+  name=${builds[$k]#"$HVD_ROOT"/}
+  for rep in $(seq 1 "$REPS"); do
+    read -r n best best_at point sample kept kept_score < <(summarise "$OUT/tune.$k.$rep.csv" "$ref")
+    printf '%s run %d: points %d  best %.3f GB/s at [%s]  within 5%%: point %s (sample %s)  kept [%s] %.3f GB/s\n' \
+      "$name" "$rep" "$n" "$(awk -v v="$best" 'BEGIN { print v / 1e9 }')" "${best_at//_/ }" \
+      "$point" "$sample" "${kept//_/ }" "$(awk -v v="$kept_score" 'BEGIN { print v / 1e9 }')"
+    echo "$point $sample" >>"$OUT/within.$k"
+  done
+  printf '%s: median points to within 5%% %s, median samples %s\n' "$name" \
+    "$(awk '{ print $1 }' "$OUT/within.$k" | median)" "$(awk '{ print $2 }' "$OUT/within.$k" | median)"
 done

@@ -507,12 +507,14 @@ typedef enum {
                                            HVD_STALL_CHECK_TIME_SECONDS, default 60 */
     HVD_CONFIG_STALL_SHUTDOWN_TIME = 3, /* s: such ops then fail with HVD_ERR_TIMED_OUT and the
                                            job aborts; 0 never. HVD_STALL_SHUTDOWN_TIME_SECONDS */
-    HVD_CONFIG_AUTOTUNE = 4,            /* 1: rank 0 tunes fusion threshold, cycle time and the
-                                           response cache's on/off switch online by Bayesian
+    HVD_CONFIG_AUTOTUNE = 4,            /* 1: rank 0 tunes fusion threshold, cycle time, the
+                                           response cache's on/off switch and (across hosts)
+                                           hierarchical allreduce online by Bayesian
                                            optimisation (HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES
                                            points, samples of HVD_AUTOTUNE_STEPS_PER_SAMPLE ops
-                                           after HVD_AUTOTUNE_WARMUP_SAMPLES discarded ones, then
-                                           the best point) and every rank follows; samples are
+                                           after HVD_AUTOTUNE_WARMUP_SAMPLES discarded at the
+                                           start, then the best point; settings set explicitly
+                                           are held) and every rank follows; samples are
                                            logged as CSV to HVD_AUTOTUNE_LOG, what each rank
                                            adopted to HVD_AUTOTUNE_LOG.<rank>. HVD_AUTOTUNE,
                                            default 0 */
