@@ -108,7 +108,9 @@ for rep in $(seq 1 "$REPS"); do
       HVD_AUTOTUNE_STEPS_PER_SAMPLE="$STEPS" HVD_AUTOTUNE_WARMUP_SAMPLES="$WARMUP" \
       "$b/tools/hvdrun/hvdrun" --no-prefix -np "$NP" "$b/bench/hvd_bench" $STEP -x none \
       -t "$SECONDS_PER_RUN" "${from[@]}" >/dev/null
-    grep -q ',final$' "$log" || { echo "$b run $rep: the search did not end within the run" >&2; exit 1; }
+    # An unfinished search still counts (its points so far); its kept point stays empty.
+    grep -q ',final$' "$log" ||
+      echo "$b run $rep: the search did not end within the run (raise SECONDS_PER_RUN)" >&2
   done
 done
 
