@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/hierarchy.h"
 #include "config/runtime_config.h"
 #include "diagnostics/timeline.h"
 #include "engine/abort_state.h"
@@ -60,7 +61,14 @@ class Engine {
     // context, outlives the engine; null: none). Call before start().
     void use_hierarchy(const collectives::Hierarchy *hierarchy) {
         runner_.use_hierarchy(hierarchy);
-        tuner_.set_has_hierarchy(hierarchy != nullptr);
+        uint32_t available = 0;
+        if (hierarchy != nullptr) {
+            if (hierarchy->allreduce_min_bytes != collectives::kHierarchyOff)
+                available |= negotiation::op_type_bit(negotiation::OpType::kAllreduce);
+            if (hierarchy->allgather_min_bytes != collectives::kHierarchyOff)
+                available |= negotiation::op_type_bit(negotiation::OpType::kAllgather);
+        }
+        tuner_.set_hierarchical_available(available);
     }
     // Where this rank runs on its host (NUMA node, nearest NIC and GPU), for algorithms that
     // depend on it. Call before start().

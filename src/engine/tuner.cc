@@ -33,7 +33,7 @@ void Tuner::step(ControlChannel &control) {
         // A search that switched the cache off leaves the capacity at 0: the next one may
         // still switch it on again.
         if (o.start.cache_capacity > 0) cache_capacity_on_ = o.start.cache_capacity;
-        o.choices = tuning_choices(cache_capacity_on_, has_hierarchy_);
+        o.choices = tuning_choices(cache_capacity_on_, hierarchical_available_);
         autotuner_ = std::make_unique<Autotuner>(o);
         if (autotuner_->space().dims() == 0)
             HVD_LOG(kInfo, rank_,

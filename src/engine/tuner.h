@@ -35,7 +35,8 @@ class Tuner {
     void step(ControlChannel &control);
     // Whether the job has a hierarchy of hosts (collectives/hierarchy.h): the hierarchical
     // switches are searched only then. Before the first step().
-    void set_has_hierarchy(bool has) { has_hierarchy_ = has; }
+    // op_type_bit of the op types whose hierarchical algorithm applies to the job's hosts.
+    void set_hierarchical_available(uint32_t ops) { hierarchical_available_ = ops; }
     // Whether collectives should be recorded (a search is running on this rank).
     bool searching() const { return autotuner_ != nullptr; }
     // A collective that carried `bytes` of tensor data ran (only while searching()).
@@ -53,7 +54,7 @@ class Tuner {
     std::unique_ptr<Autotuner> autotuner_;  // coordinator, while HVD_AUTOTUNE is 1
     uint64_t epoch_ = 0;
     int64_t cache_capacity_on_ = 0;  // the last nonzero capacity a search started from
-    bool has_hierarchy_ = false;
+    uint32_t hierarchical_available_ = 0;
 };
 
 }  // namespace hvd::engine

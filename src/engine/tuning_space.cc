@@ -33,6 +33,7 @@ bool set_explicitly(config::Setting s) {
 const std::vector<HierarchicalSwitch> &hierarchical_switches() {
     static const std::vector<HierarchicalSwitch> table{
         {negotiation::OpType::kAllreduce, config::Setting::kHierarchicalAllreduce, "allreduce"},
+        {negotiation::OpType::kAllgather, config::Setting::kHierarchicalAllgather, "allgather"},
     };
     return table;
 }
@@ -46,14 +47,16 @@ std::string hierarchical_names(uint32_t hierarchical_ops) {
     return names.empty() ? "none" : names;
 }
 
-TuningChoices tuning_choices(int64_t cache_capacity_on, bool has_hierarchy) {
+TuningChoices tuning_choices(int64_t cache_capacity_on, uint32_t hierarchical_available) {
     TuningChoices c;
     c.fusion = !set_explicitly(config::Setting::kFusionThreshold);
     c.cycle = !set_explicitly(config::Setting::kCycleTime);
     c.cache_capacity_on = set_explicitly(config::Setting::kCacheCapacity) ? 0 : cache_capacity_on;
-    if (has_hierarchy)
-        for (const HierarchicalSwitch &s : hierarchical_switches())
-            if (!set_explicitly(s.setting)) c.hierarchical_ops |= negotiation::op_type_bit(s.op);
+    for (const HierarchicalSwitch &s : hierarchical_switches()) {
+        const uint32_t bit = negotiation::op_type_bit(s.op);
+        if ((hierarchical_available & bit) != 0 && !set_explicitly(s.setting))
+            c.hierarchical_ops |= bit;
+    }
     return c;
 }
 

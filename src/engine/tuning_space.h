@@ -52,9 +52,10 @@ struct TuningChoices {
 };
 
 // The choices of a search on rank 0 of a job: a parameter is held where its setting is set
-// explicitly, the cache where it has no capacity to switch on, and the hierarchical switches
-// where the job has no hierarchy.
-TuningChoices tuning_choices(int64_t cache_capacity_on, bool has_hierarchy);
+// explicitly, the cache where it has no capacity to switch on, and the hierarchical switch of
+// each op type outside `hierarchical_available` (op_type_bit of the types whose hierarchical
+// algorithm applies to this job's hosts).
+TuningChoices tuning_choices(int64_t cache_capacity_on, uint32_t hierarchical_available);
 
 class TuningSpace {
   public:

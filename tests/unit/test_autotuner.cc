@@ -32,6 +32,7 @@ namespace {
 
 constexpr int64_t kMiB = 1 << 20;
 const uint32_t kAllreduceBit = op_type_bit(OpType::kAllreduce);
+const uint32_t kAllgatherBit = op_type_bit(OpType::kAllgather);
 const uint32_t kNoAllreduce = kAllOpTypes & ~kAllreduceBit;
 
 // Fusion threshold and cycle time searched, the cache where cache_on > 0, hierarchical
@@ -84,8 +85,11 @@ void test_space_switches_and_held(void **) {
     assert_int_equal(space.params({0.0, 0.0, 0.0, 1.0}).hierarchical_ops, kAllOpTypes);
     assert_true((space.point(TunedParams{0, 0, 0, kNoAllreduce}) ==
                  std::vector<double>{0.0, 0.0, 0.0, 0.0}));
-    assert_string_equal(hvd::engine::hierarchical_names(kNoAllreduce).c_str(), "none");
-    assert_string_equal(hvd::engine::hierarchical_names(kAllOpTypes).c_str(), "allreduce");
+    assert_string_equal(hvd::engine::hierarchical_names(kNoAllreduce & ~kAllgatherBit).c_str(),
+                        "none");
+    assert_string_equal(hvd::engine::hierarchical_names(kNoAllreduce).c_str(), "allgather");
+    assert_string_equal(hvd::engine::hierarchical_names(kAllOpTypes).c_str(),
+                        "allreduce+allgather");
 
     TuningChoices held = choices(0, true);
     held.fusion = false;
@@ -109,21 +113,28 @@ void test_choices_from_the_environment(void **) {
                           "HVD_CACHE_CAPACITY",
                           "HOROVOD_CACHE_CAPACITY",
                           "HVD_HIERARCHICAL_ALLREDUCE",
-                          "HOROVOD_HIERARCHICAL_ALLREDUCE"};
+                          "HOROVOD_HIERARCHICAL_ALLREDUCE",
+                          "HVD_HIERARCHICAL_ALLGATHER",
+                          "HOROVOD_HIERARCHICAL_ALLGATHER"};
     for (const char *v : vars)
         unsetenv(v);
-    TuningChoices c = hvd::engine::tuning_choices(1024, true);
+    const uint32_t both = kAllreduceBit | kAllgatherBit;
+    TuningChoices c = hvd::engine::tuning_choices(1024, both);
     assert_true(c.fusion && c.cycle);
     assert_int_equal(c.cache_capacity_on, 1024);
-    assert_int_equal(c.hierarchical_ops, kAllreduceBit);
-    assert_int_equal(hvd::engine::tuning_choices(0, false).cache_capacity_on, 0);
-    assert_int_equal(hvd::engine::tuning_choices(1024, false).hierarchical_ops, 0);
+    assert_int_equal(c.hierarchical_ops, both);
+    // Uneven hosts: only the allgather's hierarchical algorithm applies.
+    assert_int_equal(hvd::engine::tuning_choices(1024, kAllgatherBit).hierarchical_ops,
+                     kAllgatherBit);
+    assert_int_equal(hvd::engine::tuning_choices(0, 0).cache_capacity_on, 0);
+    assert_int_equal(hvd::engine::tuning_choices(1024, 0).hierarchical_ops, 0);
 
     setenv("HVD_FUSION_THRESHOLD", "1048576", 1);
     setenv("HOROVOD_CYCLE_TIME", "2", 1);
     setenv("HVD_CACHE_CAPACITY", "1024", 1);
     setenv("HVD_HIERARCHICAL_ALLREDUCE", "auto", 1);
-    c = hvd::engine::tuning_choices(1024, true);
+    setenv("HOROVOD_HIERARCHICAL_ALLGATHER", "0", 1);
+    c = hvd::engine::tuning_choices(1024, both);
     assert_false(c.fusion);
     assert_false(c.cycle);
     assert_int_equal(c.cache_capacity_on, 0);
@@ -223,12 +234,12 @@ void test_samples_are_ticked_and_logged(void **) {
     assert_string_equal(lines[0].c_str(),
                         "sample,fusion_threshold_bytes,cycle_time_ms,cache_capacity,"
                         "hierarchical,score_bytes_per_s,state");
-    assert_string_equal(lines[1].c_str(), "1,4194304,1.000,0,allreduce,2000,warmup");
+    assert_string_equal(lines[1].c_str(), "1,4194304,1.000,0,allreduce+allgather,2000,warmup");
     // 1000 bytes over 1.001 s.
-    assert_string_equal(lines[2].c_str(), "2,4194304,1.000,0,allreduce,999,sample");
-    assert_string_equal(lines[3].c_str(), "3,4194304,1.000,0,allreduce,1000,sample");
+    assert_string_equal(lines[2].c_str(), "2,4194304,1.000,0,allreduce+allgather,999,sample");
+    assert_string_equal(lines[3].c_str(), "3,4194304,1.000,0,allreduce+allgather,1000,sample");
     char point[128];
-    std::snprintf(point, sizeof point, "%lld,%.3f,0,allreduce",
+    std::snprintf(point, sizeof point, "%lld,%.3f,0,allreduce+allgather",
                   static_cast<long long>(space_of(0).params({0.5, 0.5}).fusion_threshold_bytes),
                   static_cast<double>(space_of(0).params({0.5, 0.5}).cycle_time_us) / 1000.0);
     assert_string_equal(lines[4].c_str(), ("4," + std::string(point) + ",6000,sample").c_str());
