@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unit tests of hvdrun's elastic mode: the membership protocol's messages and their MACs
 // (bootstrap/elastic_protocol.h, shared with libhvd), the rules by which membership rounds
-// form (membership.h), the discovery script's runs, and the elastic options. The whole job is
-// tested end to end by tests/python/elastic.
+// form (membership.h), the discovery script's runs, the elastic options, and the line protocol
+// of --elastic-controller (controller_protocol.h). The whole job is tested end to end by
+// tests/python/elastic, and under a controller by tests/python/ray/test_elastic.py.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@ extern "C" {
 #include <vector>
 
 #include "bootstrap/elastic_protocol.h"
+#include "controller_protocol.h"
 #include "host_discovery.h"
 #include "membership.h"
 #include "options.h"
@@ -244,6 +246,47 @@ void test_elastic_options(void **) {
     hvdrun::Options g;
     assert_true(parse({"-np", "2", "prog"}, &g, &err) == hvdrun::ParseOutcome::kRun);
     assert_false(g.elastic);
+    hvdrun::Options c;
+    assert_true(parse({"-np", "2", "--min-np", "1", "--elastic-controller", "-H", "10.0.0.1:2"}, &c,
+                      &err) == hvdrun::ParseOutcome::kRun);
+    assert_true(c.elastic && c.elastic_controller);
+    assert_true(c.max_np > 1000);
+    hvdrun::Options cp;
+    assert_true(parse({"-np", "2", "--elastic-controller", "prog"}, &cp, &err) ==
+                hvdrun::ParseOutcome::kError);
+    assert_string_equal(err.c_str(),
+                        "--elastic-controller takes no program: the controller starts the "
+                        "workers");
+}
+
+void test_controller_lines(void **) {
+    namespace ctl = hvdrun::controller;
+    assert_string_equal(
+        ctl::start_line(3, "10.0.0.2", {{"HVD_WORKER_ID", "3"}, {"A", "x y%\nz"}}).c_str(),
+        "start 3 10.0.0.2 HVD_WORKER_ID=3 A=x%20y%25%0Az\n");
+    std::string decoded;
+    assert_true(ctl::decode("x%20y%25%0Az", &decoded));
+    assert_string_equal(decoded.c_str(), "x y%\nz");
+    assert_false(ctl::decode("bad%2", &decoded));
+    assert_false(ctl::decode("bad%zz", &decoded));
+    assert_string_equal(ctl::failed_line("a\nb").c_str(), "failed a b\n");
+
+    ctl::Input in;
+    std::string err;
+    assert_true(ctl::parse_input("exited 4 137", &in, &err));
+    assert_true(in.kind == ctl::Input::kExited && in.id == 4 && in.code == 137);
+    assert_true(ctl::parse_input("hosts 10.0.0.1:2 h%20x:1", &in, &err));
+    assert_true(in.kind == ctl::Input::kHosts && in.hosts.size() == 2);
+    assert_string_equal(in.hosts[1].name.c_str(), "h x");
+    assert_int_equal(in.hosts[0].slots, 2);
+    assert_true(ctl::parse_input("hosts", &in, &err) && in.hosts.empty());
+    assert_true(ctl::parse_input("stop", &in, &err) && in.kind == ctl::Input::kStop);
+    assert_false(ctl::parse_input("exited 4", &in, &err));
+    assert_false(ctl::parse_input("exited 4 256", &in, &err));
+    assert_false(ctl::parse_input("hosts a:0", &in, &err));
+    assert_false(ctl::parse_input("hosts a", &in, &err));
+    assert_false(ctl::parse_input("launch 1", &in, &err));
+    assert_string_equal(err.c_str(), "unknown line 'launch 1' (expected exited, hosts or stop)");
 }
 
 }  // namespace
@@ -261,6 +304,7 @@ int main() {
         cmocka_unit_test(test_discovery_run),
         cmocka_unit_test(test_discovery_polls),
         cmocka_unit_test(test_elastic_options),
+        cmocka_unit_test(test_controller_lines),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -23,9 +23,10 @@ add_test(NAME hvdrun.units COMMAND test_hvdrun_units)
 set_tests_properties(hvdrun.units PROPERTIES LABELS hvdrun TIMEOUT 30)
 
 # Elastic mode: the membership protocol, the rules of rounds, discovery runs, the elastic
-# options.
+# options, the controller's line protocol.
 add_executable(test_hvdrun_elastic
     ${HVDRUN_TEST_DIR}/test_hvdrun_elastic.cc
+    ${HVDRUN_SOURCE_DIR}/controller_protocol.cc
     ${HVDRUN_SOURCE_DIR}/membership.cc
     ${HVDRUN_SOURCE_DIR}/host_discovery.cc
     ${HVDRUN_SOURCE_DIR}/hosts.cc

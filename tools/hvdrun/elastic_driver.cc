@@ -29,7 +29,8 @@ ElasticDriver::ElasticDriver(const ElasticConfig &config, LaunchContext ctx,
       command_(std::move(command)),
       hosts_(std::move(hosts)),
       membership_(config.min_np, config.max_np) {
-    const bool local = all_local(hosts_, ctx_.this_host, !config_.discovery_script.empty());
+    const bool local =
+        all_local(hosts_, ctx_.this_host, config_.controlled || !config_.discovery_script.empty());
     server_ = std::make_unique<MembershipServer>(
         local ? "127.0.0.1" : "", ctx_.job.secret,
         [this](const el::Request &r) { return on_status(r); },
@@ -64,8 +65,17 @@ void ElasticDriver::start_workers(int up_to) {
             const bool local = is_local_host(h.name, ctx_.this_host);
             ElasticWorker w{id, h.name, local ? "127.0.0.1" : service_addr_, server_->port(),
                             config_.timeout_seconds};
-            launches_.push_back(
-                plan_process(id, h.name, worker_variables(w, ctx_.job), command_, ctx_));
+            std::vector<EnvVar> vars = worker_variables(w, ctx_.job);
+            if (config_.controlled) {
+                RankLaunch launch;
+                launch.rank = id;
+                launch.host = h.name;
+                launch.vars = std::move(vars);
+                launch.vars.insert(launch.vars.end(), ctx_.exports.begin(), ctx_.exports.end());
+                launches_.push_back(std::move(launch));
+            } else {
+                launches_.push_back(plan_process(id, h.name, std::move(vars), command_, ctx_));
+            }
             membership_.add_worker(id, h.name);
             live_host_[id] = h.name;
             ++on_host;
@@ -90,28 +100,30 @@ void ElasticDriver::tick() {
     server_->expire();
     if (!failure_.empty() || finished_one_) return;
     std::vector<HostSlots> found;
-    if (discovery_ && discovery_->tick(&found)) {
-        bool changed = found.size() != hosts_.size() ||
-                       !std::equal(found.begin(), found.end(), hosts_.begin(),
-                                   [](const HostSlots &a, const HostSlots &b) {
-                                       return a.name == b.name && a.slots == b.slots;
-                                   });
-        if (changed) {
-            hosts_ = std::move(found);
-            int before = membership_.live();
-            start_workers(config_.max_np);
-            if (membership_.live() > before)
-                std::fprintf(stderr,
-                             "hvdrun: hosts changed: started %d worker(s); they join at the "
-                             "others' next commit\n",
-                             membership_.live() - before);
-        }
-    }
+    if (discovery_ && discovery_->tick(&found)) update_hosts(std::move(found));
     const bool timed_out =
         waiting_since_set_ && Clock::now() - waiting_since_ >=
                                   std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(config_.timeout_seconds));
     if (membership_.ready(timed_out)) form_round();
+}
+
+void ElasticDriver::update_hosts(std::vector<HostSlots> found) {
+    if (!failure_.empty() || finished_one_) return;
+    bool changed = found.size() != hosts_.size() ||
+                   !std::equal(found.begin(), found.end(), hosts_.begin(),
+                               [](const HostSlots &a, const HostSlots &b) {
+                                   return a.name == b.name && a.slots == b.slots;
+                               });
+    if (!changed) return;
+    hosts_ = std::move(found);
+    int before = membership_.live();
+    start_workers(config_.max_np);
+    if (membership_.live() > before)
+        std::fprintf(stderr,
+                     "hvdrun: hosts changed: started %d worker(s); they join at the "
+                     "others' next commit\n",
+                     membership_.live() - before);
 }
 
 int ElasticDriver::poll_timeout_ms() const {

@@ -36,6 +36,9 @@ struct ElasticConfig {
     double timeout_seconds = 600.0;  // --elastic-timeout: a round's wait for late workers
     std::string discovery_script;    // empty: the -H / --hostfile hosts, fixed
     double discovery_interval = 1.0;
+    // --elastic-controller: another program starts the workers (controlled_job.h); launches
+    // carry only their variables, and host lists come from update_hosts().
+    bool controlled = false;
 };
 
 class ElasticDriver {
@@ -53,12 +56,17 @@ class ElasticDriver {
     // Forms rounds, runs discovery, expires connections; after every poll.
     void tick();
     int poll_timeout_ms() const;
+    // The hosts now available (a discovery run's or the controller's list): a change starts
+    // workers on their free slots, up to max_np.
+    void update_hosts(std::vector<HostSlots> found);
 
     // Worker `id` exited with shell-style `code`. Empty while the job goes on, else why it ends.
     std::string worker_exited(int id, int code);
     // Non-empty once the job cannot go on.
     const std::string &failure() const { return failure_; }
     int live_workers() const { return membership_.live(); }
+    // Whether a worker has finished (exited 0): the job is ending.
+    bool finishing() const { return finished_one_; }
 
   private:
     using Clock = std::chrono::steady_clock;

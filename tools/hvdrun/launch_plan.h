@@ -20,6 +20,7 @@ struct RankLaunch {
     std::vector<std::string> envp;  // its complete environment
     std::string stdin_data;         // for ssh: the job secret, kept off the command line
     std::vector<int> cpus;          // --bind-to: the CPUs a local rank is pinned to; empty: none
+    std::vector<EnvVar> vars;       // --elastic-controller: the worker's variables (no argv)
 };
 
 struct LaunchContext {

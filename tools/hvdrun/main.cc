@@ -15,6 +15,7 @@
 
 #include "check_build.h"
 #include "config_file.h"
+#include "controlled_job.h"
 #include "cpu_binding.h"
 #include "elastic_driver.h"
 #include "host_discovery.h"
@@ -251,8 +252,11 @@ int run(int argc, char **argv) {
         ec.max_np = opts.max_np;
         ec.timeout_seconds = opts.elastic_timeout;
         ec.discovery_script = opts.discovery_script;
+        ec.controlled = opts.elastic_controller;
         elastic = std::make_unique<ElasticDriver>(ec, std::move(prepared.ctx), opts.command,
                                                   std::move(prepared.hosts));
+        if (opts.elastic_controller)
+            return run_controlled(elastic.get(), config.signal_fd, STDIN_FILENO, STDOUT_FILENO);
         config.elastic = elastic.get();
         prepared.plan = elastic->take_launches();
     }

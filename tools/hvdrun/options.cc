@@ -148,6 +148,12 @@ bool set_elastic_timeout(const std::string &flag, const std::string &v, Options 
     return false;
 }
 
+bool set_controller(const std::string &, const std::string &, Options *o, std::string *) {
+    o->elastic = true;
+    o->elastic_controller = true;
+    return true;
+}
+
 bool set_verbose(const std::string &, const std::string &, Options *o, std::string *) {
     o->verbose = true;
     return true;
@@ -191,6 +197,7 @@ constexpr OptionSpec kOptions[] = {
     {"--max-np", true, set_elastic_np<&Options::max_np>},
     {"--host-discovery-script", true, set_discovery},
     {"--elastic-timeout", true, set_elastic_timeout},
+    {"--elastic-controller", false, set_controller},
 };
 
 const OptionSpec *find_option(const std::string &name) {
@@ -241,16 +248,22 @@ bool validate(const Options &opts, std::string *err) {
         *err = "missing -np N (the number of ranks to start)";
     } else if (!opts.hosts.empty() && !opts.hostfile.empty()) {
         *err = "-H and --hostfile cannot be used together";
-    } else if (opts.command.empty()) {
+    } else if (opts.command.empty() && !opts.elastic_controller) {
         *err = "missing the program to run";
+    } else if (!opts.command.empty() && opts.elastic_controller) {
+        *err = "--elastic-controller takes no program: the controller starts the workers";
+    } else if (opts.elastic_controller && !opts.discovery_script.empty()) {
+        *err =
+            "--elastic-controller and --host-discovery-script cannot be used together: "
+            "the controller sends the hosts";
     } else if (opts.elastic && opts.min_np > 0 && opts.min_np > opts.num_proc) {
         *err = "--min-np " + std::to_string(opts.min_np) + " is more than -np " +
                std::to_string(opts.num_proc);
     } else if (opts.elastic && opts.max_np > 0 && opts.max_np < opts.num_proc) {
         *err = "--max-np " + std::to_string(opts.max_np) + " is less than -np " +
                std::to_string(opts.num_proc);
-    } else if (opts.elastic && opts.discovery_script.empty() && opts.max_np > opts.num_proc &&
-               opts.hosts.empty() && opts.hostfile.empty()) {
+    } else if (opts.elastic && opts.discovery_script.empty() && !opts.elastic_controller &&
+               opts.max_np > opts.num_proc && opts.hosts.empty() && opts.hostfile.empty()) {
         *err =
             "--max-np above -np needs hosts to grow onto: --host-discovery-script, -H or "
             "--hostfile";
@@ -282,7 +295,8 @@ ParseOutcome parse_options(const std::vector<std::string> &args, Options *out, s
     if (!validate(*out, err)) return ParseOutcome::kError;
     if (out->elastic) {
         if (out->min_np == 0) out->min_np = out->num_proc;
-        if (out->max_np == 0) out->max_np = out->discovery_script.empty() ? out->num_proc : 1000000;
+        bool discovering = !out->discovery_script.empty() || out->elastic_controller;
+        if (out->max_np == 0) out->max_np = discovering ? 1000000 : out->num_proc;
     }
     return ParseOutcome::kRun;
 }
@@ -370,6 +384,9 @@ std::string usage_text() {
            "                           workers, \"host:slots\" per line\n"
            "  --elastic-timeout S      how long a round waits for late workers, and a\n"
            "                           worker's hvd_init for its round (default 600)\n"
+           "  --elastic-controller     no program: the process that runs hvdrun starts the\n"
+           "                           workers and sends the hosts (the line protocol of\n"
+           "                           tools/hvdrun/controller_protocol.h on stdin/stdout)\n"
            "\n"
            "exit status: 0 when every rank exits 0 (elastic: when the workers that finish\n"
            "exit 0); else the first failing rank's code\n"

@@ -40,6 +40,9 @@ struct Options {
     std::string discovery_script;
     double elastic_timeout = 600.0;
     bool elastic = false;
+    // --elastic-controller: elastic, with workers started by the program that runs hvdrun
+    // (controlled_job.h); no command.
+    bool elastic_controller = false;
     std::vector<std::string> command;  // program and its arguments, untouched
 };
 
