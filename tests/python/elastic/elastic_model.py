@@ -73,3 +73,37 @@ def reference(initial_size, changes):
         epoch, processed = epoch + 1, 0
         commit = (w.clone(), step, epoch, processed)
     return w
+
+
+def make_state(hvd):
+    """A run's hvd.elastic.TorchState: the model at zero, an ElasticSampler (no shuffle) over
+    the dataset, step and epoch 0."""
+    model = torch.nn.Linear(FEATURES, 1, bias=False).double()
+    with torch.no_grad():
+        model.weight.zero_()
+    sampler = hvd.elastic.ElasticSampler(list(range(ROWS)), shuffle=False)
+    return hvd.elastic.TorchState(model=model, sampler=sampler, step=0, epoch=0)
+
+
+def train(hvd, state, before_batch):
+    """The training of every elastic run, for hvd.elastic.run to call: EPOCHS epochs of
+    BATCH-row batches, averaged gradients, a commit every COMMIT_EVERY steps and at each
+    epoch's end. before_batch(state) runs before each batch (where a test changes the
+    membership)."""
+    x, y = dataset()
+    while state.epoch < EPOCHS:
+        indices = list(state.sampler)
+        for k in range(0, len(indices), BATCH):
+            before_batch(state)
+            w = state.model.weight.data[0]
+            g = hvd.allreduce(gradient(w, x, y, indices[k:k + BATCH]), op=hvd.Average,
+                              name="grad")
+            with torch.no_grad():
+                state.model.weight[0] -= LR * g
+            state.sampler.record_batch(k // BATCH, BATCH)
+            state.step += 1
+            if state.step % COMMIT_EVERY == 0:
+                state.commit()
+        state.epoch += 1
+        state.sampler.set_epoch(state.epoch)
+        state.commit()

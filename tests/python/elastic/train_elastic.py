@@ -11,8 +11,6 @@ import signal
 import sys
 import time
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import elastic_model as m  # noqa: E402
 
@@ -48,37 +46,16 @@ def main():
     args = parse()
     worker = int(os.environ["HVD_WORKER_ID"])
     hvd.init()
-    x, y = m.dataset()
-    model = torch.nn.Linear(m.FEATURES, 1, bias=False).double()
-    with torch.no_grad():
-        model.weight.zero_()
-    sampler = hvd.elastic.ElasticSampler(list(range(m.ROWS)), shuffle=False)
-    state = hvd.elastic.TorchState(model=model, sampler=sampler, step=0, epoch=0)
+    state = m.make_state(hvd)
 
-    @hvd.elastic.run
-    def train(state):
-        while state.epoch < m.EPOCHS:
-            indices = list(state.sampler)
-            for k in range(0, len(indices), m.BATCH):
-                if state.step == args.kill_step and worker == args.kill_worker:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                if (state.step == args.add_step and hvd.rank() == 0 and hvd.size() == 2 and
-                        args.add_host):
-                    add_host(args)
-                w = state.model.weight.data[0]
-                g = m.gradient(w, x, y, indices[k:k + m.BATCH])
-                g = hvd.allreduce(g, op=hvd.Average, name="grad")
-                with torch.no_grad():
-                    state.model.weight[0] -= m.LR * g
-                state.sampler.record_batch(k // m.BATCH, m.BATCH)
-                state.step += 1
-                if state.step % m.COMMIT_EVERY == 0:
-                    state.commit()
-            state.epoch += 1
-            state.sampler.set_epoch(state.epoch)
-            state.commit()
+    def before_batch(state):
+        if state.step == args.kill_step and worker == args.kill_worker:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if state.step == args.add_step and hvd.rank() == 0 and hvd.size() == 2 and \
+                args.add_host:
+            add_host(args)
 
-    train(state)
+    hvd.elastic.run(lambda state: m.train(hvd, state, before_batch))(state)
     print(json.dumps({"worker": worker, "rank": hvd.rank(), "size": hvd.size(),
                       "step": state.step,
                       "weights": [float(v) for v in state.model.weight.data[0]]}), flush=True)

@@ -3,9 +3,9 @@
 (a few logical CPUs, the smallest object store, no dashboard, no usage reports), in its own
 temporary directory, shut down and removed at the end. HVD_RAY_TEST_NODES=N (N > 1) makes it
 N Ray nodes of 2 CPUs on this machine (Ray's cluster_utils), for the tests of placement across
-nodes. The workers Ray starts inherit this
-process's environment: PYTHONPATH (the build tree's hvd package) with this folder added, so
-that they import the test modules whose functions they run."""
+nodes; HVD_RAY_TEST_NODES=0 starts none (the elastic tests start one per test). The workers
+Ray starts inherit this process's environment: PYTHONPATH (the build tree's hvd package) with
+this folder added, so that they import the test modules whose functions they run."""
 
 import os
 import shutil
@@ -27,8 +27,11 @@ OBJECT_STORE_BYTES = 80 * 1024 * 1024
 
 @pytest.fixture(scope="session", autouse=True)
 def ray_cluster():
-    temp_dir = tempfile.mkdtemp(prefix="hvd-ray-")
     nodes = int(os.environ.get("HVD_RAY_TEST_NODES", "1"))
+    if nodes == 0:
+        yield nodes
+        return
+    temp_dir = tempfile.mkdtemp(prefix="hvd-ray-")
     cluster = None
     if nodes > 1:
         from ray.cluster_utils import Cluster

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""hvd.ray's refusals: bad arguments raise ValueError, elastic jobs ElasticUnavailableError
-(a NotImplementedError), before anything is started."""
+"""hvd.ray's refusals: bad arguments (elastic ones among them) raise ValueError before
+anything is started; the elastic arguments make an elastic executor."""
 
 import pytest
 
-from hvd.ray import ElasticRayExecutor, ElasticUnavailableError, RayExecutor, create_settings
+from hvd.ray import ElasticRayExecutor, RayExecutor, create_settings
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -46,16 +46,34 @@ def test_settings_keep_horovods_fields():
         (5, 7, {"lo"}, None)
 
 
-@pytest.mark.parametrize("kwargs", [dict(min_workers=1), dict(min_workers=1, max_workers=4),
-                                    dict(num_workers=2, reset_limit=3)])
-def test_elastic_arguments_are_refused(kwargs):
-    with pytest.raises(NotImplementedError, match="driven by hvdrun") as info:
+@pytest.mark.parametrize("kwargs", [dict(num_workers=2, min_workers=1),
+                                    dict(num_hosts=1, max_workers=2),
+                                    dict(num_workers=2, reset_limit=3),
+                                    dict(num_workers=2, elastic_timeout=5)])
+def test_elastic_arguments_misused(kwargs):
+    with pytest.raises(ValueError):
         RayExecutor(**kwargs)
-    assert isinstance(info.value, ElasticUnavailableError)
 
 
-def test_elastic_executor_is_refused():
-    with pytest.raises(ElasticUnavailableError, match="does not drive their membership"):
-        ElasticRayExecutor(None, min_workers=1)
-    with pytest.raises(ElasticUnavailableError):
-        ElasticRayExecutor.create_settings(min_num_proc=1)
+def test_elastic_arguments_make_an_elastic_executor():
+    ex = RayExecutor(create_settings(timeout_s=7), min_workers=2, max_workers=4, reset_limit=1,
+                     cpus_per_worker=2)
+    s = ex.settings
+    assert (s.min_np, s.max_np, s.reset_limit, s.timeout_s) == (2, 4, 1, 7)
+    with pytest.raises(RuntimeError, match="not available for an elastic RayExecutor"):
+        ex.execute(len)
+
+
+def test_elastic_settings():
+    s = ElasticRayExecutor.create_settings(min_num_proc=2, max_num_proc=3, elastic_timeout=9)
+    assert (s.min_np, s.max_np, s.elastic_timeout) == (2, 3, 9)
+    for bad in (dict(min_np=0), dict(min_np=3, max_np=2), dict(reset_limit=-1),
+                dict(elastic_timeout=0)):
+        with pytest.raises(ValueError):
+            ElasticRayExecutor.create_settings(**bad)
+    with pytest.raises(ValueError, match="create_settings"):
+        ElasticRayExecutor(create_settings())
+    with pytest.raises(ValueError, match="use_gpu"):
+        ElasticRayExecutor(s, gpus_per_slot=1)
+    with pytest.raises(RuntimeError, match="not started"):
+        ElasticRayExecutor(s).run(len)

@@ -26,3 +26,12 @@ add_test(NAME python.ray.digits
   WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 set_tests_properties(python.ray.digits PROPERTIES LABELS "python;ray" TIMEOUT 240
   ENVIRONMENT "${hvd_ray_env};HVD_TEST_HVDRUN=$<TARGET_FILE:hvdrun>")
+
+# Elastic jobs on Ray (ElasticRayExecutor over hvdrun --elastic-controller): each test starts
+# a Ray cluster of its own (HVD_RAY_TEST_NODES=0: none from conftest.py).
+add_test(NAME python.ray.elastic
+  COMMAND ${HVD_PYTHON_CLUSTER_INTERPRETER} -m pytest -x -q -p no:cacheprovider
+          ${CMAKE_CURRENT_LIST_DIR}/test_elastic.py
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(python.ray.elastic PROPERTIES LABELS "python;ray;elastic" TIMEOUT 240
+  ENVIRONMENT "${hvd_ray_env};HVD_RAY_TEST_NODES=0;HVD_HVDRUN=$<TARGET_FILE:hvdrun>")

@@ -17,14 +17,14 @@
     executor.shutdown()
 
 The workers join the job through libhvd's own authenticated rendezvous on rank 0's node;
-Ray places and starts them. Elastic jobs (ElasticRayExecutor, min_workers) are refused with
-ElasticUnavailableError until libhvd has elastic membership.
+Ray places and starts them. Elastic jobs (ElasticRayExecutor, or RayExecutor with
+min_workers / max_workers) keep libhvd's membership rounds: see hvd.ray.elastic.
 """
 
-from hvd.ray.elastic import ElasticRayExecutor, ElasticUnavailableError
+from hvd.ray.elastic import ElasticJobError, ElasticRayExecutor
 from hvd.ray.executor import RayExecutor
 from hvd.ray.results import WorkerError
 from hvd.ray.settings import Settings, create_settings
 
-__all__ = ["RayExecutor", "ElasticRayExecutor", "ElasticUnavailableError", "WorkerError",
+__all__ = ["RayExecutor", "ElasticRayExecutor", "ElasticJobError", "WorkerError",
            "Settings", "create_settings"]

@@ -8,6 +8,7 @@ on the workers calls hvd.init() (hvd's or hvd.torch's) and joins the job through
 library's own authenticated rendezvous, as under hvdrun.
 """
 
+import functools
 import logging
 import math
 import numbers
@@ -15,7 +16,7 @@ import numbers
 import ray
 
 from hvd import _launch
-from hvd.ray.elastic import ElasticUnavailableError
+from hvd.ray import elastic
 from hvd.ray.placement import Placement
 from hvd.ray.results import Waiter
 from hvd.ray.settings import Settings, create_settings
@@ -46,9 +47,13 @@ class RayExecutor:
         rank order, so hvd.local_rank() picks its device, as with Horovod).
     use_current_placement_group: with num_workers, start the workers in the caller's
         placement group when it runs in one (Horovod's default).
-    min_workers, max_workers, reset_limit, cooldown_range, elastic_timeout: Horovod's elastic
-        arguments; elastic membership needs libhvd's elastic jobs, which are not available
-        yet: ElasticUnavailableError (a NotImplementedError).
+    min_workers, max_workers, reset_limit, cooldown_range, elastic_timeout,
+        override_discovery: Horovod's elastic arguments: min_workers or max_workers (instead
+        of num_workers / num_hosts) make the job elastic, run by an ElasticRayExecutor (see
+        hvd.ray.elastic) with min_np=min_workers, max_np=max_workers, slots of
+        cpus_per_worker (and gpus_per_worker); then only start() without an executable, run()
+        and shutdown() are available. cooldown_range is accepted and unused: a host where a
+        worker failed gets no new workers for the rest of the job.
 
     Each call that runs user code (start's executable, run, execute) returns the results in
     rank order or raises hvd.ray.WorkerError naming each rank that failed and how; a worker
@@ -65,10 +70,22 @@ class RayExecutor:
                  gpus_per_worker=None, use_current_placement_group=True, min_workers=None,
                  max_workers=None, reset_limit=None, cooldown_range=None,
                  elastic_timeout=None, override_discovery=None):
-        elastic = (min_workers, max_workers, reset_limit, cooldown_range, elastic_timeout)
-        if any(v is not None for v in elastic):
-            raise ElasticUnavailableError()
-        del override_discovery  # Horovod's elastic discovery switch: meaningless without it
+        self._elastic = None
+        if min_workers is not None or max_workers is not None:
+            if num_workers is not None or num_hosts is not None:
+                raise ValueError("give either num_workers / num_hosts (a fixed job) or "
+                                 "min_workers / max_workers (an elastic job), not both")
+            del cooldown_range  # hosts of failed workers stay excluded (see above)
+            self._elastic = elastic.from_ray_executor(
+                settings, min_workers, max_workers, reset_limit, elastic_timeout,
+                cpus_per_worker, use_gpu, gpus_per_worker,
+                True if override_discovery is None else override_discovery)
+            self.settings = self._elastic.settings
+            return
+        if any(v is not None for v in (reset_limit, cooldown_range, elastic_timeout)):
+            raise ValueError("reset_limit, cooldown_range and elastic_timeout go with "
+                             "min_workers / max_workers (an elastic job)")
+        del override_discovery  # Horovod's elastic discovery switch
         if settings is None:
             settings = create_settings()
         if not isinstance(settings, Settings):
@@ -104,8 +121,14 @@ class RayExecutor:
 
     # ------------------------------------------------------------------ start and shutdown
 
+    def _fixed(self, what):
+        if self._elastic is not None:
+            raise RuntimeError("hvd.ray: %s is not available for an elastic RayExecutor "
+                               "(min_workers / max_workers): use run()" % what)
+
     @property
     def num_workers(self):
+        self._fixed("num_workers")
         s = self._shape
         return s["num_workers"] or s["num_hosts"] * s["num_workers_per_host"]
 
@@ -121,6 +144,13 @@ class RayExecutor:
         each (the object execute's functions get). extra_env_vars: more environment
         variables for the workers, set before the executable is made. Ray is initialised
         (ray.init()) if it was not."""
+        if self._elastic is not None:
+            if executable_cls is not None or executable_args or executable_kwargs:
+                self._fixed("start(executable_cls)")
+            self._elastic.env_vars.update({str(k): str(v) for k, v in
+                                           (extra_env_vars or {}).items()})
+            self._elastic.start()
+            return
         if self._placement is not None:
             raise RuntimeError("hvd.ray: this RayExecutor is already started; shutdown() first")
         extra = {str(k): str(v) for k, v in (extra_env_vars or {}).items()}
@@ -162,6 +192,9 @@ class RayExecutor:
     def shutdown(self):
         """Ends the job: each worker leaves it (hvd.shutdown(), bounded by timeout_s), rank 0
         releases the rendezvous port, then the actors and the placement group are removed."""
+        if self._elastic is not None:
+            self._elastic.shutdown()
+            return
         self._stop(graceful=True)
 
     def _stop(self, graceful):
@@ -209,23 +242,29 @@ class RayExecutor:
 
     def run_remote(self, fn, args=None, kwargs=None):
         """Starts fn(*args, **kwargs) on every worker; Ray object refs in rank order."""
+        self._fixed("run_remote")
         self._started()
         return [m.actor.run.remote(fn, list(args or ()), dict(kwargs or {}))
                 for m in self._members]
 
     def run(self, fn, args=None, kwargs=None):
-        """fn(*args, **kwargs) on every worker; the results in rank order."""
+        """fn(*args, **kwargs) on every worker; the results in rank order (elastic: of the
+        workers that finished)."""
+        if self._elastic is not None:
+            return self._elastic.run(functools.partial(fn, *(args or ()), **(kwargs or {})))
         return self._call_all("run(%s)" % getattr(fn, "__name__", "fn"),
                               self.run_remote(fn, args, kwargs))
 
     def execute(self, fn):
         """fn(executable) on every worker's executable object; the results in rank order."""
+        self._fixed("execute")
         self._started()
         return self._call_all("execute(%s)" % getattr(fn, "__name__", "fn"),
                               [m.actor.execute.remote(fn) for m in self._members])
 
     def execute_single(self, fn):
         """fn(executable) on rank 0's executable object only; its result."""
+        self._fixed("execute_single")
         self._started()
         return self._call_all("execute_single(%s)" % getattr(fn, "__name__", "fn"),
                               [self._members[0].actor.execute.remote(fn)])[0]
