@@ -60,6 +60,7 @@ def test_elastic_arguments_make_an_elastic_executor():
                      cpus_per_worker=2)
     s = ex.settings
     assert (s.min_np, s.max_np, s.reset_limit, s.timeout_s) == (2, 4, 1, 7)
+    assert ex.workers == [] and ex._elastic.cpus_per_slot == 2
     with pytest.raises(RuntimeError, match="not available for an elastic RayExecutor"):
         ex.execute(len)
 

@@ -71,6 +71,8 @@ class RayExecutor:
                  max_workers=None, reset_limit=None, cooldown_range=None,
                  elastic_timeout=None, override_discovery=None):
         self._elastic = None
+        self._placement = None
+        self._members = []
         if min_workers is not None or max_workers is not None:
             if num_workers is not None or num_hosts is not None:
                 raise ValueError("give either num_workers / num_hosts (a fixed job) or "
