@@ -85,6 +85,9 @@ class ElasticJob:
                 cb(result)
         else:
             self.errors[worker_id] = error
+            logger.warning("hvd.ray: elastic worker %d failed (%s: %s); hvdrun decides whether "
+                           "the job goes on without it", worker_id, type(error).__name__,
+                           (str(error).strip().splitlines() or [""])[-1][:300])
             ray.kill(run.actor, no_restart=True)
         self.hvdrun.exited(worker_id, code)
 
