@@ -78,3 +78,26 @@ def test_elastic_settings():
         ElasticRayExecutor(s, gpus_per_slot=1)
     with pytest.raises(RuntimeError, match="not started"):
         ElasticRayExecutor(s).run(len)
+
+
+def test_elastic_worker_env():
+    s = ElasticRayExecutor.create_settings(reset_limit=2, timeout_s=12, nics={"lo"})
+    env = ElasticRayExecutor(s, env_vars={"A": 1}).worker_env()
+    assert env == {"HVD_START_TIMEOUT": "12", "HVD_IFACE": "lo",
+                   "HOROVOD_ELASTIC_RESET_LIMIT": "2", "A": "1"}
+
+
+def test_ray_host_discovery(monkeypatch):
+    from hvd.ray import discovery
+
+    nodes = [dict(Alive=True, NodeManagerAddress="10.0.0.1", Resources={"CPU": 4, "GPU": 1}),
+             dict(Alive=True, NodeManagerAddress="10.0.0.1", Resources={"CPU": 3}),
+             dict(Alive=False, NodeManagerAddress="10.0.0.2", Resources={"CPU": 8}),
+             dict(Alive=True, NodeManagerAddress="10.0.0.3", Resources={"CPU": 1, "GPU": 2})]
+    monkeypatch.setattr(discovery.ray, "nodes", lambda: nodes)
+    assert discovery.RayHostDiscovery(cpus_per_slot=2).find_available_hosts_and_slots() == \
+        {"10.0.0.1": 3}
+    assert discovery.RayHostDiscovery(cpus_per_slot=1).find_available_hosts_and_slots() == \
+        {"10.0.0.1": 7, "10.0.0.3": 1}
+    gpu = discovery.RayHostDiscovery(use_gpu=True, cpus_per_slot=1, gpus_per_slot=1)
+    assert gpu.find_available_hosts_and_slots() == {"10.0.0.1": 1, "10.0.0.3": 1}
