@@ -12,39 +12,12 @@ ranks they started, so there a reset rejoins the same membership. The number of 
 HOROVOD_ELASTIC_RESET_LIMIT environment variable, else DEFAULT_RESET_LIMIT.
 """
 
-import functools
-import os
-
-from hvd._errors import ERR_INTERNAL, HorovodInternalError, HostsUpdatedInterrupt
+from hvd.common.elastic import DEFAULT_RESET_LIMIT, RESET_LIMIT_VARIABLE, run_fn  # noqa: F401
 from hvd.torch.elastic.sampler import ElasticSampler  # noqa: F401
 from hvd.torch.elastic.state import ObjectState, State, TorchState  # noqa: F401
 from hvd.torch.mpi_ops import init, shutdown
 
 __all__ = ["TorchState", "ElasticSampler", "run"]
-
-DEFAULT_RESET_LIMIT = 3
-RESET_LIMIT_VARIABLE = "HOROVOD_ELASTIC_RESET_LIMIT"
-
-
-def _check_limit(value, source):
-    if isinstance(value, bool):
-        raise ValueError("%s must be a non-negative int, got %r" % (source, value))
-    try:
-        limit = int(value)
-    except (TypeError, ValueError):
-        raise ValueError("%s must be a non-negative int, got %r" % (source, value)) from None
-    if limit < 0 or (not isinstance(value, str) and limit != value):
-        raise ValueError("%s must be a non-negative int, got %r" % (source, value))
-    return limit
-
-
-def _reset_limit(explicit):
-    if explicit is not None:
-        return _check_limit(explicit, "reset_limit")
-    text = os.environ.get(RESET_LIMIT_VARIABLE, "").strip()
-    if text:
-        return _check_limit(text, RESET_LIMIT_VARIABLE)
-    return DEFAULT_RESET_LIMIT
 
 
 def _reset():
@@ -66,45 +39,5 @@ def run(func=None, reset_limit=None):
     """
     if func is None:
         return lambda f: run(f, reset_limit=reset_limit)
-    if not callable(func):
-        raise ValueError("hvd.torch.elastic.run decorates a function, got %r" % (func,))
-    if reset_limit is not None:
-        _check_limit(reset_limit, "reset_limit")
-
-    @functools.wraps(func)
-    def wrapper(state, *args, **kwargs):
-        if not all(callable(getattr(state, m, None)) for m in ("sync", "restore", "on_reset")):
-            raise ValueError("the first argument of an elastic function must be a State "
-                             "(e.g. hvd.torch.elastic.TorchState), got %s"
-                             % type(state).__name__)
-        limit = _reset_limit(reset_limit)
-        resets = 0
-        skip_sync = False
-        while True:
-            try:
-                if not skip_sync:
-                    state.sync()
-                return func(state, *args, **kwargs)
-            except HorovodInternalError as e:
-                failure, restore, skip_sync = e, True, False
-            except HostsUpdatedInterrupt as e:
-                failure, restore, skip_sync = e, False, e.skip_sync
-            if restore:
-                state.restore()
-            # A rejoin that fails (e.g. a worker died while the next membership formed) is
-            # one more reset, retried.
-            while True:
-                if resets >= limit:
-                    raise HorovodInternalError(
-                        "hvd.torch.elastic.run: giving up after %d reset(s) (reset limit %d): "
-                        "%s: %s" % (resets, limit, type(failure).__name__, failure),
-                        getattr(failure, "status", ERR_INTERNAL)) from failure
-                resets += 1
-                try:
-                    _reset()
-                    break
-                except HorovodInternalError as e:
-                    failure = e
-            state.on_reset()
-
-    return wrapper
+    # _reset is looked up at each reset, so that it can be replaced.
+    return run_fn(func, reset_limit, lambda: _reset(), "hvd.torch.elastic", "TorchState")
