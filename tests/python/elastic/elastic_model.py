@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The model of the elastic tests: linear regression on a fixed dataset, per-rank batches of
-BATCH rows from an ElasticSampler (no shuffle), gradients averaged over the ranks, plain SGD.
-reference() replays the same training in one process for a given history of membership
-changes, so a run's final weights can be compared with it."""
+BATCH rows from an ElasticSampler (no shuffle) or the same partition (partition()), gradients
+averaged over the ranks, plain SGD, in float64. NumPy only, so that every framework's worker
+and test runner can use it. reference() replays the same training in one process for a given
+history of membership changes, so a run's final weights can be compared with it."""
 
 import math
 
-import torch
+import numpy as np
 
 ROWS = 96
 FEATURES = 4
@@ -17,17 +18,18 @@ COMMIT_EVERY = 3  # steps
 
 
 def dataset():
-    g = torch.Generator().manual_seed(1234)
-    x = torch.randn(ROWS, FEATURES, generator=g, dtype=torch.float64)
-    true_w = torch.tensor([1.5, -2.0, 0.5, 3.0], dtype=torch.float64)
-    y = x @ true_w + 0.1 * torch.randn(ROWS, generator=g, dtype=torch.float64)
+    g = np.random.default_rng(1234)
+    x = g.standard_normal((ROWS, FEATURES))
+    true_w = np.array([1.5, -2.0, 0.5, 3.0])
+    y = x @ true_w + 0.1 * g.standard_normal(ROWS)
     return x, y
 
 
 def gradient(w, x, y, rows):
-    """Mean gradient of the squared error over `rows` (a list of dataset indices)."""
+    """Mean gradient of the squared error over `rows` (a list of dataset indices), of NumPy
+    arrays or of torch tensors."""
     xs, ys = x[rows], y[rows]
-    return 2.0 * xs.t() @ (xs @ w - ys) / len(rows)
+    return 2.0 * xs.T @ (xs @ w - ys) / len(rows)
 
 
 def partition(processed, size):
@@ -47,9 +49,9 @@ def reference(initial_size, changes):
     new size, after rolling back to the last commit when rolled back (a worker died there),
     else right at a commit (workers were added)."""
     x, y = dataset()
-    w = torch.zeros(FEATURES, dtype=torch.float64)
+    w = np.zeros(FEATURES)
     size, step, epoch, processed = initial_size, 0, 0, 0
-    commit = (w.clone(), step, epoch, processed)
+    commit = (w.copy(), step, epoch, processed)
     pending = dict(changes)
     while epoch < EPOCHS:
         parts = partition(processed, size)
@@ -59,7 +61,7 @@ def reference(initial_size, changes):
             if step in pending:
                 new_size, rolled_back = pending.pop(step)
                 if rolled_back:
-                    w, step, epoch, processed = commit[0].clone(), commit[1], commit[2], commit[3]
+                    w, step, epoch, processed = commit[0].copy(), commit[1], commit[2], commit[3]
                 size, reset = new_size, True
                 break
             grads = [gradient(w, x, y, parts[r][k * BATCH:(k + 1) * BATCH]) for r in range(size)]
@@ -67,17 +69,19 @@ def reference(initial_size, changes):
             processed += BATCH * size
             step += 1
             if step % COMMIT_EVERY == 0:
-                commit = (w.clone(), step, epoch, processed)
+                commit = (w.copy(), step, epoch, processed)
         if reset:
             continue
         epoch, processed = epoch + 1, 0
-        commit = (w.clone(), step, epoch, processed)
+        commit = (w.copy(), step, epoch, processed)
     return w
 
 
 def make_state(hvd):
     """A run's hvd.elastic.TorchState: the model at zero, an ElasticSampler (no shuffle) over
     the dataset, step and epoch 0."""
+    import torch
+
     model = torch.nn.Linear(FEATURES, 1, bias=False).double()
     with torch.no_grad():
         model.weight.zero_()
@@ -90,7 +94,9 @@ def train(hvd, state, before_batch):
     BATCH-row batches, averaged gradients, a commit every COMMIT_EVERY steps and at each
     epoch's end. before_batch(state) runs before each batch (where a test changes the
     membership)."""
-    x, y = dataset()
+    import torch
+
+    x, y = (torch.from_numpy(a) for a in dataset())
     while state.epoch < EPOCHS:
         indices = list(state.sampler)
         for k in range(0, len(indices), BATCH):

@@ -11,6 +11,8 @@ usage: test_elastic.py HVDRUN PYTHON CASE, CASE one of
   shrink_ssh the same with worker 2 on host fakehost, started through ssh (the stand-in
              tests/hvdrun/fake_ssh.sh, which runs the command here), killed: hvdrun learns
              of its death from ssh's exit.
+  shrink_tf  shrink with train_elastic_tf.py (hvd.tensorflow.elastic) on PYTHON, the
+             TensorFlow interpreter.
   below_min  2 workers with --min-np 2, one kills itself: hvdrun ends the job with an error
              naming --min-np, in bounded time.
   grow       2 workers on host localhost; at step 4 rank 0 adds host 127.0.0.1 to the
@@ -35,10 +37,11 @@ RUN_TIMEOUT_S = 150
 BELOW_MIN_BOUND_S = 60
 TOLERANCE = 1e-9
 SCRIPT = os.path.join(HERE, "train_elastic.py")
+TF_SCRIPT = os.path.join(HERE, "train_elastic_tf.py")
 
 
-def run(hvdrun, python, flags, script_args, extra_env=None):
-    cmd = [hvdrun] + flags + [python, SCRIPT] + script_args
+def run(hvdrun, python, flags, script_args, extra_env=None, script=SCRIPT):
+    cmd = [hvdrun] + flags + [python, script] + script_args
     env = dict(os.environ, HVD_START_TIMEOUT="60", HVD_OP_TIMEOUT="60",
                PYTHONDONTWRITEBYTECODE="1", **(extra_env or {}))
     start = time.monotonic()
@@ -77,10 +80,10 @@ def check_weights(results, expected, others):
               "the reference differs from a run with %s" % name)
 
 
-def shrink(hvdrun, python, victim=1, flags=(), env=None):
+def shrink(hvdrun, python, victim=1, flags=(), env=None, script=SCRIPT):
     rc, err, results, _ = run(hvdrun, python,
                               ["-np", "3", "--min-np", "2", "--max-np", "3"] + list(flags),
-                              ["--kill-worker", str(victim), "--kill-step", "5"], env)
+                              ["--kill-worker", str(victim), "--kill-step", "5"], env, script)
     survivors = [w for w in (0, 1, 2) if w != victim]
     check(rc == 0, "hvdrun exits 0 after losing a worker (got %d)" % rc)
     check("round 2: 2 rank(s), workers %d, %d" % tuple(survivors) in err,
@@ -97,6 +100,10 @@ def shrink(hvdrun, python, victim=1, flags=(), env=None):
 
 def shrink_rank0(hvdrun, python):
     shrink(hvdrun, python, victim=0)
+
+
+def shrink_tf(hvdrun, python):
+    shrink(hvdrun, python, script=TF_SCRIPT)
 
 
 def shrink_ssh(hvdrun, python):
@@ -148,6 +155,7 @@ def grow(hvdrun, python):
 def main():
     hvdrun, python, case = sys.argv[1:4]
     cases = {"shrink": shrink, "shrink_rank0": shrink_rank0, "shrink_ssh": shrink_ssh,
+             "shrink_tf": shrink_tf,
              "below_min": below_min, "grow": grow}
     cases[case](hvdrun, python)
 

@@ -20,6 +20,14 @@ foreach(np 2 3)
     ENVIRONMENT "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_OP_TIMEOUT=60;PYTHONDONTWRITEBYTECODE=1;HVD_PY_BACKEND=${hvd_tf_backend};TF_CPP_MIN_LOG_LEVEL=2")
 endforeach()
 
+# hvd.tensorflow.elastic under hvdrun --min-np/--max-np: a worker dies, the survivors re-form
+# and finish with the reference weights (tests/python/elastic/test_elastic.py, case shrink_tf).
+add_test(NAME python.tensorflow.elastic.shrink
+  COMMAND ${HVD_PYTHON_TF_INTERPRETER} ${CMAKE_CURRENT_LIST_DIR}/../elastic/test_elastic.py
+          $<TARGET_FILE:hvdrun> ${HVD_PYTHON_TF_INTERPRETER} shrink_tf)
+set_tests_properties(python.tensorflow.elastic.shrink PROPERTIES LABELS "python;tensorflow;elastic"
+  TIMEOUT 180 ENVIRONMENT "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};HVD_PY_BACKEND=${hvd_tf_backend};PYTHONDONTWRITEBYTECODE=1;TF_CPP_MIN_LOG_LEVEL=2")
+
 # The digits example (examples/python/tensorflow_digits.py) on 1, 2 and 4 ranks reaches the
 # 1-rank accuracy and loss.
 execute_process(COMMAND ${HVD_PYTHON_TF_INTERPRETER} -c "import sklearn" RESULT_VARIABLE hvd_tf_rc

@@ -22,7 +22,7 @@ from hvd._objects import allgather_object, broadcast_object  # noqa: F401
 from hvd._sync_ops import barrier, join  # noqa: F401
 from hvd.process_sets import (ProcessSet, add_process_set, global_process_set,  # noqa: F401
                               remove_process_set)
-from hvd.keras import callbacks  # noqa: F401
+from hvd.keras import callbacks, elastic  # noqa: F401
 from hvd.keras.compression import Compression  # noqa: F401
 from hvd.keras.functions import (allgather, allreduce, broadcast,  # noqa: F401
                                  broadcast_variables, load_model, reducescatter)

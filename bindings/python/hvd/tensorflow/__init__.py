@@ -29,3 +29,4 @@ from hvd.tensorflow.mpi_ops import (Adasum, Average, Max, Min, Product, ProcessS
                                     mpi_enabled, mpi_threads_supported, nccl_built, rank,
                                     rank_op, reducescatter, remove_process_set, rocm_built,
                                     shutdown, size, size_op, start_timeline, stop_timeline)
+from hvd.tensorflow import elastic  # noqa: F401

@@ -29,7 +29,7 @@ from hvd.tensorflow import (Adasum, Average, Compression, Max, Min, Product, Sum
                             reducescatter, rocm_built, shutdown, size, start_timeline,
                             stop_timeline)
 from hvd.tensorflow.gradient_tape import _Reducer
-from hvd.tensorflow.keras import callbacks  # noqa: F401
+from hvd.tensorflow.keras import callbacks, elastic  # noqa: F401
 from hvd.tensorflow.keras.callbacks import (BroadcastGlobalVariablesCallback,  # noqa: F401
                                             MetricAverageCallback)
 
