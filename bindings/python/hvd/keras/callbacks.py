@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """horovod.keras.callbacks for Keras 3: broadcast of the initial state, metric averaging,
-learning-rate warmup and schedules.
+learning-rate warmup and schedules, and the best model's checkpoint written by rank 0.
 
 They run between Keras's steps, eagerly, through hvd's NumPy path, so they work on every
 Keras backend. They reach the model through `self.model`, which on the JAX backend first
@@ -180,3 +180,26 @@ class LearningRateWarmupCallback(LearningRateScheduleCallback):
         if epoch == self.end_epoch - 1 and self.verbose > 0 and _basics.rank() == 0:
             print("\nEpoch %d: finished gradual learning rate warmup to %g."
                   % (epoch + 1, _lr(self.model.optimizer)))
+
+
+class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """keras.callbacks.ModelCheckpoint with save_best_only on rank 0 only: the model (or its
+    weights, with save_weights_only) is written to filepath whenever `monitor` improves.
+    filepath is required on Keras 3 (it ends in .keras, or .weights.h5 with
+    save_weights_only); the other ranks write nothing."""
+
+    def __init__(self, monitor="val_loss", verbose=0, mode="auto", save_freq="epoch",
+                 filepath=None, save_weights_only=False):
+        if filepath is None:
+            raise ValueError("BestModelCheckpoint needs filepath (a .keras file, or a "
+                             ".weights.h5 file with save_weights_only)")
+        super().__init__(filepath, monitor=monitor, verbose=verbose, save_best_only=True,
+                         save_weights_only=save_weights_only, mode=mode, save_freq=save_freq)
+
+    def on_train_batch_end(self, batch, logs=None):
+        if _basics.rank() == 0:
+            super().on_train_batch_end(batch, logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if _basics.rank() == 0:
+            super().on_epoch_end(epoch, logs)
