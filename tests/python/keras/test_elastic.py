@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """hvd.keras.elastic (and hvd.tensorflow.keras.elastic) on the backend under test: KerasState
 commits, restores and synchronises the model's and optimizer's variables by value; the
-callbacks keep state.epoch and state.batch current and commit at their points."""
+callbacks keep state.epoch and state.batch current and commit at their points; run rolls
+back when a collective fails inside a compiled step. The test that resets comes last."""
 
 import numpy as np
 import pytest
@@ -68,3 +69,42 @@ def test_callbacks_keep_the_state():
     assert (state.epoch, state.batch) == (4, 0)
     with pytest.raises(ValueError, match="batches_per_commit"):
         hvd_keras.elastic.CommitStateCallback(state, batches_per_commit=0)
+
+
+def _failing_compiled_op():
+    """A collective that fails on every rank (the shapes disagree), compiled as Keras's train
+    step is on the backend under test."""
+    x = np.zeros(1 + hvd_keras.rank(), np.float32)
+    if keras.backend.backend() == "jax":
+        import jax
+        import hvd.jax
+        jax.jit(lambda a: hvd.jax.allreduce(a, name="elastic.mismatch"))(x).block_until_ready()
+    elif keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+        import hvd.tensorflow
+        tf.function(lambda a: hvd.tensorflow.allreduce(a, name="elastic.mismatch"))(x)
+    else:
+        hvd_keras.allreduce(x, name="elastic.mismatch")
+
+
+def test_run_recovers_from_a_failed_compiled_op():
+    model = _compiled(11 + hvd_keras.rank())
+    state = hvd_keras.elastic.KerasState(model, epoch=0)
+    attempts = []
+
+    @hvd_keras.elastic.run
+    def train(state):
+        attempts.append(state.epoch)
+        if len(attempts) == 1:
+            state.epoch = 1
+            state.commit()
+            state.epoch = 2
+            model.layers[0].kernel.assign(np.zeros(model.layers[0].kernel.shape))
+            _failing_compiled_op()
+            raise AssertionError("the mismatched allreduce did not fail")
+        return state.epoch
+
+    assert train(state) == 1
+    assert attempts == [0, 1]
+    for got, want in zip(model.get_weights(), _compiled(11).get_weights()):
+        np.testing.assert_array_equal(got, want)

@@ -170,6 +170,13 @@ def _reset_limit(explicit):
     return DEFAULT_RESET_LIMIT
 
 
+def _internal_error(message):
+    found = re.search(r"HVD_ERR_[A-Z_]+", message)
+    codes = {name: code for code, name in _NAMES.items()}
+    return HorovodInternalError(message, codes.get(found.group(0), ERR_INTERNAL) if found
+                                else ERR_INTERNAL)
+
+
 def tensorflow_internal_error(error):
     """The HorovodInternalError that a TensorFlow error of an hvd.tensorflow op stands for (a
     collective that failed while running: ranks disagreed, a peer failed, it timed out or the
@@ -181,10 +188,23 @@ def tensorflow_internal_error(error):
                 tf.errors.DeadlineExceededError, tf.errors.UnknownError)
     if not isinstance(error, failures) or "hvd.tensorflow " not in error.message:
         return None
-    found = re.search(r"HVD_ERR_[A-Z_]+", error.message)
-    codes = {name: code for code, name in _NAMES.items()}
-    status = codes.get(found.group(0), ERR_INTERNAL) if found else ERR_INTERNAL
-    return HorovodInternalError(error.message, status)
+    return _internal_error(error.message)
+
+
+def framework_internal_error(error):
+    """tensorflow_internal_error, or the HorovodInternalError that JAX's runtime error of an
+    hvd.jax custom call inside jax.jit stands for, else None."""
+    failure = tensorflow_internal_error(error)
+    if failure is not None:
+        return failure
+    jax_errors = getattr(sys.modules.get("jax"), "errors", None)
+    runtime_error = getattr(jax_errors, "JaxRuntimeError", None)
+    if runtime_error is None or not isinstance(error, runtime_error):
+        return None
+    message = str(error)
+    if "HorovodInternalError: HVD_ERR_" not in message:
+        return None
+    return _internal_error(message)
 
 
 def run_fn(func, reset_limit, reset, module, state_example, translate=None):

@@ -13,13 +13,15 @@ KerasState and the callbacks that keep it current during model.fit.
 
 On a failed collective every surviving rank restores its last commit, rejoins the job
 (hvd.shutdown() + hvd.init()) and calls train again from rank 0's state, as hvd.torch.elastic.
+A failed collective is HorovodInternalError, or the TensorFlow or JAX runtime error of an hvd
+op inside Keras's compiled train step.
 """
 
 import keras
 
 from hvd._basics import init, shutdown
-from hvd.common.elastic import (ObjectState, State, run_fn,  # noqa: F401
-                                tensorflow_internal_error)
+from hvd.common.elastic import (ObjectState, State, framework_internal_error,  # noqa: F401
+                                run_fn)
 from hvd.common.elastic_variables import VariablesState
 from hvd.keras.functions import broadcast_variables
 
@@ -39,7 +41,7 @@ def run(func=None, reset_limit=None):
     if func is None:
         return lambda f: run(f, reset_limit=reset_limit)
     return run_fn(func, reset_limit, lambda: _reset(), "hvd.keras.elastic", "KerasState",
-                  translate=tensorflow_internal_error)
+                  translate=framework_internal_error)
 
 
 class KerasState(VariablesState):
