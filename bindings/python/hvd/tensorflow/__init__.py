@@ -30,3 +30,5 @@ from hvd.tensorflow.mpi_ops import (Adasum, Average, Max, Min, Product, ProcessS
                                     rank_op, reducescatter, remove_process_set, rocm_built,
                                     shutdown, size, size_op, start_timeline, stop_timeline)
 from hvd.tensorflow import elastic  # noqa: F401
+from hvd.tensorflow.hooks import (BroadcastGlobalVariablesHook,  # noqa: F401
+                                  broadcast_global_variables)
