@@ -78,6 +78,12 @@ const SettingInfo kTable[] = {
      "1: rank 0 tunes fusion threshold, cycle time, the response cache's on/off switch and "
      "(across hosts) hierarchical allreduce online by Bayesian optimisation (see Autotune) and "
      "every rank follows; settings set explicitly are held."},
+    {Setting::kAutotuneSearch, "AUTOTUNE_SEARCH", false, kEnum, kTuning, 0, "bayesian", 0, 0,
+     kClamp, "", "bayesian|grid", NO_KEY,
+     "How autotune searches: `bayesian` (as Horovod), or `grid`: every point of a fixed grid "
+     "(fusion threshold 0, 1, 4, 16, 64 and 128 MiB x cycle time 0, 0.5, 1, 2.5 and 5 ms x "
+     "each switch off and on), keeping the best scored; slower, for mapping a job's "
+     "throughput."},
     {Setting::kAutotuneLog, "AUTOTUNE_LOG", true, kString, kTuning, 0, nullptr, 0, 0, kClamp, "",
      nullptr, NO_KEY,
      "A CSV file of rank 0's autotune samples; each rank writes what it adopted to "

@@ -45,6 +45,7 @@ enum class Setting : int32_t {
     kCycleTime,
     kCacheCapacity,
     kAutotune,
+    kAutotuneSearch,
     kAutotuneLog,
     kAutotuneWarmupSamples,
     kAutotuneStepsPerSample,

@@ -23,6 +23,11 @@ Autotuner::Autotuner(const Options &o)
       max_points_(std::max(1, o.max_points)) {
     start_ = optimizer_.snap(space_.point(o.start));
     x_ = start_;
+    if (o.search == Search::kGrid) {
+        grid_ = space_.grid();
+        max_points_ = static_cast<int32_t>(grid_.size());
+        x_ = grid_.front();
+    }
     current_ = space_.params(x_);
     if (!o.log_path.empty()) {
         log_ = std::fopen(o.log_path.c_str(), "w");
@@ -85,16 +90,30 @@ bool Autotuner::tick(Clock::time_point now) {
 
 void Autotuner::score_point(double score) {
     if (done_) return;
-    optimizer_.add_sample(x_, score);
-    const size_t scored = optimizer_.size();
-    if (static_cast<int32_t>(scored) >= max_points_) {
-        // Searched enough: keep the point of best predicted score.
-        x_ = optimizer_.best();
+    const size_t scored = static_cast<size_t>(++scored_);
+    if (score > best_score_) {
+        best_score_ = score;
+        best_x_ = x_;
+    }
+    if (grid_.empty()) optimizer_.add_sample(x_, score);
+    if (scored_ >= max_points_) {
+        // Searched enough: keep the best point (Bayesian: of best predicted score).
+        double final_score = best_score_;
+        if (grid_.empty()) {
+            x_ = optimizer_.best();
+            double variance = 0.0;
+            optimizer_.model().predict(x_, &final_score, &variance);
+        } else {
+            x_ = best_x_;
+        }
         current_ = space_.params(x_);
         done_ = true;
-        double mean = 0.0, variance = 0.0;
-        optimizer_.model().predict(x_, &mean, &variance);
-        log_line("final", mean);
+        log_line("final", final_score);
+        return;
+    }
+    if (!grid_.empty()) {
+        x_ = grid_[scored];
+        current_ = space_.params(x_);
         return;
     }
     // Two spread points first (the first with every switch the other way), then the model's

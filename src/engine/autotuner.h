@@ -10,8 +10,10 @@
 // started from, the next two a fixed spread (the first with every switch the other way); after
 // them a Gaussian process over the scores so far picks the point of largest expected
 // improvement (engine/bayesian_optimizer.h). After HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES points
-// the point of best predicted score is kept. With every parameter held there is nothing to
-// search: the search is done at once. Each sample goes to HVD_AUTOTUNE_LOG as a CSV line.
+// the point of best predicted score is kept. HVD_AUTOTUNE_SEARCH=grid instead scores every
+// point of TuningSpace::grid() in order, with the same samples, and keeps the best scored.
+// With every parameter held there is nothing to search: the search is done at once. Each
+// sample goes to HVD_AUTOTUNE_LOG as a CSV line.
 #pragma once
 
 #include <chrono>
@@ -29,11 +31,14 @@ class Autotuner {
   public:
     using Clock = std::chrono::steady_clock;
 
+    enum class Search { kBayesian, kGrid };
+
     struct Options {
-        std::string log_path;  // HVD_AUTOTUNE_LOG ("" for none)
+        Search search = Search::kBayesian;  // HVD_AUTOTUNE_SEARCH
+        std::string log_path;               // HVD_AUTOTUNE_LOG ("" for none)
         int32_t warmup_samples = 1;
         int32_t steps_per_sample = 10;
-        int32_t max_points = 20;  // HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES
+        int32_t max_points = 20;  // HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES (Bayesian only)
         double noise = 0.2;       // HVD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE
         TunedParams start;        // the configuration the search starts from
         TuningChoices choices;    // what is searched; the rest keeps its start value
@@ -59,7 +64,7 @@ class Autotuner {
     const TunedParams &current() const { return current_; }
     bool done() const { return done_; }
     int32_t max_points() const { return max_points_; }
-    int32_t points_scored() const { return static_cast<int32_t>(optimizer_.size()); }
+    int32_t points_scored() const { return scored_; }
     const TuningSpace &space() const { return space_; }
 
   private:
@@ -68,6 +73,10 @@ class Autotuner {
 
     TuningSpace space_;
     BayesianOptimizer optimizer_;
+    std::vector<std::vector<double>> grid_;  // a grid search's points; empty: Bayesian
+    std::vector<double> best_x_;             // the best scored point
+    double best_score_ = -1.0;
+    int32_t scored_ = 0;
     std::vector<double> start_;  // the first point, in the cube
     std::vector<double> x_;      // current_ in the cube
     TunedParams current_;

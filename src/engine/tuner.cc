@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -12,6 +13,18 @@
 
 namespace hvd::engine {
 
+namespace {
+
+Autotuner::Search search_of(int32_t rank) {
+    const char *v = config::get_string(config::Setting::kAutotuneSearch);
+    if (v == nullptr || std::strcmp(v, "bayesian") == 0) return Autotuner::Search::kBayesian;
+    if (std::strcmp(v, "grid") == 0) return Autotuner::Search::kGrid;
+    HVD_LOG(kWarning, rank, "ignoring HVD_AUTOTUNE_SEARCH=%s (bayesian or grid): bayesian", v);
+    return Autotuner::Search::kBayesian;
+}
+
+}  // namespace
+
 void Tuner::step(ControlChannel &control) {
     if (config_->autotune.load() == 0) {
         autotuner_.reset();  // the parameters chosen so far stay
@@ -20,6 +33,7 @@ void Tuner::step(ControlChannel &control) {
     if (!autotuner_) {
         const char *log = config::get_string(config::Setting::kAutotuneLog);
         Autotuner::Options o;
+        o.search = search_of(rank_);
         o.log_path = log != nullptr ? log : "";
         o.warmup_samples =
             static_cast<int32_t>(config::get_int(config::Setting::kAutotuneWarmupSamples));
@@ -39,7 +53,8 @@ void Tuner::step(ControlChannel &control) {
             HVD_LOG(kInfo, rank_,
                     "autotune: every setting it tunes is set explicitly: nothing to search");
         else
-            HVD_LOG(kInfo, rank_, "autotune: Bayesian search of %s over %d points",
+            HVD_LOG(kInfo, rank_, "autotune: %s search of %s over %d points",
+                    o.search == Autotuner::Search::kGrid ? "grid" : "Bayesian",
                     autotuner_->space().describe().c_str(), autotuner_->max_points());
     } else if (!autotuner_->tick(std::chrono::steady_clock::now())) {
         return;

@@ -126,6 +126,39 @@ std::vector<double> TuningSpace::point(const TunedParams &p) const {
     return x;
 }
 
+std::vector<std::vector<double>> TuningSpace::grid() const {
+    constexpr int64_t kMiB = int64_t{1} << 20;
+    static const int64_t kFusionBytes[] = {0, kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB, 128 * kMiB};
+    static const int64_t kCycleUs[] = {0, 500, 1000, 2500, 5000};
+    std::vector<std::vector<double>> values;  // per dimension, in the cube
+    for (const Dimension &d : axes_) {
+        std::vector<double> v;
+        if (d.axis == Axis::kFusion) {
+            for (int64_t b : kFusionBytes)
+                v.push_back(to_unit(static_cast<double>(b), kFusionScaleBytes,
+                                    static_cast<double>(kMaxFusionBytes)));
+        } else if (d.axis == Axis::kCycle) {
+            for (int64_t us : kCycleUs)
+                v.push_back(to_unit(static_cast<double>(us), kCycleScaleUs,
+                                    static_cast<double>(kMaxCycleUs)));
+        } else {
+            v = {0.0, 1.0};
+        }
+        values.push_back(std::move(v));
+    }
+    std::vector<std::vector<double>> points{{}};
+    for (const std::vector<double> &v : values) {
+        std::vector<std::vector<double>> longer;
+        for (const std::vector<double> &p : points)
+            for (double x : v) {
+                longer.push_back(p);
+                longer.back().push_back(x);
+            }
+        points.swap(longer);
+    }
+    return points;
+}
+
 std::string TuningSpace::describe() const {
     std::string out;
     for (const Dimension &d : axes_) {

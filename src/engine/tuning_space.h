@@ -71,6 +71,10 @@ class TuningSpace {
     TunedParams params(const std::vector<double> &x) const;
     // The nearest point of the cube (values outside the ranges are clamped).
     std::vector<double> point(const TunedParams &p) const;
+    // The points of autotune's grid search in the cube, in search order (the last dimension
+    // varies fastest): fusion threshold 0, 1, 4, 16, 64 and 128 MiB; cycle time 0, 0.5, 1,
+    // 2.5 and 5 ms; each switch off, then on. One point (the base) when no dimension is left.
+    std::vector<std::vector<double>> grid() const;
     // "fusion threshold, cycle time, response cache, hierarchical allreduce": the dimensions.
     std::string describe() const;
 

@@ -5,7 +5,8 @@
  * MP_EXPECT_HIERARCHICAL=1, in a job that spans hosts, hierarchical allreduce too), that every
  * rank ends with rank 0's choice (hvd_config_get), that every rank adopted the same sequence
  * of parameters (<log>.<rank>) that rank 0 sampled (<log>), and that rank 0 scored as many
- * points as HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES says, both cache settings among them.
+ * points as HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES (or, for a grid search, MP_EXPECT_POINTS) says,
+ * both cache settings among them.
  * Usage: mp_autotune LOG_PATH */
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,11 +170,13 @@ int main(int argc, char **argv) {
         static char sampled[128][96], adopted[128][96];
         int states = 0, adopted_states = 0;
         int ns = pair_sequence(log, parse_sample, sampled, 128, &states);
-        const char *max_points = getenv("HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES");
+        /* a grid search's point count is its grid's (MP_EXPECT_POINTS) */
+        const char *max_points = getenv("MP_EXPECT_POINTS");
+        if (max_points == NULL) max_points = getenv("HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES");
         /* consecutive points may coincide; the search scores exactly this many */
         if (max_points == NULL || ns < 3 || ns > atoi(max_points) + 1)
-            mp_die("rank 0 sampled %d parameter settings, HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=%s",
-                   ns, max_points ? max_points : "unset");
+            mp_die("rank 0 sampled %d parameter settings, expected %s points", ns,
+                   max_points ? max_points : "(unset)");
         if ((states & 3) != 3) mp_die("rank 0 never sampled the cache both on and off");
         const char *hier = getenv("MP_EXPECT_HIERARCHICAL");
         /* switched both ways where the job spans hosts; left on (untuned) elsewhere */

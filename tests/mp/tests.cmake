@@ -245,6 +245,14 @@ foreach(np 2 3)
   set_tests_properties(mp.autotune.np${np} PROPERTIES LABELS mp TIMEOUT 120
     ENVIRONMENT "HVD_AUTOTUNE=1;HVD_AUTOTUNE_LOG=${log};HVD_AUTOTUNE_STEPS_PER_SAMPLE=8;HVD_AUTOTUNE_WARMUP_SAMPLES=1;HVD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES=12")
 endforeach()
+# HVD_AUTOTUNE_SEARCH=grid: every point of fusion (6) x cycle time (5) x cache (2), in the
+# same lockstep on every rank.
+set(log ${CMAKE_CURRENT_BINARY_DIR}/autotune/tune.grid.csv)
+add_test(NAME mp.autotune_grid.np3
+  COMMAND sh -c "rm -f \"$1\"*; exec \"$2\" -np 3 \"$3\" \"$1\"" autotune
+          ${log} $<TARGET_FILE:hvdrun> $<TARGET_FILE:mp_autotune>)
+set_tests_properties(mp.autotune_grid.np3 PROPERTIES LABELS mp TIMEOUT 120
+  ENVIRONMENT "HVD_AUTOTUNE=1;HVD_AUTOTUNE_SEARCH=grid;HVD_AUTOTUNE_LOG=${log};HVD_AUTOTUNE_STEPS_PER_SAMPLE=8;HVD_AUTOTUNE_WARMUP_SAMPLES=1;MP_EXPECT_POINTS=60")
 # On 2 hosts of 2 ranks (host_by_block.sh) hierarchical allreduce is a switch of the search
 # too (from any size when on), and every rank switches it at the same op.
 set(log ${CMAKE_CURRENT_BINARY_DIR}/autotune/tune.hosts2x2.csv)

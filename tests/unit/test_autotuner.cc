@@ -2,8 +2,8 @@
 // Autotune's search as rank 0 runs it: the parameters' log scales, the cache and hierarchical
 // switches, parameters held where they are set explicitly, the points in order (the
 // configuration in force, two fixed points, then the model's choices), samples closed by
-// tick() (warm-up at the start only) and logged as CSV, and the search on a synthetic
-// throughput reaching within 5 % of its best point and keeping it.
+// tick() (warm-up at the start only) and logged as CSV, the search on a synthetic
+// throughput reaching within 5 % of its best point and keeping it, and the grid search.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -276,6 +276,48 @@ void test_search_reaches_the_peak(void **) {
     assert_int_equal(t.current().hierarchical_ops & kAllreduceBit, 0);
 }
 
+// HVD_AUTOTUNE_SEARCH=grid: every point of the fixed grid once, in order (the last
+// dimension fastest), whatever max_points says, then the best scored point is kept.
+void test_grid_search_scores_every_point(void **) {
+    Autotuner::Options o =
+        options(3, TunedParams{128 * kMiB, 0, 1024, kAllOpTypes}, "", 1024, true);
+    o.search = Autotuner::Search::kGrid;
+    Autotuner t(o);
+    const int64_t fusion[] = {0, kMiB, 4 * kMiB, 16 * kMiB, 64 * kMiB, 128 * kMiB};
+    const int64_t cycle_us[] = {0, 500, 1000, 2500, 5000};
+    assert_int_equal(t.max_points(), 6 * 5 * 2 * 2);
+    TunedParams best{};
+    double best_y = -1.0;
+    for (int64_t f : fusion)
+        for (int64_t c : cycle_us)
+            for (int64_t cache : {int64_t{0}, int64_t{1024}})
+                for (uint32_t h : {kNoAllreduce, kAllOpTypes}) {
+                    assert_false(t.done());
+                    const TunedParams expect{f, c, cache, h};
+                    if (!(t.current() == expect))
+                        fail_msg(
+                            "point %d: %lld bytes, %lld us, cache %lld, hierarchical %s; "
+                            "expected %lld, %lld, %lld, %s",
+                            t.points_scored(), (long long)t.current().fusion_threshold_bytes,
+                            (long long)t.current().cycle_time_us,
+                            (long long)t.current().cache_capacity,
+                            hvd::engine::hierarchical_names(t.current().hierarchical_ops).c_str(),
+                            (long long)f, (long long)c, (long long)cache,
+                            hvd::engine::hierarchical_names(h).c_str());
+                    const double y = throughput(expect);
+                    if (y > best_y) {
+                        best_y = y;
+                        best = expect;
+                    }
+                    t.score_point(y);
+                }
+    assert_true(t.done());
+    assert_int_equal(t.points_scored(), 120);
+    // The grid's best: 16 MiB, no cycle time, the cache on, hierarchical allreduce off.
+    assert_true(best == (TunedParams{16 * kMiB, 0, 1024, kNoAllreduce}));
+    assert_true(t.current() == best);
+}
+
 }  // namespace
 
 int main(void) {
@@ -286,6 +328,7 @@ int main(void) {
         cmocka_unit_test(test_points_in_order),
         cmocka_unit_test(test_samples_are_ticked_and_logged),
         cmocka_unit_test(test_search_reaches_the_peak),
+        cmocka_unit_test(test_grid_search_scores_every_point),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
