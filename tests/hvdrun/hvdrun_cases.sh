@@ -239,6 +239,11 @@ case_placement() {
     expect_once out "[1]<stdout>: local=1/2 cross=0/2 host=localhost"
     expect_once out "[2]<stdout>: local=0/2 cross=1/2 host=127.0.0.1"
     expect_once out "[3]<stdout>: local=1/2 cross=1/2 host=127.0.0.1"
+    # --slots: the slots of an entry without its own; an entry's own slots win.
+    run -np 3 --slots 2 -H localhost,127.0.0.1:1 sh -c "$PLACEMENT_PROG"
+    expect_rc 0
+    expect_once out "[1]<stdout>: local=1/2 cross=0/1 host=localhost"
+    expect_once out "[2]<stdout>: local=0/1 cross=1/2 host=127.0.0.1"
 }
 
 case_hostfile() {

@@ -182,6 +182,48 @@ void test_timeout_leaves_silent_workers(void **) {
     assert_int_equal(m.waiting(), 0);
 }
 
+void test_gone_member_is_pending(void **) {
+    // A member of the newest round that exits (or whose host is removed) makes the round out
+    // of date, as an added worker does, so rank 0's commit interrupts the others.
+    hvdrun::Membership m(1, 3);
+    for (int id = 0; id < 3; ++id) {
+        m.add_worker(id, "h");
+        m.set_waiting(id, true);
+    }
+    m.form();
+    assert_false(m.pending());
+    m.worker_exited(2);
+    assert_true(m.pending());
+    m.set_waiting(0, true);
+    m.set_waiting(1, true);
+    std::vector<int> ids = m.form();
+    assert_int_equal(ids.size(), 2);
+    assert_false(m.pending());  // the worker gone is in no later round
+}
+
+void test_default_slots(void **) {
+    // --slots: the slots of an entry without its own; an entry's own slots win.
+    std::vector<hvdrun::HostSlots> hosts;
+    std::string err;
+    assert_true(hvdrun::parse_host_list("a,b:3,[::1]", &hosts, &err, 2));
+    assert_int_equal(hosts.size(), 3);
+    assert_int_equal(hosts[0].slots, 2);
+    assert_int_equal(hosts[1].slots, 3);
+    assert_int_equal(hosts[2].slots, 2);
+    assert_true(hvdrun::parse_hostfile_text("a\nb:1\nc slots=4\n", &hosts, &err, 3));
+    assert_int_equal(hosts.size(), 3);
+    assert_int_equal(hosts[0].slots, 3);
+    assert_int_equal(hosts[1].slots, 1);
+    assert_int_equal(hosts[2].slots, 4);
+    assert_true(hvdrun::parse_host_list("a", &hosts, &err));
+    assert_int_equal(hosts[0].slots, 1);
+    hvdrun::HostDiscovery d("printf 'a:2\\nb\\n'", 1.0, 4);
+    assert_true(d.run_now(&hosts, &err));
+    assert_int_equal(hosts.size(), 2);
+    assert_int_equal(hosts[0].slots, 2);
+    assert_int_equal(hosts[1].slots, 4);
+}
+
 void test_discovery_run(void **) {
     std::vector<hvdrun::HostSlots> hosts;
     std::string err;
@@ -259,6 +301,32 @@ void test_elastic_options(void **) {
                         "workers");
 }
 
+void test_slots_and_reset_limit_options(void **) {
+    hvdrun::Options o;
+    std::string err;
+    assert_true(parse({"-np", "3", "--host-discovery-script", "s.sh", "--slots", "2",
+                       "--reset-limit", "0", "prog"},
+                      &o, &err) == hvdrun::ParseOutcome::kRun);
+    assert_int_equal(o.slots, 2);
+    assert_int_equal(o.reset_limit, 0);
+    hvdrun::Options d;
+    assert_true(parse({"-np", "2", "--min-np", "1", "prog"}, &d, &err) ==
+                hvdrun::ParseOutcome::kRun);
+    assert_int_equal(d.slots, 0);
+    assert_int_equal(d.reset_limit, -1);
+    hvdrun::Options s;
+    assert_true(parse({"-np", "2", "--slots", "0", "prog"}, &s, &err) ==
+                hvdrun::ParseOutcome::kError);
+    assert_string_equal(err.c_str(), "invalid --slots value '0' (expected an integer >= 1)");
+    hvdrun::Options r;
+    assert_true(parse({"-np", "2", "--reset-limit=3", "prog"}, &r, &err) ==
+                hvdrun::ParseOutcome::kError);
+    assert_non_null(std::strstr(err.c_str(), "--reset-limit applies to elastic jobs"));
+    hvdrun::Options n;
+    assert_true(parse({"-np", "2", "--min-np", "1", "--reset-limit", "-1", "prog"}, &n, &err) ==
+                hvdrun::ParseOutcome::kError);
+}
+
 void test_controller_lines(void **) {
     namespace ctl = hvdrun::controller;
     assert_string_equal(
@@ -301,9 +369,12 @@ int main() {
         cmocka_unit_test(test_death_keeps_rank_order),
         cmocka_unit_test(test_added_worker_joins_after_members),
         cmocka_unit_test(test_timeout_leaves_silent_workers),
+        cmocka_unit_test(test_gone_member_is_pending),
+        cmocka_unit_test(test_default_slots),
         cmocka_unit_test(test_discovery_run),
         cmocka_unit_test(test_discovery_polls),
         cmocka_unit_test(test_elastic_options),
+        cmocka_unit_test(test_slots_and_reset_limit_options),
         cmocka_unit_test(test_controller_lines),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

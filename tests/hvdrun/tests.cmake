@@ -8,6 +8,7 @@ set(HVDRUN_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}/../../tools/hvdrun)
 add_executable(test_hvdrun_units
     ${HVDRUN_TEST_DIR}/test_hvdrun_units.cc
     ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/usage.cc
     ${HVDRUN_SOURCE_DIR}/binding_policy.cc
     ${HVDRUN_SOURCE_DIR}/hosts.cc
     ${HVDRUN_SOURCE_DIR}/rank_env.cc
@@ -48,6 +49,7 @@ set_tests_properties(hvdrun.elastic_units PROPERTIES LABELS hvdrun TIMEOUT 30)
 add_executable(test_hvdrun_flags
     ${HVDRUN_TEST_DIR}/test_hvdrun_flags.cc
     ${HVDRUN_SOURCE_DIR}/options.cc
+    ${HVDRUN_SOURCE_DIR}/usage.cc
     ${HVDRUN_SOURCE_DIR}/binding_policy.cc
     ${HVDRUN_SOURCE_DIR}/numbers.cc
     ${HVDRUN_SOURCE_DIR}/tuning.cc

@@ -13,6 +13,17 @@ namespace el = hvd::bootstrap::elastic;
 
 constexpr int kMaxPollMs = 200;
 
+template <class Duration>
+Duration seconds(double s) {
+    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+}
+
+int slots_of(const std::vector<HostSlots> &hosts, const std::string &name) {
+    for (const HostSlots &h : hosts)
+        if (h.name == name) return h.slots;
+    return 0;
+}
+
 bool all_local(const std::vector<HostSlots> &hosts, const std::string &this_host,
                bool discovering) {
     if (discovering) return false;  // later hosts may be anywhere
@@ -39,8 +50,8 @@ ElasticDriver::ElasticDriver(const ElasticConfig &config, LaunchContext ctx,
                         ? ctx_.this_host
                         : ctx_.job.rdv_addr;
     if (!config_.discovery_script.empty())
-        discovery_ =
-            std::make_unique<HostDiscovery>(config_.discovery_script, config_.discovery_interval);
+        discovery_ = std::make_unique<HostDiscovery>(
+            config_.discovery_script, config_.discovery_interval, config_.default_slots);
     start_workers(config_.num_proc);
 }
 
@@ -49,6 +60,12 @@ ElasticDriver::~ElasticDriver() = default;
 std::vector<RankLaunch> ElasticDriver::take_launches() {
     std::vector<RankLaunch> out;
     out.swap(launches_);
+    return out;
+}
+
+std::vector<int> ElasticDriver::take_stops() {
+    std::vector<int> out;
+    out.swap(stops_);
     return out;
 }
 
@@ -101,10 +118,13 @@ void ElasticDriver::tick() {
     if (!failure_.empty() || finished_one_) return;
     std::vector<HostSlots> found;
     if (discovery_ && discovery_->tick(&found)) update_hosts(std::move(found));
+    const Clock::time_point now = Clock::now();
+    stop_leaving(now);
+    check_below_min(now);
+    if (!failure_.empty()) return;
     const bool timed_out =
-        waiting_since_set_ && Clock::now() - waiting_since_ >=
-                                  std::chrono::duration_cast<Clock::duration>(
-                                      std::chrono::duration<double>(config_.timeout_seconds));
+        waiting_since_set_ &&
+        now - waiting_since_ >= seconds<Clock::duration>(config_.timeout_seconds);
     if (membership_.ready(timed_out)) form_round();
 }
 
@@ -117,13 +137,103 @@ void ElasticDriver::update_hosts(std::vector<HostSlots> found) {
                                });
     if (!changed) return;
     hosts_ = std::move(found);
+    if (!config_.controlled) remove_gone_workers();
     int before = membership_.live();
     start_workers(config_.max_np);
-    if (membership_.live() > before)
+    if (membership_.live() <= before) return;
+    count_change();
+    std::fprintf(stderr,
+                 "hvdrun: hosts changed: started %d worker(s); they join at the "
+                 "others' next commit\n",
+                 membership_.live() - before);
+}
+
+// Workers beyond their host's discovered slots (all of a host no longer listed) leave the
+// membership now, the oldest of a host staying; each is stopped when it asks to join the
+// next round (it has left its round at a commit) or after stop_grace_seconds.
+void ElasticDriver::remove_gone_workers() {
+    std::map<std::string, int> kept;
+    std::vector<int> gone;
+    for (const auto &[id, host] : live_host_) {
+        if (kept[host] < slots_of(hosts_, host)) {
+            ++kept[host];
+        } else {
+            gone.push_back(id);
+        }
+    }
+    if (gone.empty()) return;
+    count_change();
+    for (int id : gone) {
         std::fprintf(stderr,
-                     "hvdrun: hosts changed: started %d worker(s); they join at the "
-                     "others' next commit\n",
-                     membership_.live() - before);
+                     "hvdrun: host %s no longer offers worker %d a slot: it leaves the job at "
+                     "its next commit (stopped within %g s)\n",
+                     live_host_[id].c_str(), id, config_.stop_grace_seconds);
+        live_host_.erase(id);
+        membership_.worker_exited(id);
+        leaving_[id] = Clock::now() + seconds<Clock::duration>(config_.stop_grace_seconds);
+    }
+    if (membership_.below_min())
+        below_min("host(s) left the discovered hosts; " + std::to_string(membership_.live()) +
+                  " worker(s) left");
+}
+
+// Leaving workers whose time has come are handed to the supervisor to stop.
+void ElasticDriver::stop_leaving(Clock::time_point now) {
+    for (auto it = leaving_.begin(); it != leaving_.end();) {
+        if (now < it->second) {
+            ++it;
+            continue;
+        }
+        std::fprintf(stderr, "hvdrun: stopping worker %d: its host left the job\n", it->first);
+        stops_.push_back(it->first);
+        stopped_.insert(it->first);
+        it = leaving_.erase(it);
+    }
+}
+
+// The first change after a round formed is one membership change (the round that follows).
+void ElasticDriver::count_change() {
+    if (membership_.round() == 0 || changed_round_ == membership_.round()) return;
+    changed_round_ = membership_.round();
+    ++changes_;
+    if (config_.reset_limit >= 0 && changes_ > config_.reset_limit)
+        fail("the membership changed " + std::to_string(changes_) +
+             " time(s), more than --reset-limit " + std::to_string(config_.reset_limit));
+}
+
+// Fewer than min_np live: without a discovery script the job ends now, with one it waits for
+// more slots (check_below_min).
+void ElasticDriver::below_min(const std::string &why) {
+    const std::string fewer = why + ", fewer than --min-np " + std::to_string(config_.min_np);
+    if (!discovery_) {
+        fail(fewer);
+        return;
+    }
+    if (below_min_set_) return;
+    below_min_set_ = true;
+    below_min_since_ = Clock::now();
+    std::fprintf(stderr,
+                 "hvdrun: %s: waiting up to %g s (--elastic-timeout) for the discovery script "
+                 "to offer more slots\n",
+                 fewer.c_str(), config_.timeout_seconds);
+}
+
+void ElasticDriver::check_below_min(Clock::time_point now) {
+    if (!below_min_set_) return;
+    if (!membership_.below_min()) {
+        below_min_set_ = false;
+        std::fprintf(stderr, "hvdrun: %d worker(s) live again, at least --min-np %d\n",
+                     membership_.live(), config_.min_np);
+        return;
+    }
+    const double waited = std::chrono::duration<double>(now - below_min_since_).count();
+    if (waited < config_.timeout_seconds) return;
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "only %d worker(s) live, fewer than --min-np %d, after waiting %.1f s "
+                  "(--elastic-timeout %g) for the discovery script to offer more slots",
+                  membership_.live(), config_.min_np, waited, config_.timeout_seconds);
+    fail(text);
 }
 
 int ElasticDriver::poll_timeout_ms() const {
@@ -131,6 +241,12 @@ int ElasticDriver::poll_timeout_ms() const {
 }
 
 void ElasticDriver::on_join(int id, bool waiting) {
+    auto leaving = leaving_.find(id);
+    if (waiting && leaving != leaving_.end()) {
+        leaving->second = Clock::now();  // it has left its round: stop it now
+        stop_leaving(Clock::now());
+        return;
+    }
     membership_.set_waiting(id, waiting);
     if (!failure_.empty()) {
         server_->answer_join(id, el::error_body(failure_));
@@ -175,6 +291,7 @@ void ElasticDriver::form_round() {
 }
 
 std::string ElasticDriver::worker_exited(int id, int code) {
+    if (leaving_.erase(id) != 0 || stopped_.erase(id) != 0) return "";  // its host left
     auto it = live_host_.find(id);
     std::string host = it != live_host_.end() ? it->second : "";
     if (it != live_host_.end()) live_host_.erase(it);
@@ -185,13 +302,12 @@ std::string ElasticDriver::worker_exited(int id, int code) {
     }
     if (finished_one_ || !failure_.empty()) return "the job was ending";
     excluded_.insert(host);
-    if (membership_.below_min()) {
-        fail("worker " + std::to_string(id) + " on " + host + " failed; " +
-             std::to_string(membership_.live()) + " worker(s) left, fewer than --min-np " +
-             std::to_string(config_.min_np));
-        return failure_;
-    }
-    return "";
+    count_change();
+    if (discovery_ && failure_.empty()) start_workers(config_.max_np);  // other hosts' slots
+    if (failure_.empty() && membership_.below_min())
+        below_min("worker " + std::to_string(id) + " on " + host + " failed; " +
+                  std::to_string(membership_.live()) + " worker(s) left");
+    return failure_;
 }
 
 void ElasticDriver::fail(const std::string &why) {

@@ -7,10 +7,15 @@
 // of a rank; each hvd_init asks the service for its place in the next round (membership.h).
 // A worker that exits non-zero before any has finished is dropped, its host is excluded from
 // later starts (as horovodrun blacklists it), and the job goes on while at least min_np
-// workers live; below that every waiting join is refused and the supervisor ends the job. A
-// change of the discovered hosts starts workers on their free slots, up to max_np; they wait
-// in hvd_init until the others ask again (at their next commit, elastic.run's
-// HostsUpdatedInterrupt) and the next round forms.
+// workers live. Below that, with a discovery script, the job waits up to timeout_seconds for
+// discovered slots to bring it back to min_np; without one, or after that wait, every waiting
+// join is refused and the supervisor ends the job. A change of the discovered hosts starts
+// workers on their free slots, up to max_np; they wait in hvd_init until the others ask again
+// (at their next commit, elastic.run's HostsUpdatedInterrupt) and the next round forms. A
+// host no longer discovered (or with fewer slots) loses its workers: they leave the
+// membership at once, so the others are told as of added workers and re-form at their next
+// commit, and each is stopped (take_stops) when it asks to join that round or after
+// stop_grace_seconds. More than reset_limit membership changes end the job.
 #pragma once
 
 #include <poll.h>
@@ -39,6 +44,9 @@ struct ElasticConfig {
     // --elastic-controller: another program starts the workers (controlled_job.h); launches
     // carry only their variables, and host lists come from update_hosts().
     bool controlled = false;
+    int reset_limit = -1;             // --reset-limit: changes allowed; -1 no limit
+    int default_slots = 1;            // --slots: a discovered host's slots when it gives none
+    double stop_grace_seconds = 5.0;  // a removed host's worker: the wait for its next commit
 };
 
 class ElasticDriver {
@@ -50,6 +58,9 @@ class ElasticDriver {
 
     // Workers to start now: num_proc at first, later those on added hosts.
     std::vector<RankLaunch> take_launches();
+    // Workers to stop now (SIGTERM, then SIGKILL after a bounded wait): those of hosts no
+    // longer discovered. Their exits are no failure.
+    std::vector<int> take_stops();
 
     void add_poll_fds(std::vector<pollfd> *fds) const;
     void on_poll(const pollfd *fds, size_t count);
@@ -73,6 +84,11 @@ class ElasticDriver {
     void on_join(int id, bool waiting);
     std::string on_status(const hvd::bootstrap::elastic::Request &request) const;
     void start_workers(int up_to);
+    void remove_gone_workers();
+    void stop_leaving(Clock::time_point now);
+    void count_change();
+    void below_min(const std::string &why);
+    void check_below_min(Clock::time_point now);
     void form_round();
     void fail(const std::string &why);
     std::string rendezvous_host(const std::vector<int> &ids) const;
@@ -88,6 +104,13 @@ class ElasticDriver {
     std::unique_ptr<HostDiscovery> discovery_;
     std::string service_addr_;  // what workers on other hosts connect to
     std::vector<RankLaunch> launches_;
+    std::map<int, Clock::time_point> leaving_;  // removed host's worker id -> when to stop it
+    std::set<int> stopped_;                     // stopped removed hosts' workers, until reaped
+    std::vector<int> stops_;
+    int64_t changed_round_ = 0;  // the newest round a change was counted against
+    int changes_ = 0;            // membership changes since the first round
+    bool below_min_set_ = false;
+    Clock::time_point below_min_since_;
     int next_id_ = 0;
     bool finished_one_ = false;  // a worker exited 0: the job is ending
     bool waiting_since_set_ = false;

@@ -42,8 +42,9 @@ void drain(int *fd, std::string *into) {
 
 }  // namespace
 
-HostDiscovery::HostDiscovery(std::string script, double interval_seconds)
+HostDiscovery::HostDiscovery(std::string script, double interval_seconds, int default_slots)
     : script_(std::move(script)),
+      default_slots_(default_slots),
       interval_(seconds<Clock::duration>(interval_seconds)),
       next_run_(Clock::now()) {}
 
@@ -125,7 +126,7 @@ bool HostDiscovery::parse(std::vector<HostSlots> *hosts, std::string *err) {
         return false;
     }
     std::vector<HostSlots> parsed;
-    if (!parse_hostfile_text(out_, &parsed, err)) {
+    if (!parse_hostfile_text(out_, &parsed, err, default_slots_)) {
         *err = "'" + script_ + "' printed an invalid host list: " + *err;
         return false;
     }

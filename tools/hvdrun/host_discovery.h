@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // --host-discovery-script: runs the script (through sh -c) every interval and reads the hosts
-// it prints, one "host:slots" (or "host", one slot) per line, as horovodrun does. Driven from
-// the supervisor's poll loop: a run's output pipes are polled with the ranks', and a run that
-// takes longer than kRunSeconds is killed and ignored. The script's stderr goes to hvdrun's.
+// it prints, one "host:slots" (or "host": --slots, else one slot) per line, as horovodrun does.
+// Driven from the supervisor's poll loop: a run's output pipes are polled with the ranks', and a
+// run that takes longer than kRunSeconds is killed and ignored. The script's stderr goes to
+// hvdrun's.
 #pragma once
 
 #include <poll.h>
@@ -18,7 +19,8 @@ namespace hvdrun {
 
 class HostDiscovery {
   public:
-    HostDiscovery(std::string script, double interval_seconds);
+    // default_slots: the slots of a line without ":slots" (hvdrun --slots).
+    HostDiscovery(std::string script, double interval_seconds, int default_slots = 1);
     ~HostDiscovery();
     HostDiscovery(const HostDiscovery &) = delete;
     HostDiscovery &operator=(const HostDiscovery &) = delete;
@@ -44,6 +46,7 @@ class HostDiscovery {
     void close_pipes();
 
     std::string script_;
+    int default_slots_;
     Clock::duration interval_;
     Clock::time_point next_run_;
     Clock::time_point run_deadline_;

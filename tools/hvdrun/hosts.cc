@@ -20,9 +20,10 @@ bool parse_slots(const std::string &text, int *out) {
     return *out >= 1;
 }
 
-// Splits "host:slots" / "[v6]:slots" / "host". A bare name with several ':' is an IPv6
-// address without slots.
-bool parse_host_entry(const std::string &entry, HostSlots *out, std::string *err) {
+// Splits "host:slots" / "[v6]:slots" / "host" (default_slots). A bare name with several ':'
+// is an IPv6 address without slots.
+bool parse_host_entry(const std::string &entry, int default_slots, HostSlots *out,
+                      std::string *err) {
     std::string name = entry;
     size_t colon = std::string::npos;  // the ':' in front of the slot count, if any
     if (!entry.empty() && entry[0] == '[') {
@@ -38,7 +39,7 @@ bool parse_host_entry(const std::string &entry, HostSlots *out, std::string *err
         name = entry.substr(0, colon);
     }
     out->name = name;
-    out->slots = 1;
+    out->slots = default_slots;
     if (name.empty()) {
         *err = "malformed host entry '" + entry + "' (empty host name)";
         return false;
@@ -66,14 +67,14 @@ bool append_unique(const HostSlots &host, std::vector<HostSlots> *out, std::stri
 }
 
 // One hostfile line without its comment: "host", "host:N", "host slots=N".
-bool parse_hostfile_line(const std::string &line, int line_no, std::vector<HostSlots> *out,
-                         std::string *err) {
+bool parse_hostfile_line(const std::string &line, int line_no, int default_slots,
+                         std::vector<HostSlots> *out, std::string *err) {
     std::istringstream words(line);
     std::string first;
     if (!(words >> first)) return true;  // blank line
     HostSlots host;
     std::string detail;
-    bool ok = parse_host_entry(first, &host, &detail);
+    bool ok = parse_host_entry(first, default_slots, &host, &detail);
     for (std::string word; ok && words >> word;) {
         if (word.compare(0, 6, "slots=") == 0) {
             ok = parse_slots(word.substr(6), &host.slots);
@@ -90,12 +91,14 @@ bool parse_hostfile_line(const std::string &line, int line_no, std::vector<HostS
 
 }  // namespace
 
-bool parse_host_list(const std::string &spec, std::vector<HostSlots> *out, std::string *err) {
+bool parse_host_list(const std::string &spec, std::vector<HostSlots> *out, std::string *err,
+                     int default_slots) {
     out->clear();
     std::istringstream entries(spec);
     for (std::string entry; std::getline(entries, entry, ',');) {
         HostSlots host;
-        if (!parse_host_entry(entry, &host, err) || !append_unique(host, out, err)) return false;
+        if (!parse_host_entry(entry, default_slots, &host, err) || !append_unique(host, out, err))
+            return false;
     }
     if (out->empty()) {
         *err = "empty host list";
@@ -104,13 +107,15 @@ bool parse_host_list(const std::string &spec, std::vector<HostSlots> *out, std::
     return true;
 }
 
-bool parse_hostfile_text(const std::string &text, std::vector<HostSlots> *out, std::string *err) {
+bool parse_hostfile_text(const std::string &text, std::vector<HostSlots> *out, std::string *err,
+                         int default_slots) {
     out->clear();
     std::istringstream lines(text);
     int line_no = 0;
     for (std::string line; std::getline(lines, line);) {
         ++line_no;
-        if (!parse_hostfile_line(line.substr(0, line.find('#')), line_no, out, err)) return false;
+        if (!parse_hostfile_line(line.substr(0, line.find('#')), line_no, default_slots, out, err))
+            return false;
     }
     if (out->empty()) {
         *err = "no hosts listed";
@@ -119,7 +124,8 @@ bool parse_hostfile_text(const std::string &text, std::vector<HostSlots> *out, s
     return true;
 }
 
-bool read_hostfile(const std::string &path, std::vector<HostSlots> *out, std::string *err) {
+bool read_hostfile(const std::string &path, std::vector<HostSlots> *out, std::string *err,
+                   int default_slots) {
     std::ifstream file(path);
     if (!file) {
         *err = "cannot read hostfile '" + path + "'";
@@ -127,7 +133,7 @@ bool read_hostfile(const std::string &path, std::vector<HostSlots> *out, std::st
     }
     std::ostringstream text;
     text << file.rdbuf();
-    if (parse_hostfile_text(text.str(), out, err)) return true;
+    if (parse_hostfile_text(text.str(), out, err, default_slots)) return true;
     *err = "hostfile '" + path + "': " + *err;
     return false;
 }

@@ -24,15 +24,19 @@ struct Placement {
     int cross_size = 0;
 };
 
-// "host1:2,host2,[::1]:4" (slots default to 1). Returns false with *err on a malformed
-// entry, zero slots, or a host listed twice.
-bool parse_host_list(const std::string &spec, std::vector<HostSlots> *out, std::string *err);
+// "host1:2,host2,[::1]:4" (an entry without slots gets default_slots: --slots, else 1).
+// Returns false with *err on a malformed entry, zero slots, or a host listed twice.
+bool parse_host_list(const std::string &spec, std::vector<HostSlots> *out, std::string *err,
+                     int default_slots = 1);
 
-// Hostfile text: one host per line, "host slots=N", "host:N" or "host"; '#' starts a comment.
-bool parse_hostfile_text(const std::string &text, std::vector<HostSlots> *out, std::string *err);
+// Hostfile text: one host per line, "host slots=N", "host:N" or "host" (default_slots);
+// '#' starts a comment. Also the output of a host discovery script.
+bool parse_hostfile_text(const std::string &text, std::vector<HostSlots> *out, std::string *err,
+                         int default_slots = 1);
 
 // Reads and parses a hostfile; *err names the file on failure.
-bool read_hostfile(const std::string &path, std::vector<HostSlots> *out, std::string *err);
+bool read_hostfile(const std::string &path, std::vector<HostSlots> *out, std::string *err,
+                   int default_slots = 1);
 
 // Fills hosts in order, each up to its slots, with ranks 0..np-1. Hosts left without ranks
 // do not count. Returns false with *err when the hosts have fewer than np slots.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // hvdrun: starts the ranks of a libhvd job on this machine and over ssh, relays their output
-// with rank prefixes, and propagates the first failure. See usage_text() in options.cc.
+// with rank prefixes, and propagates the first failure. See usage_text() in usage.cc.
 #include <unistd.h>
 
 #include <cerrno>
@@ -39,14 +39,15 @@ constexpr int kUsageError = 2;
 // The hosts the ranks may use: -H, --hostfile, the discovery script's first answer, or this
 // machine with one slot per rank.
 bool load_hosts(const Options &opts, std::vector<HostSlots> *hosts, std::string *err) {
+    const int slots = opts.slots > 0 ? opts.slots : 1;
     if (!opts.discovery_script.empty()) {
-        HostDiscovery discovery(opts.discovery_script, 1.0);
+        HostDiscovery discovery(opts.discovery_script, 1.0, slots);
         if (discovery.run_now(hosts, err)) return true;
         *err = "--host-discovery-script: " + *err;
         return false;
     }
-    if (!opts.hosts.empty()) return parse_host_list(opts.hosts, hosts, err);
-    if (!opts.hostfile.empty()) return read_hostfile(opts.hostfile, hosts, err);
+    if (!opts.hosts.empty()) return parse_host_list(opts.hosts, hosts, err, slots);
+    if (!opts.hostfile.empty()) return read_hostfile(opts.hostfile, hosts, err, slots);
     *hosts = {HostSlots{"localhost", opts.num_proc}};
     return true;
 }
@@ -60,7 +61,8 @@ std::string current_dir() {
 }
 
 // The settings every rank gets, a later one winning: the config file's, the tuning flags',
-// UCX_NET_DEVICES for --network-interfaces, then the -x exports.
+// UCX_NET_DEVICES for --network-interfaces, HOROVOD_ELASTIC_RESET_LIMIT for --reset-limit,
+// then the -x exports.
 bool collect_settings(const Options &opts, std::vector<EnvVar> *settings, std::string *err) {
     std::vector<std::string> warnings;
     if (!opts.config_file.empty() &&
@@ -76,6 +78,8 @@ bool collect_settings(const Options &opts, std::vector<EnvVar> *settings, std::s
             list += (list.empty() ? "" : ",") + name;
         settings->emplace_back("UCX_NET_DEVICES", list);
     }
+    if (opts.reset_limit >= 0)
+        settings->emplace_back("HOROVOD_ELASTIC_RESET_LIMIT", std::to_string(opts.reset_limit));
     std::vector<std::string> unset;
     std::vector<EnvVar> exports = resolve_exports(opts.exports, std::getenv, &unset);
     for (const std::string &name : unset) {
@@ -251,6 +255,9 @@ int run(int argc, char **argv) {
         ec.min_np = opts.min_np;
         ec.max_np = opts.max_np;
         ec.timeout_seconds = opts.elastic_timeout;
+        ec.reset_limit = opts.reset_limit;
+        ec.default_slots = opts.slots > 0 ? opts.slots : 1;
+        ec.stop_grace_seconds = opts.grace_seconds;
         ec.discovery_script = opts.discovery_script;
         ec.controlled = opts.elastic_controller;
         elastic = std::make_unique<ElasticDriver>(ec, std::move(prepared.ctx), opts.command,

@@ -76,8 +76,9 @@ std::vector<int> Membership::form() {
 }
 
 bool Membership::pending() const {
-    return std::any_of(workers_.begin(), workers_.end(),
-                       [this](const Worker &w) { return w.live && w.round != round_; });
+    return std::any_of(workers_.begin(), workers_.end(), [this](const Worker &w) {
+        return w.live ? w.round != round_ : round_ > 0 && w.round == round_;
+    });
 }
 
 Membership::Worker *Membership::find(int id) {

@@ -40,7 +40,8 @@ class Membership {
     // Forms the next round from the waiting workers: their ids in rank order.
     std::vector<int> form();
     int64_t round() const { return round_; }
-    // Whether a live worker is outside the newest round (started later, or late to ask).
+    // Whether the newest round is out of date: a live worker is outside it (started later, or
+    // late to ask), or one of its members is gone (exited, or its host was removed).
     bool pending() const;
 
   private:

@@ -148,6 +148,18 @@ bool set_elastic_timeout(const std::string &flag, const std::string &v, Options 
     return false;
 }
 
+bool set_reset_limit(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (parse_int(v, 0, 1000000, &o->reset_limit)) return true;
+    *err = "invalid " + flag + " value '" + v + "' (expected an integer >= 0)";
+    return false;
+}
+
+bool set_slots(const std::string &flag, const std::string &v, Options *o, std::string *err) {
+    if (parse_int(v, 1, 1000000, &o->slots)) return true;
+    *err = "invalid " + flag + " value '" + v + "' (expected an integer >= 1)";
+    return false;
+}
+
 bool set_controller(const std::string &, const std::string &, Options *o, std::string *) {
     o->elastic = true;
     o->elastic_controller = true;
@@ -177,6 +189,7 @@ constexpr OptionSpec kOptions[] = {
     {"-H", true, set_hosts},
     {"--hosts", true, set_hosts},
     {"--hostfile", true, set_file<&Options::hostfile>},
+    {"--slots", true, set_slots},
     {"-x", true, set_export},
     {"--rendezvous-addr", true, set_rdv_addr},
     {"--grace-seconds", true, set_grace},
@@ -197,6 +210,7 @@ constexpr OptionSpec kOptions[] = {
     {"--max-np", true, set_elastic_np<&Options::max_np>},
     {"--host-discovery-script", true, set_discovery},
     {"--elastic-timeout", true, set_elastic_timeout},
+    {"--reset-limit", true, set_reset_limit},
     {"--elastic-controller", false, set_controller},
 };
 
@@ -256,6 +270,10 @@ bool validate(const Options &opts, std::string *err) {
         *err =
             "--elastic-controller and --host-discovery-script cannot be used together: "
             "the controller sends the hosts";
+    } else if (!opts.elastic && opts.reset_limit >= 0) {
+        *err =
+            "--reset-limit applies to elastic jobs (--min-np, --max-np or "
+            "--host-discovery-script)";
     } else if (opts.elastic && opts.min_np > 0 && opts.min_np > opts.num_proc) {
         *err = "--min-np " + std::to_string(opts.min_np) + " is more than -np " +
                std::to_string(opts.num_proc);
@@ -320,77 +338,6 @@ bool apply_bind_env(const char *bind_env, Options *opts, std::string *err) {
     if (parse_bind_to(v, &opts->binding)) return true;
     *err = "invalid HVD_RUN_BIND_TO value '" + v + "' (expected " + kBindValues + ")";
     return false;
-}
-
-std::string usage_text() {
-    return std::string(
-               "usage: hvdrun -np N [options] [--] prog [args...]\n"
-               "       hvdrun --check-build\n"
-               "\n"
-               "Starts N ranks of prog and sets HVD_RANK, HVD_SIZE, HVD_LOCAL_RANK, "
-               "HVD_LOCAL_SIZE,\n"
-               "HVD_CROSS_RANK, HVD_CROSS_SIZE, HVD_HOSTNAME, HVD_RENDEZVOUS_ADDR/PORT, "
-               "HVD_SECRET\n"
-               "and HVD_JOB_ID for each. Output lines are prefixed \"[rank]<stdout>: \".\n"
-               "Flags and config-file keys have horovodrun's names; settings apply in the order\n"
-               "config file, tuning flags, -x (a later one wins).\n"
-               "\n"
-               "optional arguments:\n"
-               "  -h, --help               print this help\n"
-               "  --version                print the version\n"
-               "  -cb, --check-build       print what this libhvd supports (library, features,\n"
-               "                           frameworks) and exit\n"
-               "  -np, -n, --num-proc N    number of ranks (required)\n"
-               "  --config-file FILE       horovodrun's YAML file of settings (params, autotune,\n"
-               "                           timeline, stall_check, logging)\n"
-               "  -x NAME[=VALUE]          export a variable to every rank (remote ranks get\n"
-               "                           only HVD_* and these); repeatable\n"
-               "  --grace-seconds S        after the first rank fails, wait S seconds for the\n"
-               "                           others to exit before SIGTERM (default 5, or\n"
-               "                           HVD_RUN_GRACE_SECONDS)\n"
-               "  --no-prefix              pass rank output through without the rank prefix\n"
-               "  --bind-to core|numa|socket|none[:overload-allowed]\n"
-               "                           pin each rank to a core, NUMA node or socket of\n"
-               "                           the CPUs hvdrun may use, as mpirun does; ranks on\n"
-               "                           this host only (default: HVD_RUN_BIND_TO, else the\n"
-               "                           --map-by place, else none)\n"
-               "  --map-by slot|core|numa|socket\n"
-               "                           place a host's ranks round-robin over its cores,\n"
-               "                           NUMA nodes or sockets (default slot: in order)\n"
-               "  --report-bindings        print each rank's binding, as mpirun does\n"
-               "  --verbose                print the rank placement and remote commands\n") +
-           tuning_usage() +
-           "\nhost arguments:\n"
-           "  -H, --hosts LIST         hosts and slots, e.g. host1:4,host2:4 (default: all\n"
-           "                           local); ranks fill the hosts in order\n"
-           "  --hostfile FILE          one host per line: \"host slots=N\" or \"host:N\"\n"
-           "  -p, --ssh-port PORT      ssh port for remote hosts\n"
-           "  -i, --ssh-identity-file FILE\n"
-           "                           ssh private key for remote hosts\n"
-           "  --start-timeout S        ssh connect timeout for remote hosts\n"
-           "  --network-interfaces LIST\n"
-           "                           interfaces for traffic between hosts, e.g. eth0,ib0\n"
-           "                           (UCX_NET_DEVICES; checked on every host first)\n"
-           "  --rendezvous-addr ADDR   address ranks use to reach rank 0's rendezvous\n"
-           "                           (default: 127.0.0.1 if all local, else rank 0's host\n"
-           "                           or its first --network-interfaces address)\n"
-           "\nelastic arguments (workers join rounds; see README \"Elastic jobs\"):\n"
-           "  --min-np N               end the job when fewer than N workers live (default\n"
-           "                           -np)\n"
-           "  --max-np N               start at most N workers (default -np, or unbounded\n"
-           "                           with a discovery script)\n"
-           "  --host-discovery-script S\n"
-           "                           run S every second; it prints the hosts that may run\n"
-           "                           workers, \"host:slots\" per line\n"
-           "  --elastic-timeout S      how long a round waits for late workers, and a\n"
-           "                           worker's hvd_init for its round (default 600)\n"
-           "  --elastic-controller     no program: the process that runs hvdrun starts the\n"
-           "                           workers and sends the hosts (the line protocol of\n"
-           "                           tools/hvdrun/controller_protocol.h on stdin/stdout)\n"
-           "\n"
-           "exit status: 0 when every rank exits 0 (elastic: when the workers that finish\n"
-           "exit 0); else the first failing rank's code\n"
-           "(128+signal when killed); 2 for a usage error; 127 when prog cannot be executed.\n";
 }
 
 }  // namespace hvdrun

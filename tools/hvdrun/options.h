@@ -12,9 +12,10 @@
 namespace hvdrun {
 
 struct Options {
-    int num_proc = 0;                  // -np / -n / --num-proc; required, >= 1
-    std::string hosts;                 // -H / --hosts "host:slots,..."; empty: all local
-    std::string hostfile;              // --hostfile; exclusive with -H
+    int num_proc = 0;      // -np / -n / --num-proc; required, >= 1
+    std::string hosts;     // -H / --hosts "host:slots,..."; empty: all local
+    std::string hostfile;  // --hostfile; exclusive with -H
+    int slots = 0;  // --slots: slots of a host listed without them (-H, hostfile, discovery); 0: 1
     std::vector<std::string> exports;  // -x NAME or -x NAME=VALUE, in order given
     std::string rendezvous_addr;       // --rendezvous-addr; empty: derived from placement
     double grace_seconds = 5.0;        // --grace-seconds or HVD_RUN_GRACE_SECONDS
@@ -32,13 +33,14 @@ struct Options {
     bool bind_given = false;       // true when --bind-to was on the command line
     bool map_given = false;        // true when --map-by was on the command line
     bool report_bindings = false;  // --report-bindings
-    // Elastic mode (any of these given): --min-np, --max-np, --host-discovery-script,
-    // --elastic-timeout. 0: not given (min defaults to -np; max to -np, or unbounded with a
-    // discovery script).
+    // Elastic mode (any of these given): --min-np, --max-np, --host-discovery-script;
+    // --elastic-timeout and --reset-limit apply to it. 0: not given (min defaults to -np; max to
+    // -np, or unbounded with a discovery script).
     int min_np = 0;
     int max_np = 0;
     std::string discovery_script;
     double elastic_timeout = 600.0;
+    int reset_limit = -1;  // --reset-limit: membership changes allowed; -1 no limit
     bool elastic = false;
     // --elastic-controller: elastic, with workers started by the program that runs hvdrun
     // (controlled_job.h); no command.

@@ -96,6 +96,9 @@ int Supervisor::wait() {
 void Supervisor::serve_elastic() {
     if (config_.elastic == nullptr) return;
     config_.elastic->tick();
+    for (int id : config_.elastic->take_stops())
+        stop_worker(id);
+    kill_stopped();
     if (phase_ == Phase::kRunning && stop_signal_ == 0) {
         for (const RankLaunch &launch : config_.elastic->take_launches()) {
             if (!spawn_rank(launch)) return;
@@ -104,6 +107,30 @@ void Supervisor::serve_elastic() {
     if (!config_.elastic->failure().empty() && first_failure_code_ < 0 && stop_signal_ == 0) {
         std::fprintf(stderr, "hvdrun: %s\n", config_.elastic->failure().c_str());
         fail(1);
+    }
+}
+
+// One worker of an elastic job (its host left): SIGTERM to its process group now, SIGKILL
+// kKillAfterSeconds later if it still runs.
+void Supervisor::stop_worker(int id) {
+    for (Rank &r : ranks_) {
+        if (r.rank != id || !r.running || r.stopping) continue;
+        kill(-r.pid, SIGTERM);
+        if (r.stdin_fd >= 0) close(r.stdin_fd);  // a remote rank's ssh ends it on its host
+        r.stdin_fd = -1;
+        r.stopping = true;
+        r.kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(kKillAfterSeconds));
+    }
+}
+
+void Supervisor::kill_stopped() {
+    for (Rank &r : ranks_) {
+        if (!r.running || !r.stopping || Clock::now() < r.kill_at) continue;
+        std::fprintf(stderr, "hvdrun: %s still running after SIGTERM, sending SIGKILL\n",
+                     rank_name(r.rank, r.pid).c_str());
+        kill(-r.pid, SIGKILL);
+        r.stopping = false;
     }
 }
 

@@ -63,11 +63,15 @@ class Supervisor {
         Stream out;
         Stream err;
         int stdin_fd;  // a remote rank's ssh stdin, open while it runs (see remote_command.h)
+        bool stopping = false;  // elastic: SIGTERM sent alone; SIGKILL at kill_at
+        Clock::time_point kill_at{};
     };
 
     bool spawn_rank(const RankLaunch &launch);
     void poll_once();
     void serve_elastic();
+    void stop_worker(int id);
+    void kill_stopped();
     void fail(int code);
     void read_stream(Stream *stream);
     void reap();

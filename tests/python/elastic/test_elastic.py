@@ -19,14 +19,34 @@ usage: test_elastic.py HVDRUN PYTHON CASE, CASE one of
              discovery script's file and waits until hvdrun has started a worker there; the
              commit of step 6 raises HostsUpdatedInterrupt and the three re-form, the new
              worker receiving rank 0's state; all three end with the reference's weights.
+  remove_host
+             3 workers from the discovery lines "localhost" (--slots 2) and "127.0.0.1:1"; at
+             step 4 rank 0 drops 127.0.0.1 from the file and waits until hvdrun has taken its
+             worker out; the commit of step 6 raises HostsUpdatedInterrupt, hvdrun stops that
+             worker (SIGTERM) and the other two finish as ranks 0 and 1 of 2 with the weights
+             of the reference with that change at step 6, without a roll-back.
+  below_min_recover
+             2 workers with --min-np 2 and a discovery script; worker 1 kills itself at step 5;
+             once hvdrun says it waits for slots, the test lists host 127.0.0.1, hvdrun starts
+             a worker there and workers 0 and 2 finish with the 2-rank reference's weights.
+  below_min_timeout
+             the same with no host added and --elastic-timeout 4: hvdrun ends the job with an
+             error naming --min-np, the live workers and the wait, after 4 s and in bounded
+             time.
+  reset_limit
+             shrink with --reset-limit 0: hvdrun ends the job at the first change, saying so;
+             with --reset-limit 1 the job finishes and the workers were given
+             HOROVOD_ELASTIC_RESET_LIMIT=1.
 Every run is bounded by RUN_TIMEOUT_S."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,22 +60,46 @@ SCRIPT = os.path.join(HERE, "train_elastic.py")
 TF_SCRIPT = os.path.join(HERE, "train_elastic_tf.py")
 
 
-def run(hvdrun, python, flags, script_args, extra_env=None, script=SCRIPT):
+def run(hvdrun, python, flags, script_args, extra_env=None, script=SCRIPT, on_stderr=None):
+    """Runs hvdrun to its end (at most RUN_TIMEOUT_S); on_stderr(line), when given, sees each
+    line of its stderr as it comes. Returns its exit code, stderr, the workers' JSON results
+    and the seconds it took."""
     cmd = [hvdrun] + flags + [python, script] + script_args
     env = dict(os.environ, HVD_START_TIMEOUT="60", HVD_OP_TIMEOUT="60",
                PYTHONDONTWRITEBYTECODE="1", **(extra_env or {}))
     start = time.monotonic()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=RUN_TIMEOUT_S)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    out, err = [], []
+
+    def read(stream, into, watch):
+        for line in stream:
+            into.append(line)
+            if watch is not None:
+                watch(line)
+
+    readers = [threading.Thread(target=read, args=(p.stdout, out, None)),
+               threading.Thread(target=read, args=(p.stderr, err, on_stderr))]
+    for t in readers:
+        t.start()
+    try:
+        p.wait(timeout=RUN_TIMEOUT_S)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for t in readers:
+            t.join(timeout=10)
     elapsed = time.monotonic() - start
-    sys.stdout.write(p.stdout)
-    sys.stderr.write(p.stderr)
+    stdout, stderr = "".join(out), "".join(err)
+    sys.stdout.write(stdout)
+    sys.stderr.write(stderr)
     print("hvdrun exited %d after %.1f s" % (p.returncode, elapsed))
     results = []
-    for line in p.stdout.splitlines():
+    for line in stdout.splitlines():
         if "{" in line:
             results.append(json.loads(line[line.index("{"):]))
-    return p.returncode, p.stderr, results, elapsed
+    return p.returncode, stderr, results, elapsed
 
 
 def check(cond, what):
@@ -96,6 +140,7 @@ def shrink(hvdrun, python, victim=1, flags=(), env=None, script=SCRIPT):
         "no change": m.reference(3, {}).tolist(),
         "no roll-back (2 ranks from step 5 on)": m.reference(3, {5: (2, False)}).tolist(),
         "the death after the next commit": m.reference(3, {7: (2, True)}).tolist()})
+    return results
 
 
 def shrink_rank0(hvdrun, python):
@@ -152,11 +197,104 @@ def grow(hvdrun, python):
         "the change at the previous commit": m.reference(2, {3: (3, False)}).tolist()})
 
 
+def discovery_files(tmp, lines):
+    """The discovery script's file of hosts (`lines`) and the script that prints it."""
+    hosts = os.path.join(tmp, "hosts")
+    with open(hosts, "w") as f:
+        f.write("".join(line + "\n" for line in lines))
+    discover = os.path.join(tmp, "discover.sh")
+    with open(discover, "w") as f:
+        f.write("#!/bin/sh\ncat '%s'\n" % hosts)
+    os.chmod(discover, 0o755)
+    return hosts, discover
+
+
+def remove_host(hvdrun, python):
+    with tempfile.TemporaryDirectory() as tmp:
+        hosts, discover = discovery_files(tmp, ["localhost", "127.0.0.1:1"])
+        rc, err, results, _ = run(
+            hvdrun, python,
+            ["-np", "3", "--min-np", "2", "--slots", "2", "--host-discovery-script", discover],
+            ["--hosts-file", hosts, "--remove-host", "127.0.0.1:1", "--remove-step", "4"])
+    check(rc == 0, "hvdrun exits 0 (got %d)" % rc)
+    check("round 1: 3 rank(s), workers 0, 1, 2" in err,
+          "--slots 2 gives localhost 2 workers, 127.0.0.1 its own 1")
+    check("stopping worker 2: its host left the job" in err, "hvdrun stops worker 2")
+    check("round 2: 2 rank(s), workers 0, 1" in err, "round 2 re-forms with workers 0 and 1")
+    check(sorted((r["worker"], r["rank"], r["size"]) for r in results) == [(0, 0, 2), (1, 1, 2)],
+          "workers 0 and 1 finish as ranks 0 and 1 of 2")
+    expected = m.reference(3, {6: (2, False)}).tolist()
+    check_weights(results, expected, {
+        "no change": m.reference(3, {}).tolist(),
+        "a death at step 4 (roll-back to step 3)": m.reference(3, {4: (2, True)}).tolist(),
+        "the change at the previous commit": m.reference(3, {3: (2, False)}).tolist()})
+
+
+def below_min_job(hvdrun, python, timeout_s, add_host):
+    """-np 2 --min-np 2 on a discovery script listing localhost:2; worker 1 kills itself at
+    step 5; with add_host, 127.0.0.1:1 is listed once hvdrun says it waits for slots."""
+    with tempfile.TemporaryDirectory() as tmp:
+        hosts, discover = discovery_files(tmp, ["localhost:2"])
+
+        def on_stderr(line):
+            if add_host and "waiting up to" in line:
+                with open(hosts, "a") as f:
+                    f.write("127.0.0.1:1\n")
+
+        return run(hvdrun, python,
+                   ["-np", "2", "--min-np", "2", "--host-discovery-script", discover,
+                    "--elastic-timeout", str(timeout_s)],
+                   ["--kill-worker", "1", "--kill-step", "5"], on_stderr=on_stderr)
+
+
+def below_min_recover(hvdrun, python):
+    rc, err, results, _ = below_min_job(hvdrun, python, 60, True)
+    check(rc == 0, "hvdrun exits 0 (got %d)" % rc)
+    check("1 worker(s) left, fewer than --min-np 2: waiting up to 60 s" in err,
+          "hvdrun waits for discovered slots")
+    check("round 2: 2 rank(s), workers 0, 2" in err, "round 2 forms with the new worker 2")
+    check(sorted((r["worker"], r["rank"], r["size"]) for r in results) == [(0, 0, 2), (2, 1, 2)],
+          "workers 0 and 2 finish as ranks 0 and 1 of 2")
+    # Rolled back to step 3 and on with 2 ranks again: the weights of an unbroken 2-rank run,
+    # which worker 2 has only if it received rank 0's state.
+    check_weights(results, m.reference(2, {5: (2, True)}).tolist(), {})
+
+
+def below_min_timeout(hvdrun, python):
+    rc, err, results, elapsed = below_min_job(hvdrun, python, 4, False)
+    check(rc != 0, "hvdrun fails (exit %d)" % rc)
+    found = re.search(r"only 1 worker\(s\) live, fewer than --min-np 2, after waiting "
+                      r"([0-9.]+) s \(--elastic-timeout 4\)", err)
+    check(found is not None, "the error names --min-np, the live workers and the wait")
+    check(4.0 <= float(found.group(1)) < 6.0, "it waited the timeout (%s s)" % found.group(1))
+    check(elapsed < BELOW_MIN_BOUND_S, "it ends within %d s (%.1f s)" % (BELOW_MIN_BOUND_S,
+                                                                          elapsed))
+    check(not results, "no worker finishes training")
+
+
+def reset_limit(hvdrun, python):
+    rc, err, results, elapsed = run(
+        hvdrun, python, ["-np", "3", "--min-np", "2", "--reset-limit", "0"],
+        ["--kill-worker", "1", "--kill-step", "5"])
+    check(rc != 0, "hvdrun fails with --reset-limit 0 (exit %d)" % rc)
+    check("the membership changed 1 time(s), more than --reset-limit 0" in err,
+          "the error names --reset-limit")
+    check("round 2:" not in err, "no second round forms")
+    check(elapsed < BELOW_MIN_BOUND_S, "it ends within %d s (%.1f s)" % (BELOW_MIN_BOUND_S,
+                                                                          elapsed))
+    check(not results, "no worker finishes training")
+    results = shrink(hvdrun, python, flags=["--reset-limit", "1"])
+    check([r["reset_limit"] for r in results] == ["1", "1"],
+          "the workers got HOROVOD_ELASTIC_RESET_LIMIT=1")
+
+
 def main():
     hvdrun, python, case = sys.argv[1:4]
     cases = {"shrink": shrink, "shrink_rank0": shrink_rank0, "shrink_ssh": shrink_ssh,
              "shrink_tf": shrink_tf,
-             "below_min": below_min, "grow": grow}
+             "below_min": below_min, "grow": grow, "remove_host": remove_host,
+             "below_min_recover": below_min_recover, "below_min_timeout": below_min_timeout,
+             "reset_limit": reset_limit}
     cases[case](hvdrun, python)
 
 

@@ -2,7 +2,8 @@
 """An elastic training job for test_elastic.py (run by hvdrun --min-np/--max-np): the model of
 elastic_model.py under hvd.torch.elastic.run, with a TorchState holding the weights, the step
 and the ElasticSampler. Options make one worker kill itself at a step, or rank 0 add a host to
-the discovery script's file at a step. Every rank prints its final weights as a JSON line."""
+the discovery script's file at a step, or remove one from it. Every rank prints its final
+weights (and the HOROVOD_ELASTIC_RESET_LIMIT it was given) as a JSON line."""
 
 import argparse
 import json
@@ -27,6 +28,8 @@ def parse():
     p.add_argument("--hosts-file", default="")
     p.add_argument("--add-host", default="")
     p.add_argument("--add-step", type=int, default=-1)
+    p.add_argument("--remove-host", default="")
+    p.add_argument("--remove-step", type=int, default=-1)
     return p.parse_args()
 
 
@@ -35,10 +38,26 @@ def add_host(args):
     started its worker, so the next commit sees it (a deterministic point of change)."""
     with open(args.hosts_file, "a") as f:
         f.write(args.add_host + "\n")
+    wait_for_update("hvdrun started no worker for the added host")
+
+
+def remove_host(args):
+    """Rank 0: drops the host's line from the discovery script's file (replaced whole, so a
+    discovery run never reads half of it), then waits until hvdrun has taken its workers out
+    of the membership, so the next commit sees it."""
+    with open(args.hosts_file) as f:
+        kept = [line for line in f.read().splitlines() if line.strip() != args.remove_host]
+    with open(args.hosts_file + ".new", "w") as f:
+        f.write("".join(line + "\n" for line in kept))
+    os.replace(args.hosts_file + ".new", args.hosts_file)
+    wait_for_update("hvdrun did not take the removed host's worker out of the membership")
+
+
+def wait_for_update(what):
     deadline = time.monotonic() + WAIT_FOR_WORKERS_S
     while not _runtime.elastic_membership()[1]:
         if time.monotonic() > deadline:
-            raise RuntimeError("hvdrun started no worker for the added host")
+            raise RuntimeError(what)
         time.sleep(0.1)
 
 
@@ -54,10 +73,14 @@ def main():
         if state.step == args.add_step and hvd.rank() == 0 and hvd.size() == 2 and \
                 args.add_host:
             add_host(args)
+        if state.step == args.remove_step and hvd.rank() == 0 and hvd.size() == 3 and \
+                args.remove_host:
+            remove_host(args)
 
     hvd.elastic.run(lambda state: m.train(hvd, state, before_batch))(state)
     print(json.dumps({"worker": worker, "rank": hvd.rank(), "size": hvd.size(),
                       "step": state.step,
+                      "reset_limit": os.environ.get("HOROVOD_ELASTIC_RESET_LIMIT", ""),
                       "weights": [float(v) for v in state.model.weight.data[0]]}), flush=True)
     hvd.shutdown()
 
