@@ -5,7 +5,7 @@
     cluster_cases.py --hvdrun HVDRUN --programs DIR [--python-path DIR] CASE
 
 DIR holds the mp test programs; --python-path, the hvd package's build directory, is for the
-elastic case. Exits 0 when the case passes, 77 (ctest's
+elastic cases. Exits 0 when the case passes, 77 (ctest's
 skip) with the reason when this machine cannot build a cluster, 1 otherwise. Every case runs
 under a deadline (--deadline seconds) and tears its cluster down however it ends.
 """
@@ -17,6 +17,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -156,37 +157,66 @@ ELASTIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "py
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
 
 
-def case_elastic(job):
-    """An elastic job across hosts: hvdrun -np 3 --min-np 2 -H hostA:1,hostB:1,hostC:1 runs
-    tests/python/elastic/train_elastic.py; the worker on hostB kills itself at step 5, the
-    workers on hostA and hostC re-form as 2 ranks and finish with the weights of the
-    reference run that had that membership change at that step."""
+def elastic_run(job, flags, script_args, changes, survivors):
+    """hvdrun -np 3 --min-np 2 `flags` on hostA runs tests/python/elastic/train_elastic.py
+    with `script_args`; workers `survivors` must finish as ranks 0 and 1 of 2 with the weights
+    of the reference run that had the membership `changes` (elastic_model.reference), and no
+    process may be left on any host. Returns hvdrun's output."""
     if not job.python_path or not os.access(TORCH_PYTHON, os.X_OK):
         raise Skip("no hvd Python package (--python-path) or no %s" % TORCH_PYTHON)
     ref = subprocess.run(
         [TORCH_PYTHON, "-c", "import elastic_model as m; "
-         "print(' '.join(repr(float(v)) for v in m.reference(3, {5: (2, True)})))"],
+         "print(' '.join(repr(float(v)) for v in m.reference(3, %r)))" % (changes,)],
         cwd=ELASTIC_DIR, stdout=subprocess.PIPE, text=True, check=True, timeout=60)
     expected = [float(v) for v in ref.stdout.split()]
     env = dict(MP_ENV, PYTHONPATH=job.python_path, PYTHONDONTWRITEBYTECODE="1")
-    argv = [job.hvdrun_path, "-np", "3", "--min-np", "2", "-H",
-            ",".join("%s:1" % h for h in HOSTS), "--ssh-identity-file", job.key]
+    argv = [job.hvdrun_path, "-np", "3", "--min-np", "2", "--ssh-identity-file", job.key]
+    argv += list(flags)
     for k, v in env.items():
         argv += ["-x", "%s=%s" % (k, v)]
-    argv += [TORCH_PYTHON, os.path.join(ELASTIC_DIR, "train_elastic.py"),
-             "--kill-worker", "1", "--kill-step", "5"]
+    argv += [TORCH_PYTHON, os.path.join(ELASTIC_DIR, "train_elastic.py")] + list(script_args)
     rc, out, _ = job.timed(job.cluster.hosts[0], argv, 150)
     expect(rc == 0, "hvdrun exited %d" % rc)
-    expect("round 2: 2 rank(s), workers 0, 2" in out, "round 2 did not re-form with workers 0, 2")
+    expect("round 2: 2 rank(s), workers %d, %d" % survivors in out,
+           "round 2 did not re-form with workers %d, %d" % survivors)
     results = [json.loads(line[line.index("{"):]) for line in out.splitlines()
                if "<stdout>: {" in line]
-    expect(sorted((r["worker"], r["rank"], r["size"]) for r in results) == [(0, 0, 2), (2, 1, 2)],
-           "survivors: %s" % results)
+    expect(sorted((r["worker"], r["rank"], r["size"]) for r in results) ==
+           [(survivors[0], 0, 2), (survivors[1], 1, 2)], "survivors: %s" % results)
     for r in results:
         diff = max(abs(a - b) for a, b in zip(r["weights"], expected))
         expect(diff <= 1e-9, "worker %d's weights differ from the reference by %g"
                % (r["worker"], diff))
     job.wait_no_leftovers()
+    return out
+
+
+def case_elastic(job):
+    """An elastic job across hosts: hvdrun -np 3 --min-np 2 -H hostA:1,hostB:1,hostC:1 runs
+    tests/python/elastic/train_elastic.py; the worker on hostB kills itself at step 5, the
+    workers on hostA and hostC re-form as 2 ranks and finish with the weights of the
+    reference run that had that membership change at that step."""
+    elastic_run(job, ["-H", ",".join("%s:1" % h for h in HOSTS)],
+                ["--kill-worker", "1", "--kill-step", "5"], {5: (2, True)}, (0, 2))
+
+
+def case_elastic_remove(job):
+    """A host leaves an elastic job: the discovery script lists hostA, hostB and hostC (one
+    slot each); at step 4 rank 0 drops hostC from its file. hvdrun stops hostC's worker (over
+    ssh) once it leaves its round at the commit of step 6, and the workers on hostA and hostB
+    finish as 2 ranks with the weights of the reference with that change at step 6."""
+    with tempfile.TemporaryDirectory() as tmp:
+        hosts = os.path.join(tmp, "hosts")
+        with open(hosts, "w") as f:
+            f.write("".join(h + "\n" for h in HOSTS))
+        discover = os.path.join(tmp, "discover.sh")
+        with open(discover, "w") as f:
+            f.write("#!/bin/sh\ncat '%s'\n" % hosts)
+        os.chmod(discover, 0o755)
+        out = elastic_run(job, ["--host-discovery-script", discover],
+                          ["--hosts-file", hosts, "--remove-host", "hostC",
+                           "--remove-step", "4"], {6: (2, False)}, (0, 1))
+    expect("stopping worker 2: its host left the job" in out, "hvdrun did not stop worker 2")
 
 
 RDV_PORT = 29400  # the hosts are fresh namespaces: nothing else listens there

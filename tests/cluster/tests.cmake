@@ -14,13 +14,17 @@ foreach(case ${HVD_CLUSTER_CASES})
   set_tests_properties(cluster.${case} PROPERTIES LABELS cluster TIMEOUT 60 SKIP_RETURN_CODE 77)
 endforeach()
 
-# An elastic job across the hosts (hvd.torch.elastic under hvdrun --min-np): a worker's host
-# loses it mid-run and the others finish as a smaller job; needs the hvd package's build.
-if(Python3_Interpreter_FOUND AND TARGET hvd_python)
-  add_test(NAME cluster.elastic
+# Elastic jobs across the hosts (hvd.torch.elastic under hvdrun --min-np): a worker's host
+# loses it mid-run (elastic), or the discovery script drops a host (elastic_remove), and the
+# others finish as a smaller job; needs the hvd package's build.
+foreach(case elastic elastic_remove)
+  if(NOT (Python3_Interpreter_FOUND AND TARGET hvd_python))
+    break()
+  endif()
+  add_test(NAME cluster.${case}
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cluster_cases.py --deadline 170
             --hvdrun $<TARGET_FILE:hvdrun> --programs $<TARGET_FILE_DIR:mp_collectives>
-            --python-path ${HVD_PYTHON_BUILD_DIR} elastic)
-  set_tests_properties(cluster.elastic PROPERTIES LABELS "cluster;elastic" TIMEOUT 180
+            --python-path ${HVD_PYTHON_BUILD_DIR} ${case})
+  set_tests_properties(cluster.${case} PROPERTIES LABELS "cluster;elastic" TIMEOUT 180
     SKIP_RETURN_CODE 77)
-endif()
+endforeach()

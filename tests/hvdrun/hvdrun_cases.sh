@@ -166,6 +166,24 @@ case_sigkill_escalation() {
     expect_groups_gone "$T/pgids"
 }
 
+# A host gone from the discovery script's output: its worker, which here never asks to join
+# a round and ignores SIGTERM, gets SIGTERM after --grace-seconds and SIGKILL 3 s later; the
+# job goes on and ends with the other worker's exit 0.
+case_elastic_stop() {
+    printf '#!/bin/sh\n[ -e "%s/drop" ] && echo localhost || printf "localhost\\n127.0.0.1\\n"\n' \
+        "$T" >"$T/discover.sh"
+    chmod +x "$T/discover.sh"
+    run -np 2 --min-np 1 --grace-seconds 0.5 --host-discovery-script "$T/discover.sh" sh -c '
+        [ "$HVD_HOSTNAME" = localhost ] && exec sleep 7
+        echo $$ >"$0/pgid"; trap "" TERM; touch "$0/drop"; sleep 60' "$T"
+    expect_rc 0
+    expect_match err '^hvdrun: host 127.0.0.1 no longer offers worker 1 a slot'
+    expect_match err '^hvdrun: stopping worker 1: its host left the job$'
+    expect_match err '^hvdrun: rank 1 \(pid [0-9]+\) still running after SIGTERM, sending SIGKILL$'
+    expect_match err '^hvdrun: worker 1 \(pid [0-9]+\) killed by signal 9 '
+    expect_groups_gone "$T/pgid"
+}
+
 # SIGTERM / SIGINT to hvdrun reach every rank as SIGTERM; hvdrun exits 128+signal.
 forward_signal() {
     sig=$1

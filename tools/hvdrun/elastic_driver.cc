@@ -115,11 +115,11 @@ void ElasticDriver::on_poll(const pollfd *fds, size_t count) {
 
 void ElasticDriver::tick() {
     server_->expire();
+    const Clock::time_point now = Clock::now();
+    stop_leaving(now);
     if (!failure_.empty() || finished_one_) return;
     std::vector<HostSlots> found;
     if (discovery_ && discovery_->tick(&found)) update_hosts(std::move(found));
-    const Clock::time_point now = Clock::now();
-    stop_leaving(now);
     check_below_min(now);
     if (!failure_.empty()) return;
     const bool timed_out =
