@@ -154,6 +154,8 @@ def case_hvdrun_stopped(job):
 
 
 ELASTIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "elastic")
+sys.path.insert(0, ELASTIC_DIR)
+from discovery import discovery_files  # noqa: E402
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
 
 
@@ -206,13 +208,7 @@ def case_elastic_remove(job):
     ssh) once it leaves its round at the commit of step 6, and the workers on hostA and hostB
     finish as 2 ranks with the weights of the reference with that change at step 6."""
     with tempfile.TemporaryDirectory() as tmp:
-        hosts = os.path.join(tmp, "hosts")
-        with open(hosts, "w") as f:
-            f.write("".join(h + "\n" for h in HOSTS))
-        discover = os.path.join(tmp, "discover.sh")
-        with open(discover, "w") as f:
-            f.write("#!/bin/sh\ncat '%s'\n" % hosts)
-        os.chmod(discover, 0o755)
+        hosts, discover = discovery_files(tmp, HOSTS)
         out = elastic_run(job, ["--host-discovery-script", discover],
                           ["--hosts-file", hosts, "--remove-host", "hostC",
                            "--remove-step", "4"], {6: (2, False)}, (0, 1))

@@ -52,6 +52,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import elastic_model as m  # noqa: E402
+from discovery import discovery_files  # noqa: E402
 
 RUN_TIMEOUT_S = 150
 BELOW_MIN_BOUND_S = 60
@@ -176,13 +177,7 @@ def below_min(hvdrun, python):
 
 def grow(hvdrun, python):
     with tempfile.TemporaryDirectory() as tmp:
-        hosts = os.path.join(tmp, "hosts")
-        with open(hosts, "w") as f:
-            f.write("localhost:2\n")
-        discover = os.path.join(tmp, "discover.sh")
-        with open(discover, "w") as f:
-            f.write("#!/bin/sh\ncat '%s'\n" % hosts)
-        os.chmod(discover, 0o755)
+        hosts, discover = discovery_files(tmp, ["localhost:2"])
         rc, err, results, _ = run(
             hvdrun, python,
             ["-np", "2", "--min-np", "2", "--max-np", "3", "--host-discovery-script", discover],
@@ -195,18 +190,6 @@ def grow(hvdrun, python):
     check_weights(results, expected, {
         "no change": m.reference(2, {}).tolist(),
         "the change at the previous commit": m.reference(2, {3: (3, False)}).tolist()})
-
-
-def discovery_files(tmp, lines):
-    """The discovery script's file of hosts (`lines`) and the script that prints it."""
-    hosts = os.path.join(tmp, "hosts")
-    with open(hosts, "w") as f:
-        f.write("".join(line + "\n" for line in lines))
-    discover = os.path.join(tmp, "discover.sh")
-    with open(discover, "w") as f:
-        f.write("#!/bin/sh\ncat '%s'\n" % hosts)
-    os.chmod(discover, 0o755)
-    return hosts, discover
 
 
 def remove_host(hvdrun, python):
