@@ -184,6 +184,24 @@ case_elastic_stop() {
     expect_groups_gone "$T/pgid"
 }
 
+# An elastic job whose discovery script offers fewer than -np slots at first waits for them
+# (up to --elastic-timeout): here they come at the third run; with --elastic-timeout 2 and
+# never, hvdrun ends with an error naming -np, the slots and the wait.
+case_elastic_start_wait() {
+    printf '#!/bin/sh\nn=$(cat "%s/runs" 2>/dev/null || echo 0)\necho $((n + 1)) >"%s/runs"\n[ "$n" -ge 2 ] && [ -z "${NEVER:-}" ] && echo localhost:2 || echo localhost\n' \
+        "$T" "$T" >"$T/discover.sh"
+    chmod +x "$T/discover.sh"
+    run -np 2 --host-discovery-script "$T/discover.sh" sh -c 'echo "worker=$HVD_WORKER_ID"'
+    expect_rc 0
+    expect_once err "hvdrun: the discovery script's hosts offer 1 slot(s), fewer than -np 2: waiting up to 600 s (--elastic-timeout)"
+    expect_once out "[0]<stdout>: worker=0"
+    expect_once out "[1]<stdout>: worker=1"
+    NEVER=1 run -np 2 --elastic-timeout 2 --host-discovery-script "$T/discover.sh" true
+    expect_rc 2
+    expect_match err '^hvdrun: --host-discovery-script: its hosts offer 1 slot\(s\), fewer than -np 2, after waiting 2\.[0-9] s \(--elastic-timeout 2\)$'
+    [ "$secs" -le 5 ] || fail "took $secs s, expected 2 s"
+}
+
 # SIGTERM / SIGINT to hvdrun reach every rank as SIGTERM; hvdrun exits 128+signal.
 forward_signal() {
     sig=$1

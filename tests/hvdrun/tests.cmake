@@ -79,8 +79,8 @@ add_test(NAME hvdrun.map_bind COMMAND test_hvdrun_placement)
 set_tests_properties(hvdrun.map_bind PROPERTIES LABELS hvdrun TIMEOUT 30)
 
 # End-to-end cases: hvdrun starting real processes (see hvdrun_cases.sh for each case).
-set(HVDRUN_CASES env output no_prefix whole_lines exit_code signal sigkill_escalation elastic_stop
-    forward_signals hvdrun_killed usage_errors missing_program placement hostfile aliases_and_info exports
+set(HVDRUN_CASES env output no_prefix whole_lines exit_code signal sigkill_escalation
+    elastic_stop elastic_start_wait forward_signals hvdrun_killed usage_errors missing_program placement hostfile aliases_and_info exports
     remote bind bind_synthetic rendezvous_port tuning_flags network_interfaces ssh_identity check_build)
 foreach(case ${HVDRUN_CASES})
   add_test(NAME hvdrun.${case}

@@ -303,7 +303,8 @@ std::string ElasticDriver::worker_exited(int id, int code) {
     if (finished_one_ || !failure_.empty()) return "the job was ending";
     excluded_.insert(host);
     count_change();
-    if (discovery_ && failure_.empty()) start_workers(config_.max_np);  // other hosts' slots
+    // With discovery, a free slot of another host takes its place.
+    if (discovery_ && failure_.empty()) start_workers(membership_.live() + 1);
     if (failure_.empty() && membership_.below_min())
         below_min("worker " + std::to_string(id) + " on " + host + " failed; " +
                   std::to_string(membership_.live()) + " worker(s) left");

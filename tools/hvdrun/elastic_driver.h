@@ -6,16 +6,16 @@
 // Workers are numbered in start order (HVD_WORKER_ID) and get HVD_ELASTIC_ADDR/PORT instead
 // of a rank; each hvd_init asks the service for its place in the next round (membership.h).
 // A worker that exits non-zero before any has finished is dropped, its host is excluded from
-// later starts (as horovodrun blacklists it), and the job goes on while at least min_np
-// workers live. Below that, with a discovery script, the job waits up to timeout_seconds for
-// discovered slots to bring it back to min_np; without one, or after that wait, every waiting
-// join is refused and the supervisor ends the job. A change of the discovered hosts starts
-// workers on their free slots, up to max_np; they wait in hvd_init until the others ask again
-// (at their next commit, elastic.run's HostsUpdatedInterrupt) and the next round forms. A
-// host no longer discovered (or with fewer slots) loses its workers: they leave the
-// membership at once, so the others are told as of added workers and re-form at their next
-// commit, and each is stopped (take_stops) when it asks to join that round or after
-// stop_grace_seconds. More than reset_limit membership changes end the job.
+// later starts (as horovodrun blacklists it), a free discovered slot of another host gets a
+// worker in its place, and the job goes on while at least min_np workers live. Below that, with a
+// discovery script, the job waits up to timeout_seconds for discovered slots to bring it back to
+// min_np; without one, or after that wait, every waiting join is refused and the supervisor ends
+// the job. A change of the discovered hosts starts workers on their free slots, up to max_np; they
+// wait in hvd_init until the others ask again (at their next commit, elastic.run's
+// HostsUpdatedInterrupt) and the next round forms. A host no longer discovered (or with fewer
+// slots) loses its workers: they leave the membership at once, so the others are told as of added
+// workers and re-form at their next commit, and each is stopped (take_stops) when it asks to join
+// that round or after stop_grace_seconds. More than reset_limit membership changes end the job.
 #pragma once
 
 #include <poll.h>

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 #include "process.h"
 
@@ -64,6 +65,36 @@ bool HostDiscovery::run_now(std::vector<HostSlots> *hosts, std::string *err) {
         if (poll(fds.data(), fds.size(), kMaxPollMs) > 0) on_poll(fds.data(), fds.size());
     }
     return parse(hosts, err);
+}
+
+bool HostDiscovery::wait_for_slots(int np, double timeout_seconds, std::vector<HostSlots> *hosts,
+                                   std::string *err) {
+    const Clock::time_point begin = Clock::now();
+    for (bool told = false;; told = true) {
+        if (!run_now(hosts, err)) return false;
+        int offered = 0;
+        for (const HostSlots &h : *hosts)
+            offered += h.slots;
+        if (offered >= np) return true;
+        const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
+        char text[192];
+        if (waited >= timeout_seconds) {
+            std::snprintf(text, sizeof text,
+                          "its hosts offer %d slot(s), fewer than -np %d, after waiting %.1f s "
+                          "(--elastic-timeout %g)",
+                          offered, np, waited, timeout_seconds);
+            *err = text;
+            return false;
+        }
+        if (!told)
+            std::fprintf(stderr,
+                         "hvdrun: the discovery script's hosts offer %d slot(s), fewer than -np "
+                         "%d: waiting up to %g s (--elastic-timeout)\n",
+                         offered, np, timeout_seconds);
+        const double nap =
+            std::min(std::chrono::duration<double>(interval_).count(), timeout_seconds - waited);
+        std::this_thread::sleep_for(seconds<std::chrono::microseconds>(nap));
+    }
 }
 
 void HostDiscovery::start() {

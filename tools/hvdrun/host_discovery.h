@@ -28,6 +28,11 @@ class HostDiscovery {
     // Runs the script once and waits for it (at most kRunSeconds). False with *err when it
     // fails, times out or prints no valid host list.
     bool run_now(std::vector<HostSlots> *hosts, std::string *err);
+    // The start of an elastic job, as horovodrun's: runs the script every interval until its
+    // hosts offer at least np slots, for at most timeout_seconds (saying so on stderr while it
+    // waits). False with *err when a run fails, or the hosts offer fewer at the timeout.
+    bool wait_for_slots(int np, double timeout_seconds, std::vector<HostSlots> *hosts,
+                        std::string *err);
 
     void add_poll_fds(std::vector<pollfd> *fds) const;
     void on_poll(const pollfd *fds, size_t count);

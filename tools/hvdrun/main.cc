@@ -36,13 +36,13 @@ namespace {
 
 constexpr int kUsageError = 2;
 
-// The hosts the ranks may use: -H, --hostfile, the discovery script's first answer, or this
-// machine with one slot per rank.
+// The hosts the ranks may use: -H, --hostfile, the discovery script's first answer with -np
+// slots, or this machine with one slot per rank.
 bool load_hosts(const Options &opts, std::vector<HostSlots> *hosts, std::string *err) {
     const int slots = opts.slots > 0 ? opts.slots : 1;
     if (!opts.discovery_script.empty()) {
         HostDiscovery discovery(opts.discovery_script, 1.0, slots);
-        if (discovery.run_now(hosts, err)) return true;
+        if (discovery.wait_for_slots(opts.num_proc, opts.elastic_timeout, hosts, err)) return true;
         *err = "--host-discovery-script: " + *err;
         return false;
     }
