@@ -61,7 +61,7 @@ def main():
     ap.add_argument("-e", "--maxbytes", default="64M")
     ap.add_argument("-f", "--factor", type=float, default=4.0)
     ap.add_argument("-x", "--extra", default="none",
-                    help="one more size after the sweep ('none': no extra size)")
+                    help="more sizes, comma separated ('none': no extra size)")
     ap.add_argument("-t", "--target", type=float, default=0.3)
     ap.add_argument("--many", type=int, default=1)
     ap.add_argument("--grouped", action="store_true",
@@ -84,8 +84,8 @@ def main():
     while nbytes <= hi:
         sizes.append(nbytes)
         nbytes = int(nbytes * args.factor) if args.factor > 1 else hi + 1
-    if args.extra != "none" and args.many == 1 and parse_size(args.extra) not in sizes:
-        sizes.append(parse_size(args.extra))
+    if args.extra != "none" and args.many == 1:
+        sizes = sorted(set(sizes) | {parse_size(x) for x in args.extra.split(",") if x})
     errors = 0
     for nbytes in sizes:
         count = max(1, nbytes // 4)

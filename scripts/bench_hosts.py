@@ -1,57 +1,160 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""A collective across hosts: flat against hierarchical, on a namespace cluster of this machine.
+"""A collective across hosts: libhvd flat, hierarchical and its peers, on a namespace cluster.
 
     scripts/bench_hosts.py [--build DIR] [--collective allreduce|allgather|broadcast]
                            [--hosts 3] [--ranks-per-host 2] [--reps 3]
-                           [--netem "delay 50us rate 10gbit"] [--sizes 64K,1M,16M,64M]
+                           [--netem "delay 50us rate 10gbit"] [--sizes 4K,64K,1M,16M,64M]
+                           [--peers mpi,gloo,torch,horovod] [--horovod-venv DIR]
 
-Builds hosts as network namespaces with a real sshd each (tests/cluster), runs
-`hvdrun -H hostA:L,hostB:L,...` with hvd_bench across them, alternating
-HVD_HIERARCHICAL_<COLLECTIVE>=0 and =1 for --reps repetitions, and prints the median busbw of
-each per size with their ratio. --netem shapes each host's data link where the kernel has
-sch_netem (otherwise it says so and runs unshaped). Needs root, iproute2 and openssh-server
-(scripts/common.sh installs them); tears the cluster down however it ends.
+Builds hosts as network namespaces of this machine with a real sshd each (tests/cluster),
+runs `hvdrun -H hostA:L,hostB:L,...` with hvd_bench across them, with
+HVD_HIERARCHICAL_<COLLECTIVE>=0 (flat) and =1 (hierarchical), and prints per size the median
+busbw of each over --reps repetitions and their ratio. --netem shapes each host's data link
+where the kernel has sch_netem (otherwise it says so and runs unshaped).
+
+--peers runs, in the same repetitions and interleaved with libhvd's runs, the same
+collective and sizes over the same hosts and data links with
+  mpi      Open MPI (bench/peers/mpi_allreduce_perf): mpirun -H over the cluster's sshd,
+           pml ob1 with btl tcp,self,vader (TCP between hosts, shared memory within one),
+           unbound as hvdrun's ranks are;
+  gloo     Gloo's C++ API over TCP (bench/peers/gloo_allreduce_perf), each rank started in
+           its host, bound to the host's data address, FileStore rendezvous;
+  torch    torch.distributed's gloo backend (bench/peers/torch_allreduce_perf.py) for
+           /usr/bin/python3's torch, GLOO_SOCKET_IFNAME=data0; skipped without torch;
+  horovod  Horovod's horovod.torch allreduce_ (bench/python_allreduce_perf.py) under
+           `horovodrun --gloo`, from the build scripts/bench.sh --horovod caches in
+           --horovod-venv (default BUILD/horovod-venv); skipped when there is none.
+It then also prints each peer's median busbw and libhvd's best (flat or hierarchical) over
+it. The peers are built with the tree when their libraries are found (-DHVD_BUILD_PEER_BENCH,
+the default; Debian: libopenmpi-dev, libgloo-dev; scripts/bench.sh installs them).
+
+Needs root, iproute2 and openssh-server (scripts/common.sh installs them); tears the cluster
+down however it ends. Exit status 1 when a run failed (its output is printed and the others
+go on), 77 when no cluster can be built here.
 """
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "cluster"))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "cluster"))
 
+import bench_hosts_peers as runs  # noqa: E402
 from netns_cluster import Cluster, Skip, install_signal_teardown  # noqa: E402
 from ssh_hosts import start_sshd  # noqa: E402
 
-
-def parse_table(out):
-    """{size_bytes: busbw} from hvd_bench's output (rank-prefixed lines of rank 0)."""
-    rows = {}
-    for line in out.splitlines():
-        fields = line.split(">: ", 1)[-1].split() if ">: " in line else line.split()
-        if len(fields) == 7 and fields[0].isdigit():
-            rows[int(fields[0])] = float(fields[6])
-    return rows
+RUN_TIMEOUT_S = 600
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", default=os.path.join(HERE, "..", "build"))
+    ap.add_argument("--build", default=os.path.join(REPO, "build"))
     ap.add_argument("--collective", default="allreduce",
                     choices=("allreduce", "allgather", "broadcast"))
     ap.add_argument("--hosts", type=int, default=3)
     ap.add_argument("--ranks-per-host", type=int, default=2)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--netem", default="")
-    ap.add_argument("--sizes", default="64K,1M,4M,16M,64M")
-    ap.add_argument("--time", default="0.5", help="hvd_bench -t: timed seconds per size")
+    ap.add_argument("--sizes", default="4K,64K,1M,16M,64M")
+    ap.add_argument("--time", default="0.5", help="timed seconds per size (-t)")
+    ap.add_argument("--peers", default="",
+                    help="comma separated: mpi, gloo, torch, horovod (default: none)")
+    ap.add_argument("--horovod-venv", default=None,
+                    help="Horovod's virtual environment (default BUILD/horovod-venv)")
     args = ap.parse_args()
+    unknown = set(filter(None, args.peers.split(","))) - set(runs.PEERS)
+    if unknown:
+        ap.error("unknown --peers %s (known: %s)" % (",".join(sorted(unknown)),
+                                                      ",".join(runs.PEERS)))
+    return args
+
+
+def usable_peers(args, setup):
+    """The --peers that can run here, in the order given; says why any other is skipped."""
+    peers = []
+    for name in filter(None, args.peers.split(",")):
+        why = ""
+        if args.collective not in runs.PEERS[name][1]:
+            why = "it has no %s benchmark here" % args.collective
+        elif name == "mpi" and not os.access(os.path.join(
+                setup.build, "bench", "peers", "mpi_allreduce_perf"), os.X_OK):
+            why = "the build has no mpi_allreduce_perf (Debian: libopenmpi-dev)"
+        elif name == "gloo" and not os.access(os.path.join(
+                setup.build, "bench", "peers", "gloo_allreduce_perf"), os.X_OK):
+            why = "the build has no gloo_allreduce_perf (Debian: libgloo-dev)"
+        elif name == "torch" and subprocess.run(
+                ["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode:
+            why = "/usr/bin/python3 has no torch"
+        elif name == "horovod":
+            why = runs.horovod_missing(setup)
+        if why:
+            print("# peer %s skipped: %s" % (name, why), flush=True)
+        else:
+            peers.append(name)
+    return peers
+
+
+def measure(args, cluster, key, build):
+    """{label: [table of each repetition]} and how many runs failed."""
+    setup = runs.Setup(cluster, key, args.ranks_per_host, args.sizes, args.time, build, REPO,
+                       args.horovod_venv or os.path.join(build, "horovod-venv"))
+    peers = usable_peers(args, setup)
+    cases = [("flat", lambda: runs.hvd(setup, "0", args.collective, RUN_TIMEOUT_S)),
+             ("hier", lambda: runs.hvd(setup, "1", args.collective, RUN_TIMEOUT_S))]
+    for name in peers:
+        cases.append((name, lambda f=runs.PEERS[name][0]: f(setup, args.collective,
+                                                             RUN_TIMEOUT_S)))
+    factor = runs.bus_factor(args.collective, setup.np)
+    results = {label: [] for label, _ in cases}
+    failures = 0
+    for rep in range(args.reps):
+        for label, run in cases:
+            rc, out = run()
+            table = runs.parse_table(out, factor)
+            if rc != 0 or not table:
+                failures += 1
+                print(out)
+                print("bench_hosts: %s failed (exit %d, rep %d)" % (label, rc, rep), flush=True)
+                continue
+            results[label].append(table)
+            print("# rep %d %s done" % (rep, label), flush=True)
+    return results, failures
+
+
+def median(tables, size):
+    values = [t[size] for t in tables if size in t]
+    return statistics.median(values) if values else float("nan")
+
+
+def report(args, results):
+    labels = [label for label in results if results[label]]
+    if not {"flat", "hier"} <= set(labels):
+        return
+    peers = [label for label in labels if label not in ("flat", "hier")]
+    print("# %s, %d hosts x %d ranks, %d reps, median busbw in GB/s; netem: %s" %
+          (args.collective, args.hosts, args.ranks_per_host, args.reps, args.netem or "none"))
+    print("# best = libhvd's better of flat and hier; best/<peer> = best over that peer")
+    head = ["size_bytes", "flat", "hier", "hier/flat"] + peers + ["best/" + p for p in peers]
+    print(" ".join("%12s" % h for h in head))
+    for size in sorted(results["flat"][0]):
+        flat, hier = median(results["flat"], size), median(results["hier"], size)
+        best = max(flat, hier)
+        peer = [median(results[p], size) for p in peers]
+        cells = ["%12d" % size, "%12.4f" % flat, "%12.4f" % hier,
+                 "%12.2f" % (hier / flat if flat else 0.0)]
+        cells += ["%12.4f" % v for v in peer]
+        cells += ["%12.2f" % (best / v if v else 0.0) for v in peer]
+        print(" ".join(cells))
+
+
+def main():
+    args = parse_args()
     install_signal_teardown()
     build = os.path.abspath(args.build)
-    hvdrun = os.path.join(build, "tools", "hvdrun", "hvdrun")
-    bench = os.path.join(build, "bench", "hvd_bench")
-    setting = "HVD_HIERARCHICAL_" + args.collective.upper()
     names = ["host%c" % (ord("A") + i) for i in range(args.hosts)]
     try:
         with Cluster(names) as cluster:
@@ -61,36 +164,16 @@ def main():
                     why = h.shape("data0", args.netem)
                     if why:
                         print("# netem not applied (%s): unshaped links" % why)
+                        args.netem = ""
                         break
-            results = {"0": [], "1": []}
-            for rep in range(args.reps):
-                for mode in ("0", "1"):
-                    argv = [hvdrun, "-np", str(args.hosts * args.ranks_per_host), "-H",
-                            ",".join("%s:%d" % (n, args.ranks_per_host) for n in names),
-                            "--ssh-identity-file", key, "--network-interfaces", "data0",
-                            "-x", setting + "=" + mode,
-                            bench, "-c", args.collective, "-b", "8", "-e", "8", "-x", args.sizes,
-                            "-t", args.time,
-                            "-C", "0"]
-                    r = cluster.hosts[0].run(argv, timeout=600)
-                    if r.returncode != 0:
-                        print(r.stdout)
-                        print("bench_hosts: hvd_bench failed (mode %s, rep %d)" % (mode, rep))
-                        return 1
-                    results[mode].append(parse_table(r.stdout))
-                    print("# rep %d %s=%s done" % (rep, setting, mode), flush=True)
+            print("# load before: %s" % os.getloadavg().__repr__(), flush=True)
+            results, failures = measure(args, cluster, key, build)
+            print("# load after: %s" % os.getloadavg().__repr__(), flush=True)
     except Skip as e:
         print("bench_hosts: cannot build a cluster here: %s" % e)
         return 77
-    sizes = sorted(results["0"][0])
-    print("# %s, %d hosts x %d ranks, %d reps, medians; netem: %s" %
-          (args.collective, args.hosts, args.ranks_per_host, args.reps, args.netem or "none"))
-    print("%12s %14s %14s %8s" % ("size_bytes", "flat_busbw", "hier_busbw", "ratio"))
-    for size in sizes:
-        flat = statistics.median(t[size] for t in results["0"])
-        hier = statistics.median(t[size] for t in results["1"])
-        print("%12d %14.3f %14.3f %8.2f" % (size, flat, hier, hier / flat if flat else 0.0))
-    return 0
+    report(args, results)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
