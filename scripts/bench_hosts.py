@@ -6,12 +6,15 @@
                            [--hosts 3] [--ranks-per-host 2] [--reps 3]
                            [--netem "delay 50us rate 10gbit"] [--sizes 4K,64K,1M,16M,64M]
                            [--peers mpi,gloo,torch,horovod] [--horovod-venv DIR]
+                           [--shared-cpus auto|0|1] [--out DIR]
 
 Builds hosts as network namespaces of this machine with a real sshd each (tests/cluster),
 runs `hvdrun -H hostA:L,hostB:L,...` with hvd_bench across them, with
 HVD_HIERARCHICAL_<COLLECTIVE>=0 (flat) and =1 (hierarchical), and prints per size the median
-busbw of each over --reps repetitions and their ratio. --netem shapes each host's data link
-where the kernel has sch_netem (otherwise it says so and runs unshaped).
+busbw of each over --reps repetitions and their ratio (busbw from size_bytes and time_us:
+hvd_bench's time is the median step, the peers' the mean of their timed loop). --out keeps
+every run's output and the table. --netem shapes each host's data link where the kernel
+has sch_netem (otherwise it says so and runs unshaped).
 
 --peers runs, in the same repetitions and interleaved with libhvd's runs, the same
 collective and sizes over the same hosts and data links with
@@ -25,6 +28,10 @@ collective and sizes over the same hosts and data links with
   horovod  Horovod's horovod.torch allreduce_ (bench/python_allreduce_perf.py) under
            `horovodrun --gloo`, from the build scripts/bench.sh --horovod caches in
            --horovod-venv (default BUILD/horovod-venv); skipped when there is none.
+Every host shows all of this machine's CPUs, so where the hosts' ranks outnumber them
+(--shared-cpus auto, or 1) neither libhvd nor Open MPI can tell that ranks share CPUs: both
+then get the settings they take themselves on such a host (libhvd HVD_SPIN_YIELD=1
+HVD_SPIN_US=200, Open MPI mpi_yield_when_idle 1); Gloo, torch and Horovod do not spin.
 It then also prints each peer's median busbw and libhvd's best (flat or hierarchical) over
 it. The peers are built with the tree when their libraries are found (-DHVD_BUILD_PEER_BENCH,
 the default; Debian: libopenmpi-dev, libgloo-dev; scripts/bench.sh installs them).
@@ -63,6 +70,11 @@ def parse_args():
     ap.add_argument("--time", default="0.5", help="timed seconds per size (-t)")
     ap.add_argument("--peers", default="",
                     help="comma separated: mpi, gloo, torch, horovod (default: none)")
+    ap.add_argument("--shared-cpus", default="auto", choices=("auto", "0", "1"),
+                    help="1: libhvd and Open MPI get their settings for more ranks than CPUs "
+                    "(auto: when hosts x ranks exceeds this machine's CPUs)")
+    ap.add_argument("--out", default="",
+                    help="directory for every run's output (LABEL.repN.txt) and the table")
     ap.add_argument("--horovod-venv", default=None,
                     help="Horovod's virtual environment (default BUILD/horovod-venv)")
     args = ap.parse_args()
@@ -101,7 +113,8 @@ def usable_peers(args, setup):
 def measure(args, cluster, key, build):
     """{label: [table of each repetition]} and how many runs failed."""
     setup = runs.Setup(cluster, key, args.ranks_per_host, args.sizes, args.time, build, REPO,
-                       args.horovod_venv or os.path.join(build, "horovod-venv"))
+                       args.horovod_venv or os.path.join(build, "horovod-venv"),
+                       shared_cpus(args))
     peers = usable_peers(args, setup)
     cases = [("flat", lambda: runs.hvd(setup, "0", args.collective, RUN_TIMEOUT_S)),
              ("hier", lambda: runs.hvd(setup, "1", args.collective, RUN_TIMEOUT_S))]
@@ -114,6 +127,9 @@ def measure(args, cluster, key, build):
     for rep in range(args.reps):
         for label, run in cases:
             rc, out = run()
+            if args.out:
+                with open(os.path.join(args.out, "%s.rep%d.txt" % (label, rep)), "w") as f:
+                    f.write(out)
             table = runs.parse_table(out, factor)
             if rc != 0 or not table:
                 failures += 1
@@ -125,21 +141,30 @@ def measure(args, cluster, key, build):
     return results, failures
 
 
+def shared_cpus(args):
+    if args.shared_cpus != "auto":
+        return args.shared_cpus == "1"
+    return args.hosts * args.ranks_per_host > len(os.sched_getaffinity(0))
+
+
 def median(tables, size):
     values = [t[size] for t in tables if size in t]
     return statistics.median(values) if values else float("nan")
 
 
 def report(args, results):
+    """The table of medians, as lines."""
     labels = [label for label in results if results[label]]
     if not {"flat", "hier"} <= set(labels):
-        return
+        return []
     peers = [label for label in labels if label not in ("flat", "hier")]
-    print("# %s, %d hosts x %d ranks, %d reps, median busbw in GB/s; netem: %s" %
-          (args.collective, args.hosts, args.ranks_per_host, args.reps, args.netem or "none"))
-    print("# best = libhvd's better of flat and hier; best/<peer> = best over that peer")
+    lines = ["# %s, %d hosts x %d ranks on %d CPUs (shared-CPU settings: %s), %d reps, "
+             "median busbw in GB/s; netem: %s" %
+             (args.collective, args.hosts, args.ranks_per_host, len(os.sched_getaffinity(0)),
+              "yes" if shared_cpus(args) else "no", args.reps, args.netem or "none"),
+             "# best = libhvd's better of flat and hier; best/<peer> = best over that peer"]
     head = ["size_bytes", "flat", "hier", "hier/flat"] + peers + ["best/" + p for p in peers]
-    print(" ".join("%12s" % h for h in head))
+    lines.append(" ".join("%12s" % h for h in head))
     for size in sorted(results["flat"][0]):
         flat, hier = median(results["flat"], size), median(results["hier"], size)
         best = max(flat, hier)
@@ -148,13 +173,16 @@ def report(args, results):
                  "%12.2f" % (hier / flat if flat else 0.0)]
         cells += ["%12.4f" % v for v in peer]
         cells += ["%12.2f" % (best / v if v else 0.0) for v in peer]
-        print(" ".join(cells))
+        lines.append(" ".join(cells))
+    return lines
 
 
 def main():
     args = parse_args()
     install_signal_teardown()
     build = os.path.abspath(args.build)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
     names = ["host%c" % (ord("A") + i) for i in range(args.hosts)]
     try:
         with Cluster(names) as cluster:
@@ -172,7 +200,11 @@ def main():
     except Skip as e:
         print("bench_hosts: cannot build a cluster here: %s" % e)
         return 77
-    report(args, results)
+    table = "".join(line + "\n" for line in report(args, results))
+    print(table, end="")
+    if args.out:
+        with open(os.path.join(args.out, "table.txt"), "w") as f:
+            f.write(table)
     return 1 if failures else 0
 
 

@@ -90,9 +90,12 @@ def run_ranks(starts, logdir, timeout):
 
 
 class Setup:
-    """What every launch needs: the cluster, its ssh key, ranks per host, the sizes, paths."""
+    """What every launch needs: the cluster, its ssh key, ranks per host, the sizes, paths,
+    and whether the hosts' ranks share this machine's CPUs beyond one rank per CPU (which
+    none of the libraries can see: each host shows all of them)."""
 
-    def __init__(self, cluster, key, ranks_per_host, sizes, seconds, build, repo, horovod_venv):
+    def __init__(self, cluster, key, ranks_per_host, sizes, seconds, build, repo, horovod_venv,
+                 shared_cpus):
         self.cluster = cluster
         self.key = key
         self.local = ranks_per_host
@@ -101,6 +104,7 @@ class Setup:
         self.build = build
         self.repo = repo
         self.horovod_venv = horovod_venv
+        self.shared_cpus = shared_cpus
         self.runs = 0
 
     @property
@@ -120,24 +124,30 @@ class Setup:
 
 
 def hvd(setup, mode, collective, timeout):
-    """libhvd's hvd_bench under hvdrun, HVD_HIERARCHICAL_<COLLECTIVE>=mode."""
+    """libhvd's hvd_bench under hvdrun, HVD_HIERARCHICAL_<COLLECTIVE>=mode; with shared CPUs,
+    the spin settings libhvd takes itself where a host runs more ranks than it has CPUs."""
     argv = [os.path.join(setup.build, "tools", "hvdrun", "hvdrun"), "-np", str(setup.np),
             "-H", setup.host_list(), "--ssh-identity-file", setup.key,
             "--network-interfaces", "data0",
-            "-x", "HVD_HIERARCHICAL_%s=%s" % (collective.upper(), mode),
-            os.path.join(setup.build, "bench", "hvd_bench"), "-c", collective, "-C", "0"]
+            "-x", "HVD_HIERARCHICAL_%s=%s" % (collective.upper(), mode)]
+    if setup.shared_cpus:
+        argv += ["-x", "HVD_SPIN_YIELD=1", "-x", "HVD_SPIN_US=200"]
+    argv += [os.path.join(setup.build, "bench", "hvd_bench"), "-c", collective, "-C", "0"]
     return run_one(setup.cluster.hosts[0], argv + setup.sweep(), timeout)
 
 
 def mpi(setup, collective, timeout):
     """Open MPI's ob1 over TCP between hosts (vader within one), orted started over ssh;
-    unbound, as hvdrun starts its ranks."""
+    unbound, as hvdrun starts its ranks; with shared CPUs, yielding when idle, as Open MPI
+    does itself on a node with more ranks than slots."""
     argv = ["mpirun", "--allow-run-as-root", "-np", str(setup.np), "-H", setup.host_list(),
             "--mca", "plm_rsh_args", "-i " + setup.key, "--bind-to", "none",
             "--mca", "pml", "ob1", "--mca", "btl", "tcp,self,vader",
-            "--mca", "btl_tcp_if_include", "data0",
-            os.path.join(setup.build, "bench", "peers", "mpi_allreduce_perf"),
-            "-c", collective, "-C", "0"]
+            "--mca", "btl_tcp_if_include", "data0"]
+    if setup.shared_cpus:
+        argv += ["--mca", "mpi_yield_when_idle", "1"]
+    argv += [os.path.join(setup.build, "bench", "peers", "mpi_allreduce_perf"), "-c", collective,
+             "-C", "0"]
     return run_one(setup.cluster.hosts[0], argv + setup.sweep(), timeout)
 
 
