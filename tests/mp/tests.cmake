@@ -45,10 +45,12 @@ endforeach()
 # One setting each, on 3 ranks. Both ways of waiting whatever this host's CPU count: yielding
 # after every poll (the default with more ranks than CPUs) and sleeping at once (HVD_SPIN_US=0:
 # no polling, no driving). hvd_mem_alloc memory with the mapped path from 1 MB only (the
-# slots reduce it below) and without shared memory at all (HVD_SHM=0: ordinary memory, on the
-# transport).
+# slots reduce it below), with 512 KiB slots (the mixed and fused cases' sizes then take two
+# slots: the paired chunks, whose first round carries the offers) and without shared memory at
+# all (HVD_SHM=0: ordinary memory, on the transport).
 foreach(case mp_collectives:HVD_SPIN_YIELD=1 mp_collectives:HVD_SPIN_US=0
-             mp_mem_alloc:HVD_SHM_MAPPED_MIN_BYTES=1000000 mp_mem_alloc:HVD_SHM=0)
+             mp_mem_alloc:HVD_SHM_MAPPED_MIN_BYTES=1000000 mp_mem_alloc:HVD_SHM_SLOT_BYTES=524288
+             mp_mem_alloc:HVD_SHM=0)
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 prog)
   list(GET parts 1 setting)

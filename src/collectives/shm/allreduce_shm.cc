@@ -15,6 +15,11 @@
 // the others' reductions of k - 1 finish while it stages, and only the wait for chunk k's
 // staging can stall (measured faster than gathering each chunk at once at 32 and 128 MiB).
 //
+// Paired (above one slot, up to two): both chunks are staged at once, one in each slot half
+// (two rounds), before the members wait for each other; then each reduces its share of both and
+// gathers both. One hand-off for staging instead of two, as a buffer of one slot has: where a
+// member can be descheduled (ranks not pinned to CPUs), each hand-off is where its peer stalls.
+//
 // Both orders are the same on every member, so every member ends with identical bits.
 #include <cstring>
 #include <vector>
@@ -189,6 +194,79 @@ hvd_status_t finish_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, s
     return HVD_OK;
 }
 
+// With the mapped path on, after every member's kReady of `round`, the first round of the
+// allreduce: how the offers made in it settle. kNone: nobody offered, go on through the slots.
+// kFinished: the mapped allreduce ran. kRestart: the round is dropped (some member offered and
+// staged nothing), start again through the slots. Either way but kNone, this member's kDone is
+// raised to `last` (the last round the allreduce has taken so far).
+enum class Offers { kNone, kFinished, kRestart };
+hvd_status_t settle_offers(ShmSync &sync, uint64_t round, uint64_t last, const Piece *pieces,
+                           size_t n_pieces, size_t bytes, int32_t dtype, int32_t op,
+                           Offers *outcome) {
+    *outcome = Offers::kNone;
+    const int32_t offers = count_offers(sync, round);
+    if (offers == 0) return HVD_OK;
+    *outcome = Offers::kRestart;
+    if (offers == sync.group().size()) {
+        bool dropped = false;
+        hvd_status_t s =
+            allreduce_mapped(sync, round, pieces, n_pieces, bytes, dtype, op, &dropped);
+        if (s != HVD_OK) return s;
+        if (!dropped) *outcome = Offers::kFinished;
+        if (last != round) sync.post(shm::Counter::kDone, last);  // allreduce_mapped ends `round`
+    } else {
+        sync.post(shm::Counter::kDone, last);
+    }
+    return HVD_OK;
+}
+
+hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t n_pieces,
+                     size_t bytes, int32_t dtype, int32_t op, bool may_map);
+
+// Two chunks, one per slot half, staged before a single wait (see the top of the file). With
+// the mapped path on, the first round carries the offers as in chunked(); a member that offers
+// stages neither chunk.
+hvd_status_t paired(ShmSync &sync, PieceList &list, const Piece *pieces, size_t n_pieces,
+                    size_t bytes, size_t chunk, int32_t dtype, int32_t op, bool may_map) {
+    const size_t esz = dtype_size(dtype);
+    ChunkRound r[2];
+    r[0].elems = chunk / esz;
+    r[1].base = chunk;
+    r[1].elems = (bytes - chunk) / esz;
+    bool offered = false;
+    for (ChunkRound &c : r) {
+        hvd_status_t s = sync.begin(&c.t);
+        if (s != HVD_OK) return s;
+        if (&c == r) offered = may_map && offer_mapped(sync, c.t, pieces, n_pieces, bytes);
+        if (!offered) stage_chunk(sync, list, c, esz);
+        sync.post(shm::Counter::kReady, c.t);
+    }
+    for (ChunkRound &c : r) {
+        hvd_status_t s = sync.all(shm::Counter::kReady, c.t, "to stage its chunk");
+        if (s != HVD_OK) return s;
+    }
+    if (may_map) {
+        Offers outcome;
+        hvd_status_t s =
+            settle_offers(sync, r[0].t, r[1].t, pieces, n_pieces, bytes, dtype, op, &outcome);
+        if (s != HVD_OK || outcome == Offers::kFinished) return s;
+        if (outcome == Offers::kRestart)
+            return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
+    }
+    for (ChunkRound &c : r) {
+        hvd_status_t s = reduce_own_share(sync, list, c, esz, dtype, op);
+        if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
+        sync.post(shm::Counter::kReduced, c.t);
+    }
+    for (ChunkRound &c : r) {
+        hvd_status_t s = sync.all(shm::Counter::kReduced, c.t, "to reduce its share");
+        if (s != HVD_OK) return s;
+        gather_chunk(sync, list, c, esz);
+    }
+    sync.post(shm::Counter::kDone, r[1].t);
+    return HVD_OK;
+}
+
 // Pipelined over the two slot halves: a member stages chunk k, then gathers chunk k - 1 (whose
 // reductions the others posted while it staged), then waits for chunk k's staging and reduces
 // its share. One wait per chunk that can stall, instead of two.
@@ -203,6 +281,8 @@ hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t
     const size_t esz = dtype_size(dtype);
     const size_t chunk = sync.group().slot_bytes() / esz * esz;
     may_map = may_map && sync.group().mapped(bytes);
+    if (bytes > chunk && bytes <= 2 * chunk)
+        return paired(sync, list, pieces, n_pieces, bytes, chunk, dtype, op, may_map);
     ChunkRound prev;
     for (size_t base = 0; base < bytes; base += chunk) {
         ChunkRound cur;
@@ -218,15 +298,11 @@ hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t
         if (s != HVD_OK) return s;
         if (may_map) {
             may_map = false;
-            const int32_t offers = count_offers(sync, cur.t);
-            if (offers == sync.group().size()) {
-                bool dropped = false;
-                s = allreduce_mapped(sync, cur.t, pieces, n_pieces, bytes, dtype, op, &dropped);
-                if (s != HVD_OK || !dropped) return s;
-            } else if (offers > 0) {
-                sync.post(shm::Counter::kDone, cur.t);
-            }
-            if (offers > 0) return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
+            Offers outcome;
+            s = settle_offers(sync, cur.t, cur.t, pieces, n_pieces, bytes, dtype, op, &outcome);
+            if (s != HVD_OK || outcome == Offers::kFinished) return s;
+            if (outcome == Offers::kRestart)
+                return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
         }
         s = reduce_own_share(sync, list, cur, esz, dtype, op);
         if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
