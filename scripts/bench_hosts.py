@@ -51,8 +51,6 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "cluster"))
 
 import bench_hosts_peers as runs  # noqa: E402
-from netns_cluster import Cluster, Skip, install_signal_teardown  # noqa: E402
-from ssh_hosts import start_sshd  # noqa: E402
 
 RUN_TIMEOUT_S = 600
 
@@ -114,7 +112,7 @@ def measure(args, cluster, key, build):
     """{label: [table of each repetition]} and how many runs failed."""
     setup = runs.Setup(cluster, key, args.ranks_per_host, args.sizes, args.time, build, REPO,
                        args.horovod_venv or os.path.join(build, "horovod-venv"),
-                       shared_cpus(args))
+                       runs.shared_cpus(args))
     peers = usable_peers(args, setup)
     cases = [("flat", lambda: runs.hvd(setup, "0", args.collective, RUN_TIMEOUT_S)),
              ("hier", lambda: runs.hvd(setup, "1", args.collective, RUN_TIMEOUT_S))]
@@ -141,12 +139,6 @@ def measure(args, cluster, key, build):
     return results, failures
 
 
-def shared_cpus(args):
-    if args.shared_cpus != "auto":
-        return args.shared_cpus == "1"
-    return args.hosts * args.ranks_per_host > len(os.sched_getaffinity(0))
-
-
 def median(tables, size):
     values = [t[size] for t in tables if size in t]
     return statistics.median(values) if values else float("nan")
@@ -161,7 +153,7 @@ def report(args, results):
     lines = ["# %s, %d hosts x %d ranks on %d CPUs (shared-CPU settings: %s), %d reps, "
              "median busbw in GB/s; netem: %s" %
              (args.collective, args.hosts, args.ranks_per_host, len(os.sched_getaffinity(0)),
-              "yes" if shared_cpus(args) else "no", args.reps, args.netem or "none"),
+              "yes" if runs.shared_cpus(args) else "no", args.reps, args.netem or "none"),
              "# best = libhvd's better of flat and hier; best/<peer> = best over that peer"]
     head = ["size_bytes", "flat", "hier", "hier/flat"] + peers + ["best/" + p for p in peers]
     lines.append(" ".join("%12s" % h for h in head))
@@ -179,33 +171,9 @@ def report(args, results):
 
 def main():
     args = parse_args()
-    install_signal_teardown()
-    build = os.path.abspath(args.build)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-    names = ["host%c" % (ord("A") + i) for i in range(args.hosts)]
-    try:
-        with Cluster(names) as cluster:
-            key = start_sshd(cluster)
-            if args.netem:
-                for h in cluster.hosts:
-                    why = h.shape("data0", args.netem)
-                    if why:
-                        print("# netem not applied (%s): unshaped links" % why)
-                        args.netem = ""
-                        break
-            print("# load before: %s" % os.getloadavg().__repr__(), flush=True)
-            results, failures = measure(args, cluster, key, build)
-            print("# load after: %s" % os.getloadavg().__repr__(), flush=True)
-    except Skip as e:
-        print("bench_hosts: cannot build a cluster here: %s" % e)
-        return 77
-    table = "".join(line + "\n" for line in report(args, results))
-    print(table, end="")
-    if args.out:
-        with open(os.path.join(args.out, "table.txt"), "w") as f:
-            f.write(table)
-    return 1 if failures else 0
+    return runs.run_on_cluster("bench_hosts", args,
+                               lambda cluster, key, build: measure(args, cluster, key, build),
+                               lambda results: report(args, results))
 
 
 if __name__ == "__main__":

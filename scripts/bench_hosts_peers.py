@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -42,6 +43,17 @@ def _kill_group(p):
     except ProcessLookupError:
         pass
     p.wait(timeout=10)
+
+
+def shape_links(cluster, netem):
+    """tc netem (e.g. "delay 50us rate 10gbit") on every host's data0. Returns netem, or ""
+    after saying why when the kernel cannot (no sch_netem): the links stay unshaped."""
+    for h in cluster.hosts if netem else ():
+        why = h.shape("data0", netem)
+        if why:
+            print("# netem not applied (%s): unshaped links" % why, flush=True)
+            return ""
+    return netem
 
 
 def run_one(host, argv, timeout, env=None):
@@ -227,3 +239,42 @@ PEERS = {
     "torch": (torch, ("allreduce", "allgather", "broadcast")),
     "horovod": (horovod, ("allreduce",)),
 }
+
+
+def shared_cpus(args):
+    """Whether the hosts' ranks outnumber this machine's CPUs (--shared-cpus auto), which no
+    library can see from inside a namespace host."""
+    if args.shared_cpus != "auto":
+        return args.shared_cpus == "1"
+    return args.hosts * args.ranks_per_host > len(os.sched_getaffinity(0))
+
+
+def run_on_cluster(prog, args, measure, report):
+    """A benchmark script's main: args.hosts namespace hosts with an sshd each, their links
+    shaped by args.netem where the kernel can, then measure(cluster, key, build) ->
+    (results, failures) and report(results) -> lines, printed and kept in args.out/table.txt.
+    Returns the exit status: 1 when a run failed, 77 when no cluster can be built here."""
+    from netns_cluster import Cluster, Skip, install_signal_teardown
+    from ssh_hosts import start_sshd
+
+    install_signal_teardown()
+    build = os.path.abspath(args.build)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    names = ["host%c" % (ord("A") + i) for i in range(args.hosts)]
+    try:
+        with Cluster(names) as cluster:
+            key = start_sshd(cluster)
+            args.netem = shape_links(cluster, args.netem)
+            print("# load before: %r" % (os.getloadavg(),), flush=True)
+            results, failures = measure(cluster, key, build)
+            print("# load after: %r" % (os.getloadavg(),), flush=True)
+    except Skip as e:
+        print("%s: cannot build a cluster here: %s" % (prog, e))
+        return 77
+    table = "".join(line + "\n" for line in report(results))
+    sys.stdout.write(table)
+    if args.out:
+        with open(os.path.join(args.out, "table.txt"), "w") as f:
+            f.write(table)
+    return 1 if failures else 0

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Synthetic data-parallel training throughput: hvd.torch, or torch DDP for comparison.
+"""Synthetic data-parallel training throughput: hvd.torch, or torch DDP or Horovod for
+comparison.
 
 Every rank trains the same model on one fixed random batch (no data loading), so what is
 measured is forward + backward + gradient averaging + optimizer update. Launch it with hvdrun
@@ -8,10 +9,12 @@ for either backend:
 
     hvdrun -np 2 python torch_synthetic_benchmark.py                     # hvd.torch
     hvdrun -np 2 python torch_synthetic_benchmark.py --backend ddp --ddp-port 29511
+    horovodrun -np 2 python torch_synthetic_benchmark.py --backend horovod
 
 --backend ddp wraps the model in torch.nn.parallel.DistributedDataParallel over the gloo
 backend; its rank and world size come from hvdrun's HVD_RANK / HVD_SIZE (or RANK /
 WORLD_SIZE), MASTER_ADDR defaults to 127.0.0.1 and the port is --ddp-port or MASTER_PORT.
+--backend horovod runs the hvd.torch code unchanged on Horovod's horovod.torch (the same API).
 
 Output (rank 0): one "Iter #i: X img/sec per rank" line per timed iteration, then
 "Img/sec per rank: MEAN +-CONF" and "Total img/sec on N rank(s): MEAN +-CONF", CONF being
@@ -98,7 +101,7 @@ def parse_args(argv):
                         "fp16_compress_hook comm hook)")
     p.add_argument("--use-adasum", action="store_true",
                    help="combine gradients with Adasum instead of averaging (hvd only)")
-    p.add_argument("--backend", choices=("hvd", "ddp"), default="hvd")
+    p.add_argument("--backend", choices=("hvd", "ddp", "horovod"), default="hvd")
     p.add_argument("--ddp-port", type=int, default=None,
                    help="MASTER_PORT for --backend ddp (default: $MASTER_PORT)")
     p.add_argument("--threads", type=int, default=None,
@@ -123,7 +126,7 @@ def parse_args(argv):
     if args.threads is not None and args.threads < 1:
         p.error("--threads must be >= 1")
     if args.backend == "ddp" and args.use_adasum:
-        p.error("--use-adasum needs --backend hvd (DDP has no Adasum)")
+        p.error("--use-adasum needs --backend hvd or horovod (DDP has no Adasum)")
     if args.ddp_port is not None and not 0 < args.ddp_port < 65536:
         p.error("--ddp-port must be in 1..65535")
     return args
@@ -145,9 +148,13 @@ def env_int(names, default=None):
 
 
 class HvdBackend:
-    def __init__(self, args):
-        import hvd.torch as hvd
+    """hvd.torch, or (--backend horovod) Horovod's horovod.torch, which has the same API."""
 
+    def __init__(self, args):
+        import importlib
+
+        hvd = importlib.import_module("horovod.torch" if args.backend == "horovod" else
+                                      "hvd.torch")
         self.hvd = hvd
         hvd.init()
         self.rank, self.size, self.local_size = hvd.rank(), hvd.size(), hvd.local_size()
@@ -247,7 +254,7 @@ def mean_conf(values):
 
 def main(argv=None):
     args = parse_args(argv)
-    backend = (HvdBackend if args.backend == "hvd" else DdpBackend)(args)
+    backend = (DdpBackend if args.backend == "ddp" else HvdBackend)(args)
     rank, size = backend.rank, backend.size
     threads = args.threads or max(1, (os.cpu_count() or 1) // max(1, backend.local_size))
     torch.set_num_threads(threads)
