@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,12 +35,8 @@ struct Hierarchy {
     size_t allreduce_min_bytes = 0;
     size_t allgather_min_bytes = 0;
     size_t broadcast_min_bytes = 0;
-    // Allgathers of more bytes of output than this run flat: past it the hierarchical one's
-    // extra shared-memory copies cost more than the cross-host bytes it saves.
+    // Allgathers of more bytes of output than this run flat.
     size_t allgather_max_bytes = std::numeric_limits<size_t>::max();
-    // Staging memory of the hierarchical allgather, apart from Comm::scratch (which the steps
-    // it runs use themselves).
-    std::unique_ptr<ScratchBuffer> staging = std::make_unique<ScratchBuffer>();
 
     // The fewest ranks any host runs: the number of shares a host's data is cut into, one per
     // local index that every host has.

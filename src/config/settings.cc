@@ -195,8 +195,8 @@ const SettingInfo kTable[] = {
      kTuning, 4194304, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "With `HVD_HIERARCHICAL_ALLGATHER=auto`, allgathers of up to this many bytes of output run "
      "hierarchically (fewer steps cross the network); larger ones run flat, where the "
-     "hierarchical one's extra copies through shared memory cost more than the cross-host "
-     "bytes it saves."},
+     "hierarchical one's two gathers through shared memory cost more than the cross-host "
+     "bytes they save."},
     {Setting::kHierarchicalBroadcast, "HIERARCHICAL_BROADCAST", false, kEnum, kTuning, 0, "auto", 0,
      0, kClamp, "", "auto|1|0", NO_KEY,
      "Broadcasts of a job that spans hosts: `1` (any size) or `auto` (from "

@@ -45,12 +45,17 @@ std::string chosen_name(const std::vector<hvd::collectives::Algorithm<Run>> &tab
 }
 
 struct HostCluster {
-    // Rank r runs on host host_of[r].
-    explicit HostCluster(const std::vector<std::string> &host_of)
+    // Rank r runs on host host_of[r]. single_copy_from > 0: the hosts' groups read by single
+    // copy from that many bytes on (else only through their slots).
+    explicit HostCluster(const std::vector<std::string> &host_of, size_t single_copy_from = 0)
         : world(static_cast<int32_t>(host_of.size())) {
         const auto by_host = hvd::collectives::ranks_by_host(host_of);
         hvd::shm::Settings settings;
         settings.slot_bytes = kTestSlotBytes;
+        if (single_copy_from > 0) {
+            settings.single_copy_min_bytes = single_copy_from;
+            settings.single_copy_max_bytes = SIZE_MAX;
+        }
         groups.resize(host_of.size());
         for (const std::vector<int32_t> &ranks : by_host) {
             const int32_t n = static_cast<int32_t>(ranks.size());
@@ -60,6 +65,8 @@ struct HostCluster {
                 groups[ranks[i]] = hvd::shm::Group::open(groups[ranks[0]]->name(),
                                                          groups[ranks[0]]->nonce(), n, i);
             groups[ranks[0]]->unlink();
+            for (int32_t r : ranks)
+                groups[r]->enable_single_copy(single_copy_from > 0);
         }
         for (int32_t r = 0; r < world.size(); ++r) {
             hierarchies.push_back(hvd::collectives::make_hierarchy(by_host, r));

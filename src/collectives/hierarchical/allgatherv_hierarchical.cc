@@ -1,22 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// Ragged allgather of a job that spans hosts, in four steps (L: the fewest ranks any host
-// runs; a host's block: its ranks' blocks in rank order):
+// Ragged allgather of a job that spans hosts, in three steps, all in place in the output (L:
+// the fewest ranks any host runs; a host's block: its ranks' blocks in rank order, which sit
+// in the output as one range per run of consecutive ranks):
 //  1. within each host, through its shared-memory group, the host's ranks gather the host's
-//     block;
+//     block into their places in the output;
 //  2. every host's block is cut into L shares; local rank i (i < L) gathers share i of every
 //     host's block with the ranks of local rank i on the other hosts (ring over the
-//     transport), so the ranks of a host carry its bytes across the network at once, one flow
-//     each;
-//  3. within each host the ranks gather the shares that crossed through shared memory (local
-//     ranks from L on, on hosts with more than L ranks, have none to give);
-//  4. every rank puts each block in its place in the output, in rank order.
-// Steps 2 and 3 work in staging memory in the order (share, host), so each step's output is
-// one contiguous block per member; any ranks per host and any placement of ranks on hosts.
+//     transport), straight into the output, so the ranks of a host carry its bytes across the
+//     network at once, one flow each;
+//  3. within each host the ranks gather the other hosts' shares that crossed, each read from
+//     the output of the rank that received it into the same places of the others' (local
+//     ranks from L on, on hosts with more than L ranks, have none to give).
+// No step stages a copy: each byte is written into the output once per rank. Any ranks per
+// host and any placement of ranks on hosts.
 #include <algorithm>
 #include <cstring>
 
 #include "collectives/collectives.h"
 #include "collectives/hierarchy.h"
+#include "collectives/placed_gather.h"
 
 namespace hvd::collectives {
 
@@ -24,14 +26,14 @@ namespace {
 
 constexpr const char *kName = "hierarchical allgatherv";
 
-// Copies bytes [from, from + len) of host block `ranks` (their blocks of `bytes` in order)
-// from src into each rank's place in out (out_at: each rank's offset).
-void place(const std::vector<int32_t> &ranks, const std::vector<size_t> &bytes,
-           const std::vector<size_t> &out_at, size_t from, size_t len, const char *src, char *out) {
+// The ranges of the output that hold bytes [from, from + len) of the host block of `ranks`
+// (their blocks of `bytes` in order; out_at: each rank's offset in the output).
+void add_host_ranges(const std::vector<int32_t> &ranks, const std::vector<size_t> &bytes,
+                     const std::vector<size_t> &out_at, size_t from, size_t len, Ranges *out) {
     size_t at = 0;  // the rank's block within the host block
     for (int32_t r : ranks) {
         const size_t lo = std::max(at, from), hi = std::min(at + bytes[r], from + len);
-        if (lo < hi) std::memcpy(out + out_at[r] + (lo - at), src + (lo - from), hi - lo);
+        if (lo < hi) add_range(out, out_at[r] + (lo - at), hi - lo);
         at += bytes[r];
     }
 }
@@ -46,7 +48,8 @@ hvd_status_t allgatherv_hierarchical(Comm &comm, const void *in, void *out,
     if (st != HVD_OK) return st;
     const Hierarchy &h = *comm.hierarchy;
     const size_t hosts = h.hosts.size(), shares = h.min_local_size();
-    const size_t li = static_cast<size_t>(h.local_index);
+    const size_t li = static_cast<size_t>(h.local_index), mine = static_cast<size_t>(h.host_index);
+    const size_t local_n = h.local_members.size();
     std::vector<size_t> out_at(bytes.size());
     size_t total = 0;
     for (size_t r = 0; r < bytes.size(); ++r) {
@@ -54,47 +57,45 @@ hvd_status_t allgatherv_hierarchical(Comm &comm, const void *in, void *out,
         total += bytes[r];
     }
     if (total == 0) return HVD_OK;
-    // share_at[hh][i], share_len[hh][i]: share i of host hh's block; staged at pos[hh][i].
-    std::vector<std::vector<size_t>> share_at(hosts), share_len(hosts), pos(hosts);
-    std::vector<size_t> share_total(h.local_members.size(), 0), share_start(share_total.size());
-    for (size_t hh = 0; hh < hosts; ++hh) {
-        size_t host_bytes = 0;
-        for (int32_t r : h.hosts[hh])
-            host_bytes += bytes[r];
-        cut_shares(host_bytes, shares, &share_at[hh], &share_len[hh]);
-        pos[hh].resize(shares);
-        for (size_t i = 0; i < shares; ++i) {
-            pos[hh][i] = share_total[i];
-            share_total[i] += share_len[hh][i];
-        }
-    }
-    for (size_t i = 0, at = 0; i < share_total.size(); at += share_total[i++])
-        share_start[i] = at;
-    std::vector<size_t> local_bytes;
-    for (int32_t r : h.local_members)
-        local_bytes.push_back(bytes[r]);
-    const size_t mine = static_cast<size_t>(h.host_index);
+    char *o = static_cast<char *>(out);
     return comm.guarded(kName, [&] {
-        const size_t host_bytes = share_at[mine].back() + share_len[mine].back();
-        char *staged = static_cast<char *>(h.staging->get(total + host_bytes));
-        char *host_block = staged + total;
+        const int32_t me = comm.my_index;
+        if (bytes[me] > 0 && in != o + out_at[me]) std::memcpy(o + out_at[me], in, bytes[me]);
         Comm local = h.local_comm(comm);
-        hvd_status_t s = allgatherv(local, in, host_block, local_bytes);
+        // Step 1: the host's ranks' blocks.
+        std::vector<Ranges> parts(local_n);
+        for (size_t m = 0; m < local_n; ++m)
+            add_range(&parts[m], out_at[h.local_members[m]], bytes[h.local_members[m]]);
+        hvd_status_t s = local_n > 1 ? allgather_ranges_shm(local, o, total, parts) : HVD_OK;
+        // share[hh][i]: the output's ranges of share i of host hh's block.
+        std::vector<std::vector<Ranges>> share(hosts, std::vector<Ranges>(shares));
+        for (size_t hh = 0; hh < hosts; ++hh) {
+            size_t host_bytes = 0;
+            for (int32_t r : h.hosts[hh])
+                host_bytes += bytes[r];
+            std::vector<size_t> at, len;
+            cut_shares(host_bytes, shares, &at, &len);
+            for (size_t i = 0; i < shares; ++i)
+                add_host_ranges(h.hosts[hh], bytes, out_at, at[i], len[i], &share[hh][i]);
+        }
+        // Step 2: share li of every host's block, across hosts.
         if (s == HVD_OK && li < shares) {
             Comm cross = h.cross_comm(comm);
-            std::vector<size_t> cross_bytes(hosts);
+            std::vector<Ranges> cross_parts(hosts);
             for (size_t hh = 0; hh < hosts; ++hh)
-                cross_bytes[hh] = share_len[hh][li];
-            s = allgatherv(cross, host_block + share_at[mine][li], staged + share_start[li],
-                           cross_bytes);
+                cross_parts[hh] = share[hh][li];
+            s = allgather_ranges_ring(cross, o, cross_parts);
         }
-        if (s == HVD_OK) s = allgatherv(local, staged + share_start[li], staged, share_total);
-        if (s != HVD_OK) return s;
-        for (size_t hh = 0; hh < hosts; ++hh)
-            for (size_t i = 0; i < shares; ++i)
-                place(h.hosts[hh], bytes, out_at, share_at[hh][i], share_len[hh][i],
-                      staged + share_start[i] + pos[hh][i], static_cast<char *>(out));
-        return HVD_OK;
+        if (s != HVD_OK || local_n == 1) return s;
+        // Step 3: the other hosts' shares, from the local rank that received each.
+        for (size_t m = 0; m < local_n; ++m) {
+            parts[m].clear();
+            for (size_t hh = 0; hh < hosts && m < shares; ++hh)
+                if (hh != mine)
+                    for (const ByteRange &r : share[hh][m])
+                        add_range(&parts[m], r.at, r.len);
+        }
+        return allgather_ranges_shm(local, o, total, parts);
     });
 }
 

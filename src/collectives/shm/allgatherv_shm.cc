@@ -46,20 +46,14 @@ hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
         shm::Group &g = sync.group();
         if (g.single_copy_unbounded(largest)) {
             uint64_t t = 0;
-            hvd_status_t s = sync.begin(&t);
-            if (s != HVD_OK) return s;
-            sync.publish(t, mine, bytes[me]);
-            sync.post(shm::Counter::kReady, t);
-            s = sync.all(shm::Counter::kReady, t, "to publish its block");
+            hvd_status_t s = sync.publish_to_all(mine, bytes[me], &t);
             if (s != HVD_OK) return s;
             if (!own_in_place && bytes[me] > 0) std::memcpy(o + offset[me], mine, bytes[me]);
             for (int32_t m = 0; m < n && s == HVD_OK; ++m)
                 if (m != me && bytes[m] > 0)
                     s = sync.fetch(m, t, 0, o + offset[m], bytes[m], bytes[m]);
-            if (s != HVD_OK) return s;
-            sync.post(shm::Counter::kDone, t);
             // The others read this rank's input: it stays untouched until they are done.
-            return sync.all(shm::Counter::kDone, t, "to read this rank's block");
+            return s == HVD_OK ? sync.end_reads(t) : s;
         }
         const size_t piece = g.slot_bytes();
         for (size_t at = 0; at < largest; at += piece) {

@@ -63,6 +63,19 @@ void ShmSync::publish(uint64_t round, const void *addr, size_t len) {
     std::memcpy(group_.slot(comm_.my_index, round), &a, sizeof a);
 }
 
+hvd_status_t ShmSync::publish_to_all(const void *addr, size_t len, uint64_t *round) {
+    hvd_status_t s = begin(round);
+    if (s != HVD_OK) return s;
+    publish(*round, addr, len);
+    post(shm::Counter::kReady, *round);
+    return all(shm::Counter::kReady, *round, "to publish its data");
+}
+
+hvd_status_t ShmSync::end_reads(uint64_t round) {
+    post(shm::Counter::kDone, round);
+    return all(shm::Counter::kDone, round, "to read this rank's data");
+}
+
 hvd_status_t ShmSync::copy(int32_t member, uint64_t round, size_t offset, void *local, size_t len,
                            size_t total, bool to_remote) {
     BlockAddress a;

@@ -47,6 +47,12 @@ class ShmSync {
                          size_t total) {
         return copy(member, round, offset, const_cast<void *>(src), len, total, true);
     }
+    // A round in which every member reads the others' data by single copy: starts it,
+    // publishes this member's (addr, len) and waits until every member has published theirs.
+    hvd_status_t publish_to_all(const void *addr, size_t len, uint64_t *round);
+    // Ends it: this member has read what it needs; returns once every member has, so this
+    // member's published data stays untouched while others read it.
+    hvd_status_t end_reads(uint64_t round);
 
   private:
     hvd_status_t failed(hvd_status_t s, int32_t laggard, const char *what) const;
