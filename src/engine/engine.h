@@ -30,6 +30,7 @@
 #include "engine/request.h"
 #include "engine/runner.h"
 #include "engine/tuner.h"
+#include "engine/tuning_space.h"
 #include "engine/watchdog.h"
 #include "topology/rank_locality.h"
 #include "transport/transport.h"
@@ -61,14 +62,7 @@ class Engine {
     // context, outlives the engine; null: none). Call before start().
     void use_hierarchy(const collectives::Hierarchy *hierarchy) {
         runner_.use_hierarchy(hierarchy);
-        uint32_t available = 0;
-        if (hierarchy != nullptr) {
-            if (hierarchy->allreduce_min_bytes != collectives::kHierarchyOff)
-                available |= negotiation::op_type_bit(negotiation::OpType::kAllreduce);
-            if (hierarchy->allgather_min_bytes != collectives::kHierarchyOff)
-                available |= negotiation::op_type_bit(negotiation::OpType::kAllgather);
-        }
-        tuner_.set_hierarchical_available(available);
+        tuner_.set_hierarchical_available(hierarchical_available(hierarchy));
     }
     // Where this rank runs on its host (NUMA node, nearest NIC and GPU), for algorithms that
     // depend on it. Call before start().

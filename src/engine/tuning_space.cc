@@ -32,10 +32,20 @@ bool set_explicitly(config::Setting s) {
 
 const std::vector<HierarchicalSwitch> &hierarchical_switches() {
     static const std::vector<HierarchicalSwitch> table{
-        {negotiation::OpType::kAllreduce, config::Setting::kHierarchicalAllreduce, "allreduce"},
-        {negotiation::OpType::kAllgather, config::Setting::kHierarchicalAllgather, "allgather"},
+        {negotiation::OpType::kAllreduce, config::Setting::kHierarchicalAllreduce, "allreduce",
+         &collectives::Hierarchy::allreduce_min_bytes},
+        {negotiation::OpType::kAllgather, config::Setting::kHierarchicalAllgather, "allgather",
+         &collectives::Hierarchy::allgather_min_bytes},
     };
     return table;
+}
+
+uint32_t hierarchical_available(const collectives::Hierarchy *hierarchy) {
+    uint32_t available = 0;
+    for (const HierarchicalSwitch &s : hierarchical_switches())
+        if (hierarchy != nullptr && hierarchy->*s.min_bytes != collectives::kHierarchyOff)
+            available |= negotiation::op_type_bit(s.op);
+    return available;
 }
 
 std::string hierarchical_names(uint32_t hierarchical_ops) {

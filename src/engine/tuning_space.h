@@ -7,10 +7,12 @@
 // HOROVOD_* variable) is held, as Horovod holds it: it keeps its value and is no dimension.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "collectives/hierarchy.h"
 #include "config/settings.h"
 #include "negotiation/op_meta.h"
 
@@ -30,15 +32,21 @@ struct TunedParams {
 };
 
 // A hierarchical algorithm autotune switches on and off: the collective it runs, the setting
-// that holds the switch when set explicitly, and its name in logs.
+// that holds the switch when set explicitly, its name in logs, and the hierarchy's size from
+// which it runs (kHierarchyOff: it does not apply to the job's hosts).
 struct HierarchicalSwitch {
     negotiation::OpType op;
     config::Setting setting;
     const char *name;
+    size_t collectives::Hierarchy::*min_bytes;
 };
 
-// Every collective with a hierarchical algorithm, one entry each.
+// Every collective with a hierarchical algorithm that autotune switches, one entry each.
 const std::vector<HierarchicalSwitch> &hierarchical_switches();
+
+// The op_type_bit of each switch whose algorithm applies to the hosts of `hierarchy` (0 where
+// it is null).
+uint32_t hierarchical_available(const collectives::Hierarchy *hierarchy);
 
 // Which hierarchical algorithms the mask lets run, by name, joined by '+' ("none" for none).
 std::string hierarchical_names(uint32_t hierarchical_ops);

@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "collectives/hierarchy.h"
 #include "engine/autotuner.h"
+#include "engine/tuning_space.h"
 
 using hvd::engine::Autotuner;
 using hvd::engine::TunedParams;
@@ -128,6 +130,15 @@ void test_choices_from_the_environment(void **) {
                      kAllgatherBit);
     assert_int_equal(hvd::engine::tuning_choices(0, 0).cache_capacity_on, 0);
     assert_int_equal(hvd::engine::tuning_choices(1024, 0).hierarchical_ops, 0);
+    // What a job's hierarchy makes available: the switches whose algorithm it runs at all.
+    assert_int_equal(hvd::engine::hierarchical_available(nullptr), 0);
+    hvd::collectives::Hierarchy h;
+    assert_int_equal(hvd::engine::hierarchical_available(&h), both);
+    h.allreduce_min_bytes = hvd::collectives::kHierarchyOff;
+    h.allgather_min_bytes = 1 << 20;
+    assert_int_equal(hvd::engine::hierarchical_available(&h), kAllgatherBit);
+    h.allgather_min_bytes = hvd::collectives::kHierarchyOff;
+    assert_int_equal(hvd::engine::hierarchical_available(&h), 0);
 
     setenv("HVD_FUSION_THRESHOLD", "1048576", 1);
     setenv("HOROVOD_CYCLE_TIME", "2", 1);
