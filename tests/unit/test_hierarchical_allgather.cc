@@ -25,6 +25,7 @@ extern "C" {
 #include "collectives/hierarchy.h"
 #include "common/dtype.h"
 #include "host_cluster.h"
+#include "host_layout_tests.h"
 #include "rank_threads.h"
 
 namespace {
@@ -45,8 +46,8 @@ double value(int32_t r, size_t i, int32_t dtype) {
     return static_cast<double>(input_value(r, i, dtype, HVD_OP_MAX));
 }
 
-void check_cases(const std::vector<std::string> &host_of) {
-    HostCluster c(host_of);
+void check_cases(const std::vector<std::string> &host_of, size_t single_copy_from) {
+    HostCluster c(host_of, single_copy_from);
     const int32_t n = c.world.size();
     std::vector<Case> cases;
     for (int32_t dtype : kAllDtypes)
@@ -109,42 +110,32 @@ void check_cases(const std::vector<std::string> &host_of) {
                     double want = value(from, i, cs.dtype);
                     if (got != want)
                         fail_msg(
-                            "hosts %s: %s case %zu%s: rank %d element %zu (rank %d's %zu) "
+                            "hosts %s%s: %s case %zu%s: rank %d element %zu (rank %d's %zu) "
                             "is %g, want %g",
-                            layout_name(host_of).c_str(), hvd::dtype_name(cs.dtype), k,
-                            cs.in_place ? " in place" : "", r, at, from, i, got, want);
+                            layout_name(host_of).c_str(),
+                            single_copy_from > 0 ? " (single copy)" : "", hvd::dtype_name(cs.dtype),
+                            k, cs.in_place ? " in place" : "", r, at, from, i, got, want);
                 }
         }
     }
 }
 
-void test_host_layouts(void **) {
-    for (const std::vector<std::string> &host_of : host_layouts())
-        check_cases(host_of);
-}
-
 void test_table_choice_by_size(void **) {
     hvd::collectives::Hierarchy h;
     h.allgather_min_bytes = 1 << 20;
-    Comm comm;
-    comm.members = {0, 1, 2, 3};
-    comm.hierarchy = &h;
-    const auto &t = hvd::collectives::allgatherv_algorithms();
-    assert_string_equal(chosen_name(t, comm, 8).c_str(), "ring allgatherv");
-    assert_string_equal(chosen_name(t, comm, 1 << 20).c_str(), "hierarchical allgatherv");
     h.allgather_max_bytes = 4 << 20;
-    assert_string_equal(chosen_name(t, comm, 4 << 20).c_str(), "hierarchical allgatherv");
-    assert_string_equal(chosen_name(t, comm, (4 << 20) + 1).c_str(), "ring allgatherv");
+    expect_choices(hvd::collectives::allgatherv_algorithms(), h,
+                   {{8, "ring allgatherv"},
+                    {1 << 20, "hierarchical allgatherv"},
+                    {4 << 20, "hierarchical allgatherv"},
+                    {(4 << 20) + 1, "ring allgatherv"}});
     h.allgather_min_bytes = hvd::collectives::kHierarchyOff;
-    assert_string_equal(chosen_name(t, comm, size_t{1} << 30).c_str(), "ring allgatherv");
+    expect_choices(hvd::collectives::allgatherv_algorithms(), h,
+                   {{8, "ring allgatherv"}, {size_t{1} << 30, "ring allgatherv"}});
 }
 
 }  // namespace
 
 int main() {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table_choice_by_size),
-        cmocka_unit_test(test_host_layouts),
-    };
-    return cmocka_run_group_tests(tests, nullptr, nullptr);
+    return rank_threads::run_host_layout_tests(test_table_choice_by_size, check_cases);
 }
