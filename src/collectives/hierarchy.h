@@ -35,7 +35,7 @@ struct Hierarchy {
     size_t allreduce_min_bytes = 0;
     size_t allgather_min_bytes = 0;
     size_t broadcast_min_bytes = 0;
-    // Allgathers of more bytes of output than this run flat.
+    // Allgathers of more bytes of output than this run flat (HVD_HIERARCHICAL_ALLGATHER_MAX_BYTES).
     size_t allgather_max_bytes = std::numeric_limits<size_t>::max();
 
     // The fewest ranks any host runs: the number of shares a host's data is cut into, one per

@@ -186,17 +186,16 @@ const SettingInfo kTable[] = {
     {Setting::kHierarchicalAllgather, "HIERARCHICAL_ALLGATHER", true, kEnum, kTuning, 0, "auto", 0,
      0, kClamp, "", "auto|1|0", NO_KEY,
      "Allgathers of a job that spans hosts: `1` (any size) or `auto` (up to "
-     "`HVD_HIERARCHICAL_ALLGATHER_MAX_BYTES` of output, where some host runs two ranks or "
-     "more) gather each host's block through shared memory, then each of a host's ranks "
-     "gathers its share of every host's block across hosts with the ranks of the same local "
-     "rank, then the host gathers the shares; `0`: one ring over all ranks. Any number of ranks "
-     "per host; needs shared memory on every host and the same value on every rank."},
+     "`HVD_HIERARCHICAL_ALLGATHER_MAX_BYTES` of output where that is set, where some host runs "
+     "two ranks or more) gather each host's block through shared memory, then each of a host's "
+     "ranks gathers its share of every host's block across hosts with the ranks of the same "
+     "local rank, then the host gathers the shares; `0`: one ring over all ranks. Any number of "
+     "ranks per host; needs shared memory on every host and the same value on every rank."},
     {Setting::kHierarchicalAllgatherMaxBytes, "HIERARCHICAL_ALLGATHER_MAX_BYTES", false, kInt,
-     kTuning, 4194304, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
-     "With `HVD_HIERARCHICAL_ALLGATHER=auto`, allgathers of up to this many bytes of output run "
-     "hierarchically (fewer steps cross the network); larger ones run flat, where the "
-     "hierarchical one's two gathers through shared memory cost more than the cross-host "
-     "bytes they save."},
+     kTuning, 0, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
+     "With `HVD_HIERARCHICAL_ALLGATHER=auto`, allgathers of more than this many bytes of output "
+     "run flat (`0`: no limit): for networks fast enough that the hierarchical one's two "
+     "gathers through shared memory cost more than the cross-host bytes they save."},
     {Setting::kHierarchicalBroadcast, "HIERARCHICAL_BROADCAST", false, kEnum, kTuning, 0, "auto", 0,
      0, kClamp, "", "auto|1|0", NO_KEY,
      "Broadcasts of a job that spans hosts: `1` (any size) or `auto` (from "

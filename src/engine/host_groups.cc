@@ -144,9 +144,9 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
     h->allgather_min_bytes = allgather != '0' && collectives::spans_hosts(by_host, allgather == '1')
                                  ? 0
                                  : collectives::kHierarchyOff;
-    if (allgather == 'a')
-        h->allgather_max_bytes =
-            static_cast<size_t>(config::get_int(Setting::kHierarchicalAllgatherMaxBytes));
+    const int64_t allgather_max = config::get_int(Setting::kHierarchicalAllgatherMaxBytes);
+    if (allgather == 'a' && allgather_max > 0)
+        h->allgather_max_bytes = static_cast<size_t>(allgather_max);
     h->broadcast_min_bytes =
         min_bytes_of(broadcast, collectives::spans_hosts(by_host, broadcast == '1'),
                      Setting::kHierarchicalBroadcastMinBytes);
