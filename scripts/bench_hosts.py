@@ -150,10 +150,7 @@ def report(args, results):
     if not {"flat", "hier"} <= set(labels):
         return []
     peers = [label for label in labels if label not in ("flat", "hier")]
-    lines = ["# %s, %d hosts x %d ranks on %d CPUs (shared-CPU settings: %s), %d reps, "
-             "median busbw in GB/s; netem: %s" %
-             (args.collective, args.hosts, args.ranks_per_host, len(os.sched_getaffinity(0)),
-              "yes" if runs.shared_cpus(args) else "no", args.reps, args.netem or "none"),
+    lines = [runs.table_title(args, args.collective, "busbw in GB/s"),
              "# best = libhvd's better of flat and hier; best/<peer> = best over that peer"]
     head = ["size_bytes", "flat", "hier", "hier/flat"] + peers + ["best/" + p for p in peers]
     lines.append(" ".join("%12s" % h for h in head))

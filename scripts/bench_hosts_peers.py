@@ -249,6 +249,14 @@ def shared_cpus(args):
     return args.hosts * args.ranks_per_host > len(os.sched_getaffinity(0))
 
 
+def table_title(args, what, figure):
+    """The first line of a table: what ran, on which hosts and settings, and the figure."""
+    return ("# %s, %d hosts x %d ranks on %d CPUs (shared-CPU settings: %s), %d reps, "
+            "median %s; netem: %s" %
+            (what, args.hosts, args.ranks_per_host, len(os.sched_getaffinity(0)),
+             "yes" if shared_cpus(args) else "no", args.reps, figure, args.netem or "none"))
+
+
 def run_on_cluster(prog, args, measure, report):
     """A benchmark script's main: args.hosts namespace hosts with an sshd each, their links
     shaped by args.netem where the kernel can, then measure(cluster, key, build) ->

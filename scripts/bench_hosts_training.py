@@ -131,10 +131,7 @@ def measure(args, cluster, key, build):
 
 
 def report(args, results):
-    lines = ["# %s, %d hosts x %d ranks on %d CPUs (shared-CPU settings: %s), %d reps, "
-             "median total img/s; netem: %s" %
-             (args.model, args.hosts, args.ranks_per_host, len(os.sched_getaffinity(0)),
-              "yes" if runs.shared_cpus(args) else "no", args.reps, args.netem or "none")]
+    lines = [runs.table_title(args, args.model, "total img/s")]
     if not results.get("hvd"):
         return lines
     hvd = statistics.median(results["hvd"])

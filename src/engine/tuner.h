@@ -33,9 +33,9 @@ class Tuner {
     // it when it turned off (the parameters chosen so far stay), and when a sample ends
     // applies the next point here and sends it to every other rank.
     void step(ControlChannel &control);
-    // Whether the job has a hierarchy of hosts (collectives/hierarchy.h): the hierarchical
-    // switches are searched only then. Before the first step().
-    // op_type_bit of the op types whose hierarchical algorithm applies to the job's hosts.
+    // op_type_bit of the op types whose hierarchical algorithm applies to the job's hosts
+    // (tuning_space.h's hierarchical_available): only their switches are searched. Before the
+    // first step().
     void set_hierarchical_available(uint32_t ops) { hierarchical_available_ = ops; }
     // Whether collectives should be recorded (a search is running on this rank).
     bool searching() const { return autotuner_ != nullptr; }
