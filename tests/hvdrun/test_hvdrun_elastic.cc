@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unit tests of hvdrun's elastic mode: the membership protocol's messages and their MACs
 // (bootstrap/elastic_protocol.h, shared with libhvd), the rules by which membership rounds
-// form (membership.h), the discovery script's runs, the elastic options, and the line protocol
+// form (membership.h), the discovery script's runs, the elastic options, the failed hosts'
+// cooldowns (host_blacklist.h), and the line protocol
 // of --elastic-controller (controller_protocol.h). The whole job is tested end to end by
 // tests/python/elastic, and under a controller by tests/python/ray/test_elastic.py.
 #include <setjmp.h>
@@ -16,12 +17,14 @@ extern "C" {
 
 #include <poll.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "bootstrap/elastic_protocol.h"
 #include "controller_protocol.h"
+#include "host_blacklist.h"
 #include "host_discovery.h"
 #include "membership.h"
 #include "options.h"
@@ -327,6 +330,83 @@ void test_slots_and_reset_limit_options(void **) {
                 hvdrun::ParseOutcome::kError);
 }
 
+void test_cooldown_range_option(void **) {
+    std::string err;
+    hvdrun::Options o;
+    assert_true(
+        parse({"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "10", "100", "prog"}, &o,
+              &err) == hvdrun::ParseOutcome::kRun);
+    assert_true(o.cooldown_min == 10.0 && o.cooldown_max == 100.0);
+    assert_int_equal(static_cast<int>(o.command.size()), 1);
+    assert_string_equal(o.command[0].c_str(), "prog");
+    hvdrun::Options inline_form;
+    assert_true(parse({"-np", "2", "--min-np", "1", "--blacklist-cooldown-range=0.5,2", "prog"},
+                      &inline_form, &err) == hvdrun::ParseOutcome::kRun);
+    assert_true(inline_form.cooldown_min == 0.5 && inline_form.cooldown_max == 2.0);
+    hvdrun::Options none;
+    assert_true(parse({"-np", "2", "--min-np", "1", "prog"}, &none, &err) ==
+                hvdrun::ParseOutcome::kRun);
+    assert_true(none.cooldown_min < 0);
+    hvdrun::Options reversed;
+    assert_true(
+        parse({"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "100", "10", "prog"},
+              &reversed, &err) == hvdrun::ParseOutcome::kError);
+    assert_string_equal(err.c_str(),
+                        "invalid --blacklist-cooldown-range value '100 10' (expected MIN MAX, "
+                        "seconds with 0 <= MIN <= MAX)");
+    hvdrun::Options one;
+    assert_true(parse({"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "10"}, &one,
+                      &err) == hvdrun::ParseOutcome::kError);
+    assert_string_equal(err.c_str(), "option --blacklist-cooldown-range needs two values");
+    hvdrun::Options static_job;
+    assert_true(parse({"-np", "2", "--blacklist-cooldown-range", "1", "2", "prog"}, &static_job,
+                      &err) == hvdrun::ParseOutcome::kError);
+    assert_non_null(std::strstr(err.c_str(), "--blacklist-cooldown-range applies to elastic jobs"));
+}
+
+// Cooldowns double with each failure of a host, with a random part below MIN, capped at MAX;
+// a host is out until its cooldown ends and is returned once; without a range, for good.
+void test_blacklist_cooldowns(void **) {
+    using Clock = hvdrun::HostBlacklist::Clock;
+    const Clock::time_point t0 = Clock::now();
+    const auto at = [&](double s) {
+        return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+    };
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+        hvdrun::HostBlacklist b(2.0, 10.0, seed);
+        assert_int_equal(b.ms_to_next_return(t0), -1);
+        const double first = b.add("a", t0);
+        assert_true(first >= 2.0 && first < 4.0);
+        assert_true(b.excluded("a", t0) && !b.excluded("b", t0));
+        assert_true(b.excluded("a", at(first - 0.01)));
+        assert_true(b.take_returned(at(first - 0.01)).empty());
+        const int ms = b.ms_to_next_return(t0);
+        assert_true(ms >= 2000 && ms <= 4000);
+        assert_false(b.excluded("a", at(first)));
+        std::vector<std::string> back = b.take_returned(at(first));
+        assert_int_equal(static_cast<int>(back.size()), 1);
+        assert_string_equal(back[0].c_str(), "a");
+        assert_true(b.take_returned(at(first + 1)).empty());
+        assert_int_equal(b.ms_to_next_return(at(first)), -1);
+        const double second = b.add("a", at(first));
+        assert_true(second >= 4.0 && second < 6.0);
+        assert_int_equal(b.failures("a"), 2);
+        const double third = b.add("a", at(first + second));
+        assert_true(third >= 8.0 && third <= 10.0);
+        for (int i = 0; i < 70; ++i)
+            assert_true(b.add("a", t0) <= 10.0);
+        assert_true(b.add("a", t0) == 10.0);
+    }
+    hvdrun::HostBlacklist forever;
+    assert_true(forever.add("a", t0) < 0);
+    assert_true(forever.excluded("a", at(1e6)));
+    assert_true(forever.take_returned(at(1e6)).empty());
+    assert_int_equal(forever.ms_to_next_return(t0), -1);
+    hvdrun::HostBlacklist zero(0.0, 0.0, 7);
+    assert_true(zero.add("a", t0) == 0.0);
+    assert_false(zero.excluded("a", t0));
+}
+
 void test_controller_lines(void **) {
     namespace ctl = hvdrun::controller;
     assert_string_equal(
@@ -375,6 +455,8 @@ int main() {
         cmocka_unit_test(test_discovery_polls),
         cmocka_unit_test(test_elastic_options),
         cmocka_unit_test(test_slots_and_reset_limit_options),
+        cmocka_unit_test(test_cooldown_range_option),
+        cmocka_unit_test(test_blacklist_cooldowns),
         cmocka_unit_test(test_controller_lines),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

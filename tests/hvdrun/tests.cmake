@@ -29,6 +29,7 @@ add_executable(test_hvdrun_elastic
     ${HVDRUN_TEST_DIR}/test_hvdrun_elastic.cc
     ${HVDRUN_SOURCE_DIR}/controller_protocol.cc
     ${HVDRUN_SOURCE_DIR}/membership.cc
+    ${HVDRUN_SOURCE_DIR}/host_blacklist.cc
     ${HVDRUN_SOURCE_DIR}/host_discovery.cc
     ${HVDRUN_SOURCE_DIR}/hosts.cc
     ${HVDRUN_SOURCE_DIR}/process.cc

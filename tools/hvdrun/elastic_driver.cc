@@ -39,6 +39,7 @@ ElasticDriver::ElasticDriver(const ElasticConfig &config, LaunchContext ctx,
       ctx_(std::move(ctx)),
       command_(std::move(command)),
       hosts_(std::move(hosts)),
+      blacklist_(config.cooldown_min, config.cooldown_max),
       membership_(config.min_np, config.max_np) {
     const bool local =
         all_local(hosts_, ctx_.this_host, config_.controlled || !config_.discovery_script.empty());
@@ -72,8 +73,9 @@ std::vector<int> ElasticDriver::take_stops() {
 // Fills the hosts' free slots in order (skipping excluded hosts) until `up_to` workers live.
 void ElasticDriver::start_workers(int up_to) {
     up_to = std::min(up_to, config_.max_np);
+    const Clock::time_point now = Clock::now();
     for (const HostSlots &h : hosts_) {
-        if (excluded_.count(h.name) != 0) continue;
+        if (blacklist_.excluded(h.name, now)) continue;
         int on_host = static_cast<int>(
             std::count_if(live_host_.begin(), live_host_.end(),
                           [&](const auto &entry) { return entry.second == h.name; }));
@@ -120,6 +122,13 @@ void ElasticDriver::tick() {
     if (!failure_.empty() || finished_one_) return;
     std::vector<HostSlots> found;
     if (discovery_ && discovery_->tick(&found)) update_hosts(std::move(found));
+    std::vector<std::string> back = blacklist_.take_returned(now);
+    if (!back.empty() && failure_.empty()) {
+        std::string names;
+        for (const std::string &h : back)
+            names += (names.empty() ? "" : ", ") + h;
+        grow("host(s) " + names + " back from their cooldown");
+    }
     check_below_min(now);
     if (!failure_.empty()) return;
     const bool timed_out =
@@ -138,14 +147,17 @@ void ElasticDriver::update_hosts(std::vector<HostSlots> found) {
     if (!changed) return;
     hosts_ = std::move(found);
     if (!config_.controlled) remove_gone_workers();
+    grow("hosts changed");
+}
+
+// Workers on free slots of hosts not excluded, up to max_np; they join at the next round.
+void ElasticDriver::grow(const std::string &why) {
     int before = membership_.live();
     start_workers(config_.max_np);
     if (membership_.live() <= before) return;
     count_change();
-    std::fprintf(stderr,
-                 "hvdrun: hosts changed: started %d worker(s); they join at the "
-                 "others' next commit\n",
-                 membership_.live() - before);
+    std::fprintf(stderr, "hvdrun: %s: started %d worker(s); they join at the others' next commit\n",
+                 why.c_str(), membership_.live() - before);
 }
 
 // Workers beyond their host's discovered slots (all of a host no longer listed) leave the
@@ -201,21 +213,26 @@ void ElasticDriver::count_change() {
              " time(s), more than --reset-limit " + std::to_string(config_.reset_limit));
 }
 
-// Fewer than min_np live: without a discovery script the job ends now, with one it waits for
-// more slots (check_below_min).
+// Fewer than min_np live: without a discovery script or a cooldown the job ends now, else it
+// waits for more slots (check_below_min).
 void ElasticDriver::below_min(const std::string &why) {
     const std::string fewer = why + ", fewer than --min-np " + std::to_string(config_.min_np);
-    if (!discovery_) {
+    if (!discovery_ && config_.cooldown_min < 0) {
         fail(fewer);
         return;
     }
     if (below_min_set_) return;
     below_min_set_ = true;
     below_min_since_ = Clock::now();
-    std::fprintf(stderr,
-                 "hvdrun: %s: waiting up to %g s (--elastic-timeout) for the discovery script "
-                 "to offer more slots\n",
-                 fewer.c_str(), config_.timeout_seconds);
+    std::fprintf(stderr, "hvdrun: %s: waiting up to %g s (--elastic-timeout) for %s\n",
+                 fewer.c_str(), config_.timeout_seconds, more_slots_source());
+}
+
+const char *ElasticDriver::more_slots_source() const {
+    if (!discovery_) return "a failed host's cooldown to end";
+    return config_.cooldown_min < 0
+               ? "the discovery script to offer more slots"
+               : "the discovery script to offer more slots or a failed host's cooldown to end";
 }
 
 void ElasticDriver::check_below_min(Clock::time_point now) {
@@ -231,13 +248,16 @@ void ElasticDriver::check_below_min(Clock::time_point now) {
     char text[256];
     std::snprintf(text, sizeof text,
                   "only %d worker(s) live, fewer than --min-np %d, after waiting %.1f s "
-                  "(--elastic-timeout %g) for the discovery script to offer more slots",
-                  membership_.live(), config_.min_np, waited, config_.timeout_seconds);
+                  "(--elastic-timeout %g) for %s",
+                  membership_.live(), config_.min_np, waited, config_.timeout_seconds,
+                  more_slots_source());
     fail(text);
 }
 
 int ElasticDriver::poll_timeout_ms() const {
-    return discovery_ ? std::min(kMaxPollMs, discovery_->poll_timeout_ms()) : kMaxPollMs;
+    int ms = discovery_ ? std::min(kMaxPollMs, discovery_->poll_timeout_ms()) : kMaxPollMs;
+    const int to_return = blacklist_.ms_to_next_return(Clock::now());
+    return to_return >= 0 ? std::min(ms, to_return) : ms;
 }
 
 void ElasticDriver::on_join(int id, bool waiting) {
@@ -301,7 +321,7 @@ std::string ElasticDriver::worker_exited(int id, int code) {
         return "";
     }
     if (finished_one_ || !failure_.empty()) return "the job was ending";
-    excluded_.insert(host);
+    exclude_host(host);
     count_change();
     // With discovery, a free slot of another host takes its place.
     if (discovery_ && failure_.empty()) start_workers(membership_.live() + 1);
@@ -309,6 +329,20 @@ std::string ElasticDriver::worker_exited(int id, int code) {
         below_min("worker " + std::to_string(id) + " on " + host + " failed; " +
                   std::to_string(membership_.live()) + " worker(s) left");
     return failure_;
+}
+
+void ElasticDriver::exclude_host(const std::string &host) {
+    const double seconds = blacklist_.add(host, Clock::now());
+    const int failures = blacklist_.failures(host);
+    if (seconds < 0) {
+        std::fprintf(stderr,
+                     "hvdrun: host %s gets no more workers (a worker failed there; "
+                     "--blacklist-cooldown-range lets it back)\n",
+                     host.c_str());
+    } else {
+        std::fprintf(stderr, "hvdrun: host %s gets no workers for %.1f s (failure %d there)\n",
+                     host.c_str(), seconds, failures);
+    }
 }
 
 void ElasticDriver::fail(const std::string &why) {

@@ -6,12 +6,14 @@
 // Workers are numbered in start order (HVD_WORKER_ID) and get HVD_ELASTIC_ADDR/PORT instead
 // of a rank; each hvd_init asks the service for its place in the next round (membership.h).
 // A worker that exits non-zero before any has finished is dropped, its host is excluded from
-// later starts (as horovodrun blacklists it), a free discovered slot of another host gets a
-// worker in its place, and the job goes on while at least min_np workers live. Below that, with a
-// discovery script, the job waits up to timeout_seconds for discovered slots to bring it back to
-// min_np; without one, or after that wait, every waiting join is refused and the supervisor ends
-// the job. A change of the discovered hosts starts workers on their free slots, up to max_np; they
-// wait in hvd_init until the others ask again (at their next commit, elastic.run's
+// later starts (as horovodrun blacklists it; for the rest of the job, or for a cooldown with
+// cooldown_min/max: host_blacklist.h), a free discovered slot of another host gets a worker in its
+// place, and the job goes on while at least min_np workers live. Below that, with a discovery
+// script or a cooldown, the job waits up to timeout_seconds for slots to bring it back to min_np;
+// without either, or after that wait, every waiting join is refused and the supervisor ends the
+// job. A host back from its cooldown gets workers on its free slots, up to max_np, as an added
+// host does. A change of the discovered hosts starts workers on their free slots, up to max_np;
+// they wait in hvd_init until the others ask again (at their next commit, elastic.run's
 // HostsUpdatedInterrupt) and the next round forms. A host no longer discovered (or with fewer
 // slots) loses its workers: they leave the membership at once, so the others are told as of added
 // workers and re-form at their next commit, and each is stopped (take_stops) when it asks to join
@@ -27,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "host_blacklist.h"
 #include "host_discovery.h"
 #include "launch_plan.h"
 #include "membership.h"
@@ -44,7 +47,9 @@ struct ElasticConfig {
     // --elastic-controller: another program starts the workers (controlled_job.h); launches
     // carry only their variables, and host lists come from update_hosts().
     bool controlled = false;
-    int reset_limit = -1;             // --reset-limit: changes allowed; -1 no limit
+    int reset_limit = -1;        // --reset-limit: changes allowed; -1 no limit
+    double cooldown_min = -1.0;  // --blacklist-cooldown-range; -1: a failed host stays out
+    double cooldown_max = -1.0;
     int default_slots = 1;            // --slots: a discovered host's slots when it gives none
     double stop_grace_seconds = 5.0;  // a removed host's worker: the wait for its next commit
 };
@@ -84,11 +89,14 @@ class ElasticDriver {
     void on_join(int id, bool waiting);
     std::string on_status(const hvd::bootstrap::elastic::Request &request) const;
     void start_workers(int up_to);
+    void grow(const std::string &why);
+    void exclude_host(const std::string &host);
     void remove_gone_workers();
     void stop_leaving(Clock::time_point now);
     void count_change();
     void below_min(const std::string &why);
     void check_below_min(Clock::time_point now);
+    const char *more_slots_source() const;
     void form_round();
     void fail(const std::string &why);
     std::string rendezvous_host(const std::vector<int> &ids) const;
@@ -97,7 +105,7 @@ class ElasticDriver {
     LaunchContext ctx_;
     std::vector<std::string> command_;
     std::vector<HostSlots> hosts_;
-    std::set<std::string> excluded_;        // hosts where a worker failed
+    HostBlacklist blacklist_;               // hosts where a worker failed
     std::map<int, std::string> live_host_;  // worker id -> host, while it runs
     Membership membership_;
     std::unique_ptr<MembershipServer> server_;

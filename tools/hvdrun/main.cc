@@ -256,6 +256,8 @@ int run(int argc, char **argv) {
         ec.max_np = opts.max_np;
         ec.timeout_seconds = opts.elastic_timeout;
         ec.reset_limit = opts.reset_limit;
+        ec.cooldown_min = opts.cooldown_min;
+        ec.cooldown_max = opts.cooldown_max;
         ec.default_slots = opts.slots > 0 ? opts.slots : 1;
         ec.stop_grace_seconds = opts.grace_seconds;
         ec.discovery_script = opts.discovery_script;

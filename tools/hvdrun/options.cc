@@ -154,6 +154,22 @@ bool set_reset_limit(const std::string &flag, const std::string &v, Options *o, 
     return false;
 }
 
+// "MIN MAX" (two arguments) or "MIN,MAX" (--blacklist-cooldown-range=MIN,MAX), seconds.
+bool set_cooldown_range(const std::string &flag, const std::string &v, Options *o,
+                        std::string *err) {
+    size_t sep = v.find_first_of(" ,");
+    double lo = 0, hi = 0;
+    if (sep != std::string::npos && parse_seconds(v.substr(0, sep), &lo) &&
+        parse_seconds(v.substr(sep + 1), &hi) && lo <= hi) {
+        o->cooldown_min = lo;
+        o->cooldown_max = hi;
+        return true;
+    }
+    *err =
+        "invalid " + flag + " value '" + v + "' (expected MIN MAX, seconds with 0 <= MIN <= MAX)";
+    return false;
+}
+
 bool set_slots(const std::string &flag, const std::string &v, Options *o, std::string *err) {
     if (parse_int(v, 1, 1000000, &o->slots)) return true;
     *err = "invalid " + flag + " value '" + v + "' (expected an integer >= 1)";
@@ -179,6 +195,7 @@ struct OptionSpec {
     const char *name;
     bool takes_value;
     Setter set;
+    bool two_values = false;  // the value is the next two arguments, joined by a space
 };
 
 // Every accepted spelling. -n/--num-proc and -p/--ssh-port are Horovod's (horovodrun) names.
@@ -211,6 +228,7 @@ constexpr OptionSpec kOptions[] = {
     {"--host-discovery-script", true, set_discovery},
     {"--elastic-timeout", true, set_elastic_timeout},
     {"--reset-limit", true, set_reset_limit},
+    {"--blacklist-cooldown-range", true, set_cooldown_range, true},
     {"--elastic-controller", false, set_controller},
 };
 
@@ -243,12 +261,14 @@ bool parse_one(const std::vector<std::string> &args, size_t *i, Options *out, st
         return false;
     }
     bool takes_value = spec != nullptr ? spec->takes_value : tuning_flag_takes_value(*tuning);
+    const size_t values = spec != nullptr && spec->two_values ? 2 : 1;
     if (takes_value && !inline_value) {
-        if (*i + 1 >= args.size()) {
-            *err = "option " + name + " needs a value";
+        if (*i + values >= args.size()) {
+            *err = "option " + name + (values == 2 ? " needs two values" : " needs a value");
             return false;
         }
         value = args[++*i];
+        if (values == 2) value += " " + args[++*i];
     } else if (!takes_value && inline_value) {
         *err = "option " + name + " takes no value";
         return false;
@@ -270,10 +290,9 @@ bool validate(const Options &opts, std::string *err) {
         *err =
             "--elastic-controller and --host-discovery-script cannot be used together: "
             "the controller sends the hosts";
-    } else if (!opts.elastic && opts.reset_limit >= 0) {
-        *err =
-            "--reset-limit applies to elastic jobs (--min-np, --max-np or "
-            "--host-discovery-script)";
+    } else if (!opts.elastic && (opts.reset_limit >= 0 || opts.cooldown_min >= 0)) {
+        *err = std::string(opts.reset_limit >= 0 ? "--reset-limit" : "--blacklist-cooldown-range") +
+               " applies to elastic jobs (--min-np, --max-np or --host-discovery-script)";
     } else if (opts.elastic && opts.min_np > 0 && opts.min_np > opts.num_proc) {
         *err = "--min-np " + std::to_string(opts.min_np) + " is more than -np " +
                std::to_string(opts.num_proc);

@@ -34,13 +34,17 @@ struct Options {
     bool map_given = false;        // true when --map-by was on the command line
     bool report_bindings = false;  // --report-bindings
     // Elastic mode (any of these given): --min-np, --max-np, --host-discovery-script;
-    // --elastic-timeout and --reset-limit apply to it. 0: not given (min defaults to -np; max to
-    // -np, or unbounded with a discovery script).
+    // --elastic-timeout, --reset-limit and --blacklist-cooldown-range apply to it. 0: not
+    // given (min defaults to -np; max to -np, or unbounded with a discovery script).
     int min_np = 0;
     int max_np = 0;
     std::string discovery_script;
     double elastic_timeout = 600.0;
     int reset_limit = -1;  // --reset-limit: membership changes allowed; -1 no limit
+    // --blacklist-cooldown-range MIN MAX: seconds a failed host stays out (host_blacklist.h);
+    // -1: for the rest of the job.
+    double cooldown_min = -1.0;
+    double cooldown_max = -1.0;
     bool elastic = false;
     // --elastic-controller: elastic, with workers started by the program that runs hvdrun
     // (controlled_job.h); no command.

@@ -33,6 +33,11 @@ usage: test_elastic.py HVDRUN PYTHON CASE, CASE one of
              the same with no host added and --elastic-timeout 4: hvdrun ends the job with an
              error naming --min-np, the live workers and the wait, after 4 s and in bounded
              time.
+  blacklist_cooldown
+             -np 2 --min-np 2 -H localhost:2 --blacklist-cooldown-range 1 2; worker 1 kills
+             itself at step 5: hvdrun keeps localhost out for 1-3 s and waits, then starts
+             worker 2 there, and workers 0 and 2 finish with the 2-rank reference's weights.
+             Without the range the same job ends at once (below_min).
   reset_limit
              shrink with --reset-limit 0: hvdrun ends the job at the first change, saying so;
              with --reset-limit 1 the job finishes and the workers were given
@@ -255,6 +260,25 @@ def below_min_timeout(hvdrun, python):
     check(not results, "no worker finishes training")
 
 
+def blacklist_cooldown(hvdrun, python):
+    rc, err, results, _ = run(
+        hvdrun, python,
+        ["-np", "2", "--min-np", "2", "-H", "localhost:2", "--blacklist-cooldown-range", "1", "2"],
+        ["--kill-worker", "1", "--kill-step", "5"])
+    check(rc == 0, "hvdrun exits 0 (got %d)" % rc)
+    found = re.search(r"host localhost gets no workers for ([0-9.]+) s \(failure 1 there\)", err)
+    check(found is not None and 1.0 <= float(found.group(1)) <= 2.0,
+          "localhost is kept out for 1-2 s (%s)" % (found and found.group(1)))
+    check("waiting up to 600 s (--elastic-timeout) for a failed host's cooldown to end" in err,
+          "hvdrun waits for the cooldown below --min-np")
+    check("host(s) localhost back from their cooldown: started 1 worker(s)" in err,
+          "worker 2 starts on localhost after the cooldown")
+    check("round 2: 2 rank(s), workers 0, 2" in err, "round 2 forms with the new worker 2")
+    check(sorted((r["worker"], r["rank"], r["size"]) for r in results) == [(0, 0, 2), (2, 1, 2)],
+          "workers 0 and 2 finish as ranks 0 and 1 of 2")
+    check_weights(results, m.reference(2, {5: (2, True)}).tolist(), {})
+
+
 def reset_limit(hvdrun, python):
     rc, err, results, elapsed = run(
         hvdrun, python, ["-np", "3", "--min-np", "2", "--reset-limit", "0"],
@@ -277,7 +301,7 @@ def main():
              "shrink_tf": shrink_tf,
              "below_min": below_min, "grow": grow, "remove_host": remove_host,
              "below_min_recover": below_min_recover, "below_min_timeout": below_min_timeout,
-             "reset_limit": reset_limit}
+             "reset_limit": reset_limit, "blacklist_cooldown": blacklist_cooldown}
     cases[case](hvdrun, python)
 
 

@@ -5,12 +5,14 @@
 # hvd_first_torch and hvd_py_backends set.
 #
 # hvdrun's side of membership changes (a host removed, below --min-np with discovery,
-# --reset-limit, --slots) is the same whatever the backend: those cases run on the first only.
+# --reset-limit, --slots, --blacklist-cooldown-range) is the same whatever the backend: those
+# cases run on the first only.
 list(GET hvd_py_backends 0 first_backend)
 foreach(backend ${hvd_py_backends})
   set(elastic_cases shrink shrink_rank0 shrink_ssh below_min grow)
   if(backend STREQUAL first_backend)
-    list(APPEND elastic_cases remove_host below_min_recover below_min_timeout reset_limit)
+    list(APPEND elastic_cases remove_host below_min_recover below_min_timeout reset_limit
+                              blacklist_cooldown)
   endif()
   foreach(case ${elastic_cases})
     set(tname python.elastic.${case}.${backend})
