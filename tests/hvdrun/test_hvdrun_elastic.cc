@@ -418,6 +418,7 @@ void test_controller_lines(void **) {
     assert_false(ctl::decode("bad%2", &decoded));
     assert_false(ctl::decode("bad%zz", &decoded));
     assert_string_equal(ctl::failed_line("a\nb").c_str(), "failed a b\n");
+    assert_string_equal(ctl::stop_line(7).c_str(), "stop 7\n");
 
     ctl::Input in;
     std::string err;

@@ -39,6 +39,7 @@ class ControlledJob {
     int out_fd_;
     std::string in_;
     std::set<int> running_;
+    std::set<int> stopping_;  // asked to stop: their host left
 };
 
 void ControlledJob::send(const std::string &line) {
@@ -72,6 +73,10 @@ int ControlledJob::on_line(const std::string &line) {
     if (running_.erase(in.id) == 0)
         return fail(2, "controller: no worker " + std::to_string(in.id) + " is running");
     std::string ends = driver_->worker_exited(in.id, in.code);
+    if (stopping_.erase(in.id) != 0) {
+        std::fprintf(stderr, "hvdrun: worker %d stopped (exit code %d)\n", in.id, in.code);
+        return -1;
+    }
     if (in.code == 0) return -1;
     if (!ends.empty()) return fail(in.code, ends);
     std::fprintf(stderr, "hvdrun: worker %d exited with code %d; the job goes on with %d\n", in.id,
@@ -104,6 +109,10 @@ int ControlledJob::step(int signal_fd) {
     for (const RankLaunch &launch : driver_->take_launches()) {
         send(controller::start_line(launch.rank, launch.host, launch.vars));
         running_.insert(launch.rank);
+    }
+    for (int id : driver_->take_stops()) {
+        send(controller::stop_line(id));
+        stopping_.insert(id);
     }
     if (running_.empty() && driver_->finishing()) return 0;
     std::vector<pollfd> fds = {{signal_fd, POLLIN, 0}, {in_fd_, POLLIN, 0}};

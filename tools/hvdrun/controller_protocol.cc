@@ -84,6 +84,10 @@ std::string start_line(int id, const std::string &host, const std::vector<EnvVar
     return line + "\n";
 }
 
+std::string stop_line(int id) {
+    return "stop " + std::to_string(id) + "\n";
+}
+
 std::string failed_line(const std::string &reason) {
     std::string flat = reason;
     for (char &c : flat)

@@ -6,6 +6,8 @@
 //
 // hvdrun -> controller (stdout), one line each:
 //   start <id> <host> NAME=VALUE...   start worker <id> on <host> with these variables
+//   stop <id>                          stop worker <id>: its host left the hosts (it has left
+//                                      the membership); report its end with `exited` as usual
 //   failed <reason>                    the job cannot go on; hvdrun exits 1 after it
 // controller -> hvdrun (stdin):
 //   exited <id> <code>                 worker <id> ended: 0 finished, else failed
@@ -28,6 +30,7 @@ std::string encode(const std::string &text);
 bool decode(const std::string &text, std::string *out);
 
 std::string start_line(int id, const std::string &host, const std::vector<EnvVar> &vars);
+std::string stop_line(int id);
 std::string failed_line(const std::string &reason);
 
 struct Input {

@@ -146,7 +146,7 @@ void ElasticDriver::update_hosts(std::vector<HostSlots> found) {
                                });
     if (!changed) return;
     hosts_ = std::move(found);
-    if (!config_.controlled) remove_gone_workers();
+    remove_gone_workers();
     grow("hosts changed");
 }
 

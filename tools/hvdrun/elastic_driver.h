@@ -63,8 +63,8 @@ class ElasticDriver {
 
     // Workers to start now: num_proc at first, later those on added hosts.
     std::vector<RankLaunch> take_launches();
-    // Workers to stop now (SIGTERM, then SIGKILL after a bounded wait): those of hosts no
-    // longer discovered. Their exits are no failure.
+    // Workers to stop now (SIGTERM, then SIGKILL after a bounded wait; under a controller, a
+    // `stop` line): those of hosts no longer discovered. Their exits are no failure.
     std::vector<int> take_stops();
 
     void add_poll_fds(std::vector<pollfd> *fds) const;

@@ -25,12 +25,22 @@ def _mark(marker_dir, name, payload):
     os.rename(path + ".tmp", path)
 
 
-def train(marker_dir, kill_worker=-1, kill_step=-1, grow_step=-1):
+def _wait_for_change(what):
+    from hvd import _runtime
+    deadline = time.monotonic() + WAIT_S
+    while not _runtime.elastic_membership()[1]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(what)
+        time.sleep(0.1)
+
+
+def train(marker_dir, kill_worker=-1, kill_step=-1, grow_step=-1, shrink_step=-1):
     """Trains; returns this worker's id, final rank and size, step and weights. Worker
     kill_worker at kill_step marks "kill" and waits to be killed; rank 0 of 2 at grow_step
-    marks "grow" and waits until hvdrun has started a worker for an added node."""
+    marks "grow" and waits until hvdrun has started a worker for an added node; rank 0 of 3
+    at shrink_step marks "shrink" and waits until hvdrun has taken a worker out of the
+    membership for slots no longer offered."""
     import hvd.torch as hvd
-    from hvd import _runtime
 
     worker = int(os.environ["HVD_WORKER_ID"])
     hvd.init()
@@ -43,11 +53,10 @@ def train(marker_dir, kill_worker=-1, kill_step=-1, grow_step=-1):
             raise RuntimeError("worker %d was not killed" % worker)
         if state.step == grow_step and hvd.rank() == 0 and hvd.size() == 2:
             _mark(marker_dir, "grow", {"worker": worker})
-            deadline = time.monotonic() + WAIT_S
-            while not _runtime.elastic_membership()[1]:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("no worker was started for the added node")
-                time.sleep(0.1)
+            _wait_for_change("no worker was started for the added node")
+        if state.step == shrink_step and hvd.rank() == 0 and hvd.size() == 3:
+            _mark(marker_dir, "shrink", {"worker": worker})
+            _wait_for_change("hvdrun did not take a worker out for the slots removed")
 
     hvd.elastic.run(lambda state: m.train(hvd, state, before_batch))(state)
     out = {"worker": worker, "rank": hvd.rank(), "size": hvd.size(), "step": state.step,

@@ -7,6 +7,9 @@ test on a Ray cluster of its own (run with HVD_RAY_TEST_NODES=0, so conftest.py 
   reference run with that change at that step;
 - a job of 2 workers on a one-node cluster that gains a node at step 4 (Ray's cluster_utils):
   a worker is started on it and the three re-form at the commit of step 6;
+- a job of 3 workers whose discovery offers one slot fewer at step 4: hvdrun asks the driver
+  to stop the newest worker at its next commit, and the other two finish without a roll-back
+  with the weights of the reference with that change at step 6;
 - below min_np: ElasticJobError naming min_np within a bound, no hang.
 """
 
@@ -168,6 +171,35 @@ def test_added_node_joins_at_commit(cluster, markers):
         [(0, 0, 3), (1, 1, 3), (2, 2, 3)]
     check_weights(results, m.reference(2, {6: (3, False)}).tolist(),
                   [m.reference(2, {}).tolist(), m.reference(2, {3: (3, False)}).tolist()])
+
+
+class SlotsDiscovery:
+    """settings.discovery for override_discovery=False: this node with `slots` slots."""
+
+    def __init__(self, slots):
+        self.slots = slots
+
+    def find_available_hosts_and_slots(self):
+        return {ray.nodes()[0]["NodeManagerAddress"]: self.slots}
+
+
+def test_removed_slot_stops_its_worker(cluster, markers):
+    cluster(3)
+    discovery = SlotsDiscovery(3)
+    s = settings(min_np=2, max_np=3)
+    s.discovery = discovery
+    ex = ElasticRayExecutor(s, override_discovery=False)
+    ex.start()
+
+    def shrink(_):
+        discovery.slots = 2
+    when_marked(markers, "shrink", shrink)
+    results = ex.run(functools.partial(elastic_training.train, markers, shrink_step=4))
+    assert [(r["worker"], r["rank"], r["size"]) for r in results] == [(0, 0, 2), (1, 1, 2)]
+    check_weights(results, m.reference(3, {6: (2, False)}).tolist(),
+                  [m.reference(3, {}).tolist(), m.reference(3, {4: (2, True)}).tolist(),
+                   m.reference(3, {3: (2, False)}).tolist()])
+    assert ex.workers == {}
 
 
 def test_below_min_np_fails_in_bounded_time(cluster, markers):

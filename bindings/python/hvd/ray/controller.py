@@ -2,8 +2,8 @@
 """hvdrun --elastic-controller as a subprocess of the driver: libhvd's membership service and
 its rounds, with the driver starting the workers. The line protocol is hvdrun's
 (tools/hvdrun/controller_protocol.h): hvdrun asks for workers ("start <id> <host> VAR=VALUE
-...") and says when the job cannot go on ("failed <reason>"); the driver reports workers'
-ends ("exited <id> <code>") and the hosts ("hosts <host>:<slots> ..."). hvdrun's own messages
+..."), asks to stop those of hosts no longer offered ("stop <id>") and says when the job
+cannot go on ("failed <reason>"); the driver reports workers' ends ("exited <id> <code>") and the hosts ("hosts <host>:<slots> ..."). hvdrun's own messages
 (its rounds among them) are relayed to the driver's stderr."""
 
 import os
@@ -49,7 +49,7 @@ def encode(text):
 
 class Hvdrun:
     """One running hvdrun --elastic-controller. Lines from it arrive on self.events as
-    StartRequest, ("failed", reason) or ("exit", returncode) last."""
+    StartRequest, ("stop", worker id), ("failed", reason) or ("exit", returncode) last."""
 
     def __init__(self, args, verbose=True):
         self.events = queue.Queue()
@@ -69,6 +69,8 @@ class Hvdrun:
             if words[0] == "start" and len(words) >= 3:
                 env = dict(unquote(w).split("=", 1) for w in words[3:] if "=" in w)
                 self.events.put(StartRequest(int(words[1]), unquote(words[2]), env))
+            elif words[0] == "stop" and len(words) == 2 and words[1].isdigit():
+                self.events.put(("stop", int(words[1])))
             elif words[0] == "failed":
                 self.events.put(("failed", line.rstrip("\n")[len("failed "):]))
         code = self._proc.wait()

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """One run() of an ElasticRayExecutor: hvdrun --elastic-controller keeps the membership
 rounds (controller.py); this loop starts a Ray actor for each worker hvdrun asks for (on the
-node address it names), runs worker_fn there, tells hvdrun how each ended, and sends the
-hosts Ray's nodes offer while the job runs. Every wait is bounded: actors that Ray cannot
+node address it names), runs worker_fn there, kills the actors of workers hvdrun stops (their
+host is no longer offered), tells hvdrun how each ended, and sends the hosts Ray's nodes
+offer while the job runs. Every wait is bounded: actors that Ray cannot
 start within timeout_s count as failed, hvdrun bounds each round by elastic_timeout, and
 run_timeout_s (when set) bounds the whole job."""
 
@@ -50,6 +51,7 @@ class ElasticJob:
         self.running = {}  # worker id -> _Running
         self.results = {}  # worker id -> worker_fn's result
         self.errors = {}  # worker id -> exception
+        self.stopping = set()  # workers hvdrun stopped: their ends are no failure
         self.failure = None
         self.hvdrun = None
 
@@ -76,10 +78,21 @@ class ElasticJob:
             actor, ref, ready, time.monotonic() + self.settings.timeout_s)
         self.ex.workers[request.worker_id] = actor
 
+    def _stop(self, worker_id):
+        run = self.running.get(worker_id)
+        if run is None:
+            return  # it has ended; hvdrun has its exit
+        logger.info("hvd.ray: stopping elastic worker %d: its host is no longer offered",
+                    worker_id)
+        self.stopping.add(worker_id)
+        ray.kill(run.actor, no_restart=True)
+
     def _finish(self, worker_id, code, error=None, result=None):
         run = self.running.pop(worker_id)
         self.ex.workers.pop(worker_id, None)
-        if error is None:
+        if worker_id in self.stopping:
+            self.stopping.discard(worker_id)
+        elif error is None:
             self.results[worker_id] = result
             for cb in self.callbacks:
                 cb(result)
@@ -131,6 +144,8 @@ class ElasticJob:
                         break
                     if isinstance(event, StartRequest):
                         self._start_actor(event)
+                    elif event[0] == "stop":
+                        self._stop(event[1])
                     elif event[0] == "failed":
                         self.failure = event[1]
                     else:
