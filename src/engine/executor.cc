@@ -26,29 +26,14 @@ bool shm_direct(const collectives::Comm &comm, const Request &req) {
     return comm.shm != nullptr && req.meta.reduce_op != HVD_OP_ADASUM && req.meta.prescale == 1.0;
 }
 
-// Postscale (Average's division included) of every request's output, in place.
-hvd_status_t postscale_all(const collectives::Comm &comm, const RequestPtr *reqs, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-        double post = postscale_of(*reqs[i], comm.size());
-        if (post == 1.0) continue;
-        const TensorRef &out = reqs[i]->output;
-        hvd_status_t s = reduce::scale_into(out.data, out.data, out.elements(), out.dtype, post);
-        if (s != HVD_OK) return s;
-    }
-    return HVD_OK;
-}
-
 hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
     const TensorRef &in = req.input;
     TensorRef &out = req.output;
     size_t count = in.elements();
-    if (shm_direct(comm, req)) {
+    if (shm_direct(comm, req)) {  // the postscale folded into the reduction's last store
         collectives::Piece whole{in.data, out.data, in.bytes()};
-        hvd_status_t s =
-            collectives::allreduce_shm_pieces(comm, &whole, 1, in.dtype, reduction_of(req));
-        if (s != HVD_OK) return s;
-        double post = postscale_of(req, comm.size());
-        return post == 1.0 ? s : reduce::scale_into(out.data, out.data, count, in.dtype, post);
+        return collectives::allreduce_shm_pieces(comm, &whole, 1, in.dtype, reduction_of(req),
+                                                 postscale_of(req, comm.size()));
     }
     // Prescale on the way into the output buffer (or in place), so the caller's input is
     // never modified by an out-of-place op.
@@ -155,7 +140,8 @@ hvd_status_t run_broadcast(collectives::Comm &comm, Request &req) {
     return collectives::broadcast(comm, out.data, bytes, req.meta.root);
 }
 
-// The fused allreduce through shared memory: the tensors are the pieces of one buffer.
+// The fused allreduce through shared memory: the tensors are the pieces of one buffer. Fused
+// requests share their op and postscale, so one factor scales every piece as it is stored.
 hvd_status_t fused_allreduce_shm(collectives::Comm &comm, const std::vector<RequestPtr> &reqs,
                                  const ActivityTrace &trace, std::string *message) {
     std::vector<collectives::Piece> pieces;
@@ -163,14 +149,13 @@ hvd_status_t fused_allreduce_shm(collectives::Comm &comm, const std::vector<Requ
     for (const RequestPtr &r : reqs)
         pieces.push_back({r->input.data, r->output.data, r->input.bytes()});
     trace.begin("SHM_ALLREDUCE");
-    hvd_status_t s = collectives::allreduce_shm_pieces(
-        comm, pieces.data(), pieces.size(), reqs.front()->input.dtype, reduction_of(*reqs.front()));
+    const Request &first = *reqs.front();
+    hvd_status_t s =
+        collectives::allreduce_shm_pieces(comm, pieces.data(), pieces.size(), first.input.dtype,
+                                          reduction_of(first), postscale_of(first, comm.size()));
     trace.end();
-    if (s != HVD_OK) {
-        *message = fused_failure("allreduce", reqs.size(), *reqs.front(), comm, s);
-        return s;
-    }
-    return postscale_all(comm, reqs.data(), reqs.size());
+    if (s != HVD_OK) *message = fused_failure("allreduce", reqs.size(), first, comm, s);
+    return s;
 }
 
 }  // namespace

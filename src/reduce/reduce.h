@@ -34,6 +34,14 @@ hvd_status_t reduce_into(void *dst, const void *a, const void *b, size_t count, 
 hvd_status_t reduce_into_twice(void *dst, void *copy, const void *a, const void *b, size_t count,
                                int32_t dtype, int32_t op);
 
+// The final store of a scaled reduction (Average, postscale): reduce_into, or with `copy`
+// reduce_into_twice, with every stored element then scaled as scale_into scales it, a block at
+// a time while the block is in cache: the same bits as those calls followed by scale_into on
+// dst (and copy), without a second pass over memory. Aliasing as reduce_into_twice allows;
+// factor 1.0 is exactly reduce_into / reduce_into_twice.
+hvd_status_t reduce_into_scaled(void *dst, void *copy, const void *a, const void *b, size_t count,
+                                int32_t dtype, int32_t op, double factor);
+
 // dst[i] = src[i] * factor with Horovod's semantics: integers computed in float64 and
 // truncated toward zero (then converted to the integer type, saturating at its range);
 // float16/bfloat16 in float32; float32 in float32 (factor rounded to float); float64 in

@@ -52,7 +52,7 @@ void check_sizes(int32_t n, int32_t op, bool in_place) {
                 if (in_place)
                     return hvd::collectives::allreduce_shm(comm, out[r].data(), count, dtype, op);
                 hvd::collectives::Piece p{in[r].data(), out[r].data(), count * esz};
-                return hvd::collectives::allreduce_shm_pieces(comm, &p, 1, dtype, op);
+                return hvd::collectives::allreduce_shm_pieces(comm, &p, 1, dtype, op, 1.0);
             }));
             for (size_t i = 0; i < count; ++i) {
                 double got = load(out[0].data(), i, dtype);

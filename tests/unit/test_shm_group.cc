@@ -272,7 +272,7 @@ void check_pieces(const std::vector<size_t> &kElems, size_t slot_bytes = kTestSl
                 pieces.push_back({in[r][p].data(), o, kElems[p] * sizeof(double)});
             }
             return hvd::collectives::allreduce_shm_pieces(comm, pieces.data(), pieces.size(),
-                                                          HVD_DTYPE_FLOAT64, HVD_OP_SUM);
+                                                          HVD_DTYPE_FLOAT64, HVD_OP_SUM, 1.0);
         }));
         for (int32_t r = 0; r < n; ++r)
             for (size_t p = 0; p < kPieces; ++p) {
@@ -303,7 +303,7 @@ void test_pieces_reduce_as_one_buffer(void **) {
     hvd::collectives::Piece torn{x, x, 10};  // not whole float64 elements
     Comm comm = shm_comm(w, 0, 1000);
     assert_int_equal(
-        hvd::collectives::allreduce_shm_pieces(comm, &torn, 1, HVD_DTYPE_FLOAT64, HVD_OP_SUM),
+        hvd::collectives::allreduce_shm_pieces(comm, &torn, 1, HVD_DTYPE_FLOAT64, HVD_OP_SUM, 1.0),
         HVD_ERR_INVALID_ARG);
 }
 

@@ -80,9 +80,10 @@ class PieceList {
 // dst = part(0) op part(1) op ... over `count` elements at byte offset `at`, where part(m) is
 // member m's slot, or `own` for this member (its data may stay in its input). dst must not
 // overlap any part. With `copy`, the result is also stored there by the last step (copy may
-// be `own`, or overlap no part).
+// be `own`, or overlap no part). The last step stores the result scaled by `scale`.
 hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const char *own,
-                          void *dst, void *copy, size_t count, int32_t dtype, int32_t op) {
+                          void *dst, void *copy, size_t count, int32_t dtype, int32_t op,
+                          double scale) {
     auto part = [&](int32_t m) -> const char * {
         return m == g.my_index() ? own : g.slot(m, round) + at;
     };
@@ -90,8 +91,8 @@ hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const 
     hvd_status_t s = HVD_OK;
     for (int32_t m = 1; m < n && s == HVD_OK; ++m) {
         const void *acc = m == 1 ? part(0) : dst;
-        if (m == n - 1 && copy != nullptr)
-            s = reduce::reduce_into_twice(dst, copy, acc, part(m), count, dtype, op);
+        if (m == n - 1)
+            s = reduce::reduce_into_scaled(dst, copy, acc, part(m), count, dtype, op, scale);
         else
             s = reduce::reduce_into(dst, acc, part(m), count, dtype, op);
     }
@@ -106,7 +107,8 @@ auto copy_into(char *dst, StreamCopies &copies) {
     };
 }
 
-hvd_status_t one_shot(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtype, int32_t op) {
+hvd_status_t one_shot(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtype, int32_t op,
+                      double scale) {
     shm::Group &g = sync.group();
     uint64_t t = 0;
     hvd_status_t s = sync.begin(&t);
@@ -120,7 +122,7 @@ hvd_status_t one_shot(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtyp
     if (s != HVD_OK) return s;
     const size_t esz = dtype_size(dtype);
     s = list.for_range(0, bytes, [&](const char *, char *out, size_t at, size_t len) {
-        return reduce_parts(g, t, at, mine + at, out, nullptr, len / esz, dtype, op);
+        return reduce_parts(g, t, at, mine + at, out, nullptr, len / esz, dtype, op, scale);
     });
     if (s != HVD_OK) return sync.fatal(s, "the reduction");
     sync.post(shm::Counter::kDone, t);
@@ -153,7 +155,7 @@ void stage_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t esz
 // slots, in member order) into the same share of its own slot, which nobody else reads in that
 // round, and from there to its output.
 hvd_status_t reduce_own_share(ShmSync &sync, PieceList &list, const ChunkRound &r, size_t esz,
-                              int32_t dtype, int32_t op) {
+                              int32_t dtype, int32_t op, double scale) {
     shm::Group &g = sync.group();
     Share own = share_of(r.elems, esz, g.size(), sync.me());
     if (own.count == 0) return HVD_OK;
@@ -162,7 +164,7 @@ hvd_status_t reduce_own_share(ShmSync &sync, PieceList &list, const ChunkRound &
     return list.for_range(r.base + at, r.base + at + own.count * esz,
                           [&](const char *in, char *out, size_t off, size_t len) {
                               return reduce_parts(g, r.t, at + off, in, mine + at + off, out,
-                                                  len / esz, dtype, op);
+                                                  len / esz, dtype, op, scale);
                           });
 }
 
@@ -201,7 +203,7 @@ hvd_status_t finish_chunk(ShmSync &sync, PieceList &list, const ChunkRound &r, s
 // raised to `last` (the last round the allreduce has taken so far).
 enum class Offers { kNone, kFinished, kRestart };
 hvd_status_t settle_offers(ShmSync &sync, uint64_t round, uint64_t last, const Piece *pieces,
-                           size_t n_pieces, size_t bytes, int32_t dtype, int32_t op,
+                           size_t n_pieces, size_t bytes, int32_t dtype, int32_t op, double scale,
                            Offers *outcome) {
     *outcome = Offers::kNone;
     const int32_t offers = count_offers(sync, round);
@@ -210,7 +212,7 @@ hvd_status_t settle_offers(ShmSync &sync, uint64_t round, uint64_t last, const P
     if (offers == sync.group().size()) {
         bool dropped = false;
         hvd_status_t s =
-            allreduce_mapped(sync, round, pieces, n_pieces, bytes, dtype, op, &dropped);
+            allreduce_mapped(sync, round, pieces, n_pieces, bytes, dtype, op, scale, &dropped);
         if (s != HVD_OK) return s;
         if (!dropped) *outcome = Offers::kFinished;
         if (last != round) sync.post(shm::Counter::kDone, last);  // allreduce_mapped ends `round`
@@ -221,13 +223,14 @@ hvd_status_t settle_offers(ShmSync &sync, uint64_t round, uint64_t last, const P
 }
 
 hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t n_pieces,
-                     size_t bytes, int32_t dtype, int32_t op, bool may_map);
+                     size_t bytes, int32_t dtype, int32_t op, double scale, bool may_map);
 
 // Two chunks, one per slot half, staged before a single wait (see the top of the file). With
 // the mapped path on, the first round carries the offers as in chunked(); a member that offers
 // stages neither chunk.
 hvd_status_t paired(ShmSync &sync, PieceList &list, const Piece *pieces, size_t n_pieces,
-                    size_t bytes, size_t chunk, int32_t dtype, int32_t op, bool may_map) {
+                    size_t bytes, size_t chunk, int32_t dtype, int32_t op, double scale,
+                    bool may_map) {
     const size_t esz = dtype_size(dtype);
     ChunkRound r[2];
     r[0].elems = chunk / esz;
@@ -247,14 +250,14 @@ hvd_status_t paired(ShmSync &sync, PieceList &list, const Piece *pieces, size_t 
     }
     if (may_map) {
         Offers outcome;
-        hvd_status_t s =
-            settle_offers(sync, r[0].t, r[1].t, pieces, n_pieces, bytes, dtype, op, &outcome);
+        hvd_status_t s = settle_offers(sync, r[0].t, r[1].t, pieces, n_pieces, bytes, dtype, op,
+                                       scale, &outcome);
         if (s != HVD_OK || outcome == Offers::kFinished) return s;
         if (outcome == Offers::kRestart)
-            return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
+            return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, scale, false);
     }
     for (ChunkRound &c : r) {
-        hvd_status_t s = reduce_own_share(sync, list, c, esz, dtype, op);
+        hvd_status_t s = reduce_own_share(sync, list, c, esz, dtype, op, scale);
         if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
         sync.post(shm::Counter::kReduced, c.t);
     }
@@ -277,12 +280,12 @@ hvd_status_t paired(ShmSync &sync, PieceList &list, const Piece *pieces, size_t 
 // buffers). Some did: that round is dropped and the allreduce starts again through the slots
 // (the members that offered staged nothing).
 hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t n_pieces,
-                     size_t bytes, int32_t dtype, int32_t op, bool may_map) {
+                     size_t bytes, int32_t dtype, int32_t op, double scale, bool may_map) {
     const size_t esz = dtype_size(dtype);
     const size_t chunk = sync.group().slot_bytes() / esz * esz;
     may_map = may_map && sync.group().mapped(bytes);
     if (bytes > chunk && bytes <= 2 * chunk)
-        return paired(sync, list, pieces, n_pieces, bytes, chunk, dtype, op, may_map);
+        return paired(sync, list, pieces, n_pieces, bytes, chunk, dtype, op, scale, may_map);
     ChunkRound prev;
     for (size_t base = 0; base < bytes; base += chunk) {
         ChunkRound cur;
@@ -299,12 +302,13 @@ hvd_status_t chunked(ShmSync &sync, PieceList &list, const Piece *pieces, size_t
         if (may_map) {
             may_map = false;
             Offers outcome;
-            s = settle_offers(sync, cur.t, cur.t, pieces, n_pieces, bytes, dtype, op, &outcome);
+            s = settle_offers(sync, cur.t, cur.t, pieces, n_pieces, bytes, dtype, op, scale,
+                              &outcome);
             if (s != HVD_OK || outcome == Offers::kFinished) return s;
             if (outcome == Offers::kRestart)
-                return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, false);
+                return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, scale, false);
         }
-        s = reduce_own_share(sync, list, cur, esz, dtype, op);
+        s = reduce_own_share(sync, list, cur, esz, dtype, op, scale);
         if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
         sync.post(shm::Counter::kReduced, cur.t);
         prev = cur;
@@ -336,7 +340,7 @@ const std::vector<Piece> &join_adjacent(const Piece *pieces, size_t n_pieces) {
 }
 
 hvd_status_t run(Comm &comm, const Piece *pieces, size_t n_pieces, size_t bytes, int32_t dtype,
-                 int32_t op) {
+                 int32_t op, double scale) {
     return comm.guarded(kName, [&] {
         ShmSync sync(comm, kName);
         const Piece *walk = pieces;
@@ -348,8 +352,8 @@ hvd_status_t run(Comm &comm, const Piece *pieces, size_t n_pieces, size_t bytes,
         }
         PieceList list(walk, n_walk);
         if (bytes <= comm.shm->one_shot_max_bytes() && bytes <= comm.shm->slot_bytes())
-            return one_shot(sync, list, bytes, dtype, op);
-        return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, true);
+            return one_shot(sync, list, bytes, dtype, op, scale);
+        return chunked(sync, list, pieces, n_pieces, bytes, dtype, op, scale, true);
     });
 }
 
@@ -360,11 +364,11 @@ hvd_status_t allreduce_shm(Comm &comm, void *buf, size_t count, int32_t dtype, i
     if (st == HVD_OK) st = check_shm_comm(comm, kName);
     if (st != HVD_OK || comm.size() == 1 || count == 0) return st;
     Piece whole{buf, buf, count * dtype_size(dtype)};
-    return run(comm, &whole, 1, whole.bytes, dtype, op);
+    return run(comm, &whole, 1, whole.bytes, dtype, op, 1.0);
 }
 
 hvd_status_t allreduce_shm_pieces(Comm &comm, const Piece *pieces, size_t n_pieces, int32_t dtype,
-                                  int32_t op) {
+                                  int32_t op, double scale) {
     size_t bytes = 0;
     bool whole_elements = true;
     for (size_t i = 0; i < n_pieces; ++i) {
@@ -383,12 +387,17 @@ hvd_status_t allreduce_shm_pieces(Comm &comm, const Piece *pieces, size_t n_piec
     }
     if (st != HVD_OK || bytes == 0) return st;
     if (comm.size() == 1) {
-        for (size_t i = 0; i < n_pieces; ++i)
-            if (pieces[i].out != pieces[i].in && pieces[i].bytes > 0)
+        const size_t esz = dtype_size(dtype);
+        for (size_t i = 0; i < n_pieces && st == HVD_OK; ++i) {
+            if (scale != 1.0)
+                st = reduce::scale_into(pieces[i].out, pieces[i].in, pieces[i].bytes / esz, dtype,
+                                        scale);
+            else if (pieces[i].out != pieces[i].in && pieces[i].bytes > 0)
                 stream_copy(pieces[i].out, pieces[i].in, pieces[i].bytes);
-        return HVD_OK;
+        }
+        return st;
     }
-    return run(comm, pieces, n_pieces, bytes, dtype, op);
+    return run(comm, pieces, n_pieces, bytes, dtype, op, scale);
 }
 
 }  // namespace hvd::collectives

@@ -144,14 +144,14 @@ bool resolve(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces
 // Elements [at, at + len) of piece i: the reduction of every member's input, stored to every
 // member's output.
 hvd_status_t reduce_part(ShmSync &sync, const Buffers &b, size_t i, size_t at, size_t len,
-                         int32_t dtype, int32_t op) {
+                         int32_t dtype, int32_t op, double scale) {
     const size_t esz = dtype_size(dtype);
     const int32_t n = static_cast<int32_t>(b.ins.size());
     auto in = [&](int32_t m) { return b.ins[m][i] + at; };
     auto out = [&](int32_t m) { return b.outs[m][i] + at; };
     if (n == 2)  // one pass: both outputs stored from the same registers
-        return reduce::reduce_into_twice(out(sync.me()), out(1 - sync.me()), in(0), in(1),
-                                         len / esz, dtype, op);
+        return reduce::reduce_into_scaled(out(sync.me()), out(1 - sync.me()), in(0), in(1),
+                                          len / esz, dtype, op, scale);
     char *acc = static_cast<char *>(sync.comm().scratch->get(kBlockBytes));
     const size_t block = kBlockBytes / esz * esz;
     for (size_t done = 0; done < len; done += block) {
@@ -159,7 +159,9 @@ hvd_status_t reduce_part(ShmSync &sync, const Buffers &b, size_t i, size_t at, s
         hvd_status_t s =
             reduce::reduce_into(acc, in(0) + done, in(1) + done, part / esz, dtype, op);
         for (int32_t m = 2; m < n && s == HVD_OK; ++m)
-            s = reduce::reduce_into(acc, acc, in(m) + done, part / esz, dtype, op);
+            s = m + 1 < n ? reduce::reduce_into(acc, acc, in(m) + done, part / esz, dtype, op)
+                          : reduce::reduce_into_scaled(acc, nullptr, acc, in(m) + done, part / esz,
+                                                       dtype, op, scale);
         if (s != HVD_OK) return s;
         StreamCopies copies;
         for (int32_t m = 0; m < n; ++m)
@@ -181,7 +183,7 @@ bool adjacent(const Buffers &b, size_t i, size_t len) {
 // (a framework's flat buffer, tensors allocated in one block) are reduced as one run, which the
 // kernels then walk in streams (slightly faster on a 256 x 16 KiB step, no change at 4 KiB).
 hvd_status_t reduce_share(ShmSync &sync, const Buffers &b, const Piece *pieces, size_t n_pieces,
-                          size_t begin, size_t end, int32_t dtype, int32_t op) {
+                          size_t begin, size_t end, int32_t dtype, int32_t op, double scale) {
     size_t start = 0;
     for (size_t i = 0; i < n_pieces && start < end;) {
         size_t last = i;
@@ -191,7 +193,7 @@ hvd_status_t reduce_share(ShmSync &sync, const Buffers &b, const Piece *pieces, 
         const size_t lo = begin > start ? begin : start;
         const size_t hi = end < run_end ? end : run_end;
         if (hi > lo) {
-            hvd_status_t s = reduce_part(sync, b, i, lo - start, hi - lo, dtype, op);
+            hvd_status_t s = reduce_part(sync, b, i, lo - start, hi - lo, dtype, op, scale);
             if (s != HVD_OK) return s;
         }
         start = run_end;
@@ -293,7 +295,8 @@ int32_t count_offers(const ShmSync &sync, uint64_t round) {
 }
 
 hvd_status_t allreduce_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
-                              size_t bytes, int32_t dtype, int32_t op, bool *dropped) {
+                              size_t bytes, int32_t dtype, int32_t op, double scale,
+                              bool *dropped) {
     shm::Group &g = sync.group();
     *dropped = false;
     Buffers b;
@@ -317,7 +320,7 @@ hvd_status_t allreduce_mapped(ShmSync &sync, uint64_t round, const Piece *pieces
     const size_t esz = dtype_size(dtype);
     Share own = share_of(bytes / esz, esz, g.size(), sync.me());
     s = reduce_share(sync, b, pieces, n_pieces, own.first * esz, (own.first + own.count) * esz,
-                     dtype, op);
+                     dtype, op, scale);
     if (s != HVD_OK) return sync.fatal(s, "the reduction of its share");
     sync.post(shm::Counter::kDone, round);
     return sync.all(shm::Counter::kDone, round, "to write its share into every buffer");

@@ -82,14 +82,16 @@ hvd_status_t allreduce_shm(Comm &comm, void *buf, size_t count, int32_t dtype, i
 // Several tensors reduced as one buffer (their concatenation), read from `in` and written to
 // `out` of each piece without a fusion buffer: the slots are the only staging. Pieces hold
 // whole elements of dtype; a piece's in and out are equal or do not overlap. Same contract as
-// allreduce_shm otherwise.
+// allreduce_shm otherwise. The results are stored scaled by `scale` as reduce::scale_into
+// scales (Average's 1 / size and a postscale, folded into the reduction's last store); 1.0
+// stores them as reduced.
 struct Piece {
     const void *in;
     void *out;
     size_t bytes;
 };
 hvd_status_t allreduce_shm_pieces(Comm &comm, const Piece *pieces, size_t n_pieces, int32_t dtype,
-                                  int32_t op);
+                                  int32_t op, double scale);
 
 // ---- The mapped path of the chunked allreduce (allreduce_shm_mapped.cc): when every member's
 // pieces (each one's in and out) lie in hvd_mem_alloc regions, each member reduces its share
@@ -105,8 +107,9 @@ int32_t count_offers(const ShmSync &sync, uint64_t round);
 // Every member offered: the whole allreduce, in place in the members' regions. Ends the round:
 // returns once every member has written its share everywhere, or with *dropped set (nothing
 // written) when some member could not map the others' buffers: then redo it through the slots.
+// The results are stored scaled by `scale`, as allreduce_shm_pieces stores them.
 hvd_status_t allreduce_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
-                              size_t bytes, int32_t dtype, int32_t op, bool *dropped);
+                              size_t bytes, int32_t dtype, int32_t op, double scale, bool *dropped);
 hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
                             const std::vector<size_t> &bytes);
 hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_index);
