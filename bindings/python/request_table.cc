@@ -3,7 +3,8 @@
 
 #include "request_table.h"
 
-#include <unordered_map>
+#include "handle_map.h"
+
 #include <utility>
 #include <vector>
 
@@ -15,9 +16,8 @@ namespace {
 constexpr int64_t kWaitSliceMs = 500;
 
 struct Table {
-    std::unordered_map<int64_t, std::shared_ptr<Pending>> live;
+    HandleMap<Pending> live;
     std::vector<std::shared_ptr<Pending>> detached;  // by detach_all, until release_detached
-    int64_t next_handle = 1;
     Session session;
 };
 
@@ -44,8 +44,7 @@ bool handle_key(PyObject *handle, int64_t *key) {
 // The live entry of a handle, or nullptr.
 std::shared_ptr<Pending> find(PyObject *handle, int64_t *key) {
     if (!handle_key(handle, key)) return nullptr;
-    auto it = table().live.find(*key);
-    return it == table().live.end() ? nullptr : it->second;
+    return table().live.find(*key);
 }
 
 PyObject *unknown_handle(PyObject *handle) {
@@ -108,7 +107,7 @@ PyObject *synchronize(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     }
     hvd_status_t status = HVD_OK;
     if (wait_final(*p, &status) != 0) return nullptr;
-    if (table().live.erase(key) == 0) {
+    if (!table().live.erase(key)) {
         PyErr_Format(PyExc_ValueError, "handle %R was synchronized by another thread", args[0]);
         return nullptr;
     }
@@ -123,9 +122,7 @@ PyObject *detach_all(PyObject *, PyObject *const *, Py_ssize_t nargs) {
     if (!check_nargs("detach_all", nargs, 0, 0)) return nullptr;
     return guarded([&]() -> PyObject * {
         Table &t = table();
-        for (auto &entry : t.live)
-            t.detached.push_back(std::move(entry.second));
-        t.live.clear();
+        t.live.take_all(&t.detached);
         Py_RETURN_NONE;
     });
 }
@@ -183,10 +180,9 @@ const Session &current_session() {
 py::object add_pending(hvd_request_h req, py::object keep, py::object finish, py::object result) {
     auto p = std::make_shared<Pending>(req, std::move(keep), std::move(finish), std::move(result));
     Table &t = table();
-    py::object handle = py::reinterpret_steal<py::object>(PyLong_FromLongLong(t.next_handle));
+    py::object handle = py::reinterpret_steal<py::object>(PyLong_FromLongLong(t.live.next()));
     if (!handle) throw py::error_already_set();
-    t.live.emplace(t.next_handle, std::move(p));
-    t.next_handle += 1;
+    t.live.add(std::move(p));
     return handle;
 }
 
