@@ -92,29 +92,40 @@ int wait_final(const Pending &p, hvd_status_t *status) {
     return 0;
 }
 
-// synchronize(handle[, missing_ok]): waits for the op and returns its result, or raises
-// HorovodInternalError when it failed; the handle is consumed either way. An unknown handle
-// is a ValueError, or None with missing_ok.
-PyObject *synchronize(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
-    if (!check_nargs("synchronize", nargs, 1, 2)) return nullptr;
-    int missing_ok = nargs > 1 ? PyObject_IsTrue(args[1]) : 0;
-    if (missing_ok < 0) return nullptr;
+// Waits for handle's op and returns its result, or raises HorovodInternalError when it
+// failed; the handle is consumed either way. An unknown handle is a ValueError, or None with
+// missing_ok.
+PyObject *synchronize_handle(PyObject *handle, bool missing_ok) {
     int64_t key = 0;
-    std::shared_ptr<Pending> p = find(args[0], &key);
+    std::shared_ptr<Pending> p = find(handle, &key);
     if (p == nullptr) {
         if (missing_ok) Py_RETURN_NONE;
-        return unknown_handle(args[0]);
+        return unknown_handle(handle);
     }
     hvd_status_t status = HVD_OK;
     if (wait_final(*p, &status) != 0) return nullptr;
     if (!table().live.erase(key)) {
-        PyErr_Format(PyExc_ValueError, "handle %R was synchronized by another thread", args[0]);
+        PyErr_Format(PyExc_ValueError, "handle %R was synchronized by another thread", handle);
         return nullptr;
     }
     return guarded([&]() -> PyObject * {
         if (status != HVD_OK) raise_status(status, request_message_text(p->req()), true);
         return p->result().release().ptr();
     });
+}
+
+// synchronize(handle[, missing_ok]): synchronize_handle.
+PyObject *synchronize(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    if (!check_nargs("synchronize", nargs, 1, 2)) return nullptr;
+    int missing_ok = nargs > 1 ? PyObject_IsTrue(args[1]) : 0;
+    if (missing_ok < 0) return nullptr;
+    return synchronize_handle(args[0], missing_ok != 0);
+}
+
+// synchronize_or_none(handle): Horovod's synchronize, as hvd.torch exports it (an unknown
+// handle gives None), in one call.
+PyObject *synchronize_or_none(PyObject *, PyObject *handle) {
+    return synchronize_handle(handle, true);
 }
 
 // detach_all(): empties the table; its requests are released by release_detached().
@@ -157,6 +168,9 @@ PyMethodDef methods[] = {
     {"synchronize", fastcall(synchronize), METH_FASTCALL,
      "synchronize(handle[, missing_ok]) -> result: waits (GIL released) and consumes the "
      "handle; HorovodInternalError if the op failed."},
+    {"synchronize_or_none", synchronize_or_none, METH_O,
+     "synchronize_or_none(handle)\n--\n\nWaits for an async op and returns its result (None "
+     "for an unknown handle, as Horovod does). Raises HorovodInternalError if the op failed."},
     {"detach_all", fastcall(detach_all), METH_FASTCALL,
      "Empties the table (at shutdown, before the context is finalised)."},
     {"release_detached", fastcall(release_detached), METH_FASTCALL,

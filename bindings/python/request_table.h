@@ -3,9 +3,10 @@
 // (hvd/_requests.py is the same table in Python, for the ctypes backend).
 //
 // hvd._hvd_pybind.requests: add(req, keep, finish) -> handle, poll(handle),
-// synchronize(handle[, missing_ok]), detach_all(), release_detached(),
-// set_session(ctx, generation). The table is guarded by the GIL: every function holds it,
-// except synchronize while it waits, and a handle stays valid for every thread waiting on it.
+// synchronize(handle[, missing_ok]), synchronize_or_none(handle), detach_all(),
+// release_detached(), set_session(ctx, generation). The table is guarded by the GIL: every
+// function holds it, except synchronize while it waits, and a handle stays valid for every
+// thread waiting on it.
 #pragma once
 
 #include "py_convert.h"
