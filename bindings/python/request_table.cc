@@ -79,19 +79,6 @@ PyObject *poll(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     return PyBool_FromLong(hvd_request_test(p->req()) != HVD_INPROGRESS);
 }
 
-// Waits (GIL released, in slices) for p's final status; -1 with a Python error when a signal
-// handler raised.
-int wait_final(const Pending &p, hvd_status_t *status) {
-    *status = hvd_request_test(p.req());
-    while (*status == HVD_INPROGRESS) {
-        Py_BEGIN_ALLOW_THREADS;
-        *status = hvd_request_wait(p.req(), kWaitSliceMs);
-        Py_END_ALLOW_THREADS;
-        if (*status == HVD_INPROGRESS && PyErr_CheckSignals() != 0) return -1;
-    }
-    return 0;
-}
-
 // Waits for handle's op and returns its result, or raises HorovodInternalError when it
 // failed; the handle is consumed either way. An unknown handle is a ValueError, or None with
 // missing_ok.
@@ -103,7 +90,7 @@ PyObject *synchronize_handle(PyObject *handle, bool missing_ok) {
         return unknown_handle(handle);
     }
     hvd_status_t status = HVD_OK;
-    if (wait_final(*p, &status) != 0) return nullptr;
+    if (wait_final(p->req(), &status) != 0) return nullptr;
     if (!table().live.erase(key)) {
         PyErr_Format(PyExc_ValueError, "handle %R was synchronized by another thread", handle);
         return nullptr;
@@ -185,6 +172,17 @@ PyMethodDef methods[] = {
 py::object Pending::result() const {
     if (finish_.is_none()) return result_;
     return finish_(from_pointer(req_));
+}
+
+int wait_final(hvd_request_h req, hvd_status_t *status) {
+    *status = hvd_request_test(req);
+    while (*status == HVD_INPROGRESS) {
+        Py_BEGIN_ALLOW_THREADS;
+        *status = hvd_request_wait(req, kWaitSliceMs);
+        Py_END_ALLOW_THREADS;
+        if (*status == HVD_INPROGRESS && PyErr_CheckSignals() != 0) return -1;
+    }
+    return 0;
 }
 
 const Session &current_session() {

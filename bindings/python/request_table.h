@@ -50,6 +50,10 @@ struct Session {
 
 const Session &current_session();
 
+// Waits (GIL released, in slices) for req's final status; -1 with a Python error when a
+// signal handler raised.
+int wait_final(hvd_request_h req, hvd_status_t *status);
+
 // Takes ownership of a started request; returns its handle (a new Python int).
 py::object add_pending(hvd_request_h req, py::object keep, py::object finish, py::object result);
 

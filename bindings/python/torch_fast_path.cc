@@ -227,6 +227,41 @@ PyObject *allreduce(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
     });
 }
 
+// allreduce_now(tensor, average, name, op, prescale, postscale, process_set): allreduce_ of
+// the common case, enqueued and waited for in one call: no Python runs between the enqueue and
+// the wait, so the waiting caller runs the op itself (Engine::drive_while_waiting) before the
+// engine thread, woken by the enqueue, can take it and hand the result back through a wake-up.
+// tensor once reduced in place, or None: use the generic path.
+PyObject *allreduce_now(PyObject *, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "allreduce_now takes 7 arguments (%zd given)", nargs);
+        return nullptr;
+    }
+    const Session &session = current_session();
+    PyObject *tensor = args[0];
+    thread_local std::string name;
+    hvd_op_params_t params;
+    Tensor in;
+    if (torch == nullptr || session.ctx == nullptr ||
+        !op_params(args + 1, session, "allreduce", &name, &params) || !describe(tensor, &in)) {
+        Py_RETURN_NONE;
+    }
+    hvd_request_h req = nullptr;
+    if (hvd_allreduce_enqueue(session.ctx, &in.t, &in.t, &params, &req) < 0) Py_RETURN_NONE;
+    return guarded([&]() -> PyObject * {
+        hvd_status_t status = HVD_OK;
+        if (wait_final(req, &status) != 0) {
+            // Interrupted: the table keeps the request and the tensor until the op is done.
+            add_pending(req, py::reinterpret_borrow<py::object>(tensor), py::none(), py::none());
+            throw py::error_already_set();
+        }
+        std::string detail = status != HVD_OK ? request_message_text(req) : std::string();
+        hvd_request_release(req);
+        if (status != HVD_OK) raise_status(status, detail, true);
+        return py::reinterpret_borrow<py::object>(tensor).release().ptr();
+    });
+}
+
 // grouped_allreduce(tensors, in_place, average, name, op, prescale, postscale, process_set):
 // tensors is a list or tuple; in_place True reduces into them, False into new tensors like
 // them. The handle (its result: the list of outputs), or None: use the generic path.
@@ -316,6 +351,10 @@ PyMethodDef methods[] = {
     {"allreduce", fastcall(allreduce), METH_FASTCALL,
      "allreduce(tensor, output, average, name, op, prescale, postscale, process_set) -> "
      "handle, or None when the generic path must run. output: tensor (in place) or None."},
+    {"allreduce_now", fastcall(allreduce_now), METH_FASTCALL,
+     "allreduce_now(tensor, average, name, op, prescale, postscale, process_set) -> tensor "
+     "reduced in place (enqueued and waited for in one call), or None when the generic path "
+     "must run."},
     {"grouped_allreduce", fastcall(grouped_allreduce), METH_FASTCALL,
      "grouped_allreduce(tensors, in_place, average, name, op, prescale, postscale, "
      "process_set) -> handle (its result: the list of outputs), or None when the generic path "

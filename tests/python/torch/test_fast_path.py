@@ -67,6 +67,29 @@ def test_fast_path_leaves_everything_else_to_the_generic_path():
 
 
 @needs_pybind
+def test_allreduce_now_reduces_in_one_call_or_leaves_it_to_the_generic_path():
+    n = hvd.size()
+    now = _tensors.fast_allreduce_now
+    gps = hvd.global_process_set
+    x = torch.full((3,), float(hvd.rank() + 1))
+    assert now(x, None, "now.avg", None, 1.0, 1.0, gps) is x  # op None: Average
+    assert torch.equal(x, torch.full((3,), (n + 1) / 2.0))
+    y = torch.arange(4, dtype=torch.int64) * (hvd.rank() + 1)
+    assert now(y, None, None, hvd.Sum, 1.0, 2.0, gps) is y
+    assert y.tolist() == [2 * i * n * (n + 1) // 2 for i in range(4)]
+    assert hvd.allreduce_(torch.ones(2), op=hvd.Max).tolist() == [1.0, 1.0]
+    t = torch.ones(4)
+    assert now(torch.ones(4, 2).t(), None, None, None, 1.0, 1.0, gps) is None
+    assert now(t, True, None, None, 1.0, 1.0, gps) is None
+    assert now(t, None, None, hvd.Adasum, 1.0, 1.0, gps) is None
+    assert torch.equal(t, torch.ones(4))  # nothing started
+    # A failed op raises as synchronize does, and leaves nothing behind.
+    with pytest.raises(hvd.HorovodInternalError, match="HVD_ERR"):
+        now(torch.ones(2 + hvd.rank()), None, "now.mismatch", None, 1.0, 1.0, gps)
+    assert torch.equal(hvd.allreduce(torch.ones(2), op=hvd.Sum), torch.full((2,), n * 1.0))
+
+
+@needs_pybind
 def test_fast_path_on_a_process_set_and_after_reinit():
     ps = hvd.add_process_set(list(range(hvd.size() - 1)))
     try:

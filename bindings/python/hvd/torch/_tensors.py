@@ -35,21 +35,28 @@ def _no_fast_grouped_allreduce(tensors, in_place, average, name, op, prescale, p
     return None
 
 
+def _no_fast_allreduce_now(tensor, average, name, op, prescale, postscale, process_set):
+    return None
+
+
 # fast_allreduce(tensor, output, average, name, op, prescale, postscale, process_set): output
 # is tensor (in place) or None (a new tensor). The handle of the op when it is the common case
 # (a dense, contiguous CPU tensor, valid arguments, the global or a registered process set),
 # started in one call of the pybind11 backend; else None, and the caller takes the generic path.
 # fast_grouped_allreduce(tensors, in_place, ...) is the same for a list or tuple of tensors,
-# enqueued as one group.
+# enqueued as one group. fast_allreduce_now(tensor, average, ...) is allreduce_ of the common
+# case, enqueued and waited for in one call: tensor once reduced, or None.
 _torch_fast = getattr(backend, "torch_fast", None)
 if _torch_fast is not None:
     _torch_fast.register(torch.Tensor, torch.strided, dict(_CODES), torch.empty_like,
                          global_process_set)
     fast_allreduce = _torch_fast.allreduce
     fast_grouped_allreduce = _torch_fast.grouped_allreduce
+    fast_allreduce_now = _torch_fast.allreduce_now
 else:
     fast_allreduce = _no_fast_allreduce
     fast_grouped_allreduce = _no_fast_grouped_allreduce
+    fast_allreduce_now = _no_fast_allreduce_now
 
 _DEVICE_CPU = 1
 _DEVICE_CUDA = 2

@@ -90,6 +90,7 @@ def _enqueue(kind, ins, outs, keep, finish, **kwargs):
 # The common case in one call of the backend, or None (see _tensors.fast_allreduce).
 _fast_allreduce = _tensors.fast_allreduce
 _fast_grouped_allreduce = _tensors.fast_grouped_allreduce
+_fast_allreduce_now = _tensors.fast_allreduce_now
 
 # sparse_coo_tensor(check_invariants=...) came with torch.sparse.check_sparse_tensor_invariants.
 _HAS_CHECK_INVARIANTS = hasattr(torch.sparse, "check_sparse_tensor_invariants")
@@ -136,6 +137,10 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=global_process_set):
     """Reduces tensor in place over the set and returns it."""
+    done = _fast_allreduce_now(tensor, average, name, op, prescale_factor, postscale_factor,
+                               process_set)
+    if done is not None:
+        return done
     return synchronize(
         allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor,
                          process_set))
