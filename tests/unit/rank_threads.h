@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collectives/collectives.h"
+#include "common/dtype.h"
 #include "common/half.h"
 #include "shm/shm_group.h"
 #include "transport/loopback/loopback_transport.h"
@@ -211,6 +212,25 @@ inline int64_t input_value(int32_t rank, size_t i, int32_t dtype, int32_t op) {
         default:
             return is_unsigned(dtype) ? h % 11 : h % 11 - 5;  // min, max
     }
+}
+
+// Every rank's input of `count` elements of dtype (input_value for op), and an output of the
+// same size filled with 0xA5 bytes.
+struct RankBuffers {
+    std::vector<std::vector<unsigned char>> in, out;
+};
+inline RankBuffers rank_buffers(int32_t n, size_t count, int32_t dtype, int32_t op) {
+    const size_t esz = hvd::dtype_size(dtype);
+    RankBuffers b;
+    b.in.resize(static_cast<size_t>(n));
+    b.out.resize(static_cast<size_t>(n));
+    for (int32_t r = 0; r < n; ++r) {
+        b.in[r].resize(count * esz);
+        b.out[r].assign(count * esz, 0xA5);
+        for (size_t i = 0; i < count; ++i)
+            store(b.in[r].data(), i, dtype, static_cast<double>(input_value(r, i, dtype, op)));
+    }
+    return b;
 }
 
 // The reduction of input_value over ranks 0..n-1, computed independently of libhvd.

@@ -38,15 +38,9 @@ void check_sizes(int32_t n, int32_t op, bool in_place) {
     for (int32_t dtype : kAllDtypes) {
         const size_t esz = hvd::dtype_size(dtype);
         for (size_t count : boundary_counts(kTestSlotBytes / esz)) {
-            std::vector<std::vector<unsigned char>> in(n), out(n);
-            for (int32_t r = 0; r < n; ++r) {
-                in[r].resize(count * esz);
-                out[r].assign(count * esz, 0xA5);
-                for (size_t i = 0; i < count; ++i)
-                    store(in[r].data(), i, dtype,
-                          static_cast<double>(input_value(r, i, dtype, op)));
-                if (in_place) out[r] = in[r];
-            }
+            RankBuffers b = rank_buffers(n, count, dtype, op);
+            std::vector<std::vector<unsigned char>> &in = b.in, &out = b.out;
+            if (in_place) out = in;
             assert_all_ok(run_ranks(w, 1, [&](int32_t r, size_t, Comm &comm) {
                 comm.shm = w.shm[r].get();
                 if (in_place)

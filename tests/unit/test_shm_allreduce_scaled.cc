@@ -61,14 +61,8 @@ std::vector<size_t> boundary_counts(size_t slot) {
 void check(World &w, int32_t dtype, size_t count, size_t n_pieces, bool in_place, double factor) {
     const int32_t n = w.size();
     const size_t esz = hvd::dtype_size(dtype);
-    std::vector<std::vector<unsigned char>> in(n), out(n);
-    for (int32_t r = 0; r < n; ++r) {
-        in[r].resize(count * esz);
-        out[r].assign(count * esz, 0xA5);
-        for (size_t i = 0; i < count; ++i)
-            store(in[r].data(), i, dtype,
-                  static_cast<double>(input_value(r, i, dtype, HVD_OP_SUM)));
-    }
+    RankBuffers b = rank_buffers(n, count, dtype, HVD_OP_SUM);
+    std::vector<std::vector<unsigned char>> &in = b.in, &out = b.out;
     assert_all_ok(run_ranks(w, 1, [&](int32_t r, size_t, Comm &comm) {
         comm.shm = w.shm[r].get();
         std::vector<hvd::collectives::Piece> pieces;
