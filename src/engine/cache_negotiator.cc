@@ -18,6 +18,9 @@ namespace {
 // rank, through an invalid vote), whose stall inspector then names the ranks missing.
 constexpr auto kCachedWaitLimit = std::chrono::milliseconds(1000);
 constexpr auto kStaleCheckPeriod = std::chrono::milliseconds(100);
+// How long a rank with nothing pending holds back an empty vote that others' ready ops wait
+// on (hold_vote). Bounded, because the round also orders rank 0's batches.
+constexpr auto kEmptyVoteHold = std::chrono::milliseconds(5);
 
 }  // namespace
 
@@ -127,7 +130,8 @@ bool CacheNegotiator::advance_cache(util::Fifo<Response> &agreed) {
             continue;
         }
         uint64_t next = rounds_done_ + 1;
-        if (rounds_voted_ == rounds_done_ && (cache_news_ || rounds_.any_vote(next))) {
+        if (rounds_voted_ == rounds_done_ &&
+            (cache_news_ || (rounds_.any_vote(next) && !hold_vote(next)))) {
             cast_vote();
             any = true;
         }
@@ -140,6 +144,24 @@ bool CacheNegotiator::advance_cache(util::Fifo<Response> &agreed) {
     }
     report_metas(std::exchange(flushed_, {}), report_round());
     return any;
+}
+
+bool CacheNegotiator::hold_vote(uint64_t round) {
+    if (!parts_.pending->empty() ||
+        !rounds_.awaits_only(round, parts_.rank, [this](uint16_t id) { return members(id); }))
+        return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (held_round_ != round) {
+        held_round_ = round;
+        held_since_ = now;
+    }
+    return now - held_since_ < kEmptyVoteHold;
+}
+
+std::chrono::steady_clock::time_point CacheNegotiator::pass_due() const {
+    if (rounds_voted_ != rounds_done_ || held_round_ != rounds_done_ + 1)
+        return std::chrono::steady_clock::time_point::max();
+    return held_since_ + kEmptyVoteHold;
 }
 
 void CacheNegotiator::cast_vote() {

@@ -43,6 +43,7 @@ class CacheNegotiator : public CoordinatorNegotiator {
     bool take_agreed(util::Fifo<Response> &agreed) override { return advance_cache(agreed); }
     void drop_waiting() override;
     uint64_t cache_hits() const override { return cache_hits_.load(); }
+    std::chrono::steady_clock::time_point pass_due() const override;
 
   protected:
     uint64_t rounds_started() const override { return rounds_voted_; }
@@ -108,6 +109,11 @@ class CacheNegotiator : public CoordinatorNegotiator {
     // The cached response of the request waiting on `bit` into agreed, with that request; the
     // wait ends.
     void queue_cached(SetCache &sc, uint32_t bit, util::Fifo<Response> &agreed);
+    // Whether this rank, with nothing pending, holds back its vote in `round`: the votes
+    // received wait only for this rank's ready ops, which an empty vote cannot give (the
+    // round would agree on nothing, and every rank vote again once this rank's op comes).
+    // Held until this rank has news or for at most kEmptyVoteHold.
+    bool hold_vote(uint64_t round);
     // The cache round after which ops reported now run.
     uint64_t report_round() const { return rounds_voted_ + (cache_news_ ? 1 : 0); }
 
@@ -131,9 +137,11 @@ class CacheNegotiator : public CoordinatorNegotiator {
     std::set<uint16_t> sets_changed_;  // created or destroyed since the last round
     std::map<uint16_t, negotiation::CacheBitAllocator> cache_bits_;  // rank 0: by set
     negotiation::RoundTable rounds_;
-    uint64_t rounds_voted_ = 0;        // rounds this rank voted in (rank 0: started)
-    uint64_t rounds_done_ = 0;         // rounds put into the agreed order
-    bool cache_news_ = false;          // something to vote on that the last vote did not have
+    uint64_t rounds_voted_ = 0;  // rounds this rank voted in (rank 0: started)
+    uint64_t rounds_done_ = 0;   // rounds put into the agreed order
+    bool cache_news_ = false;    // something to vote on that the last vote did not have
+    uint64_t held_round_ = 0;    // the round whose vote hold_vote last held back
+    std::chrono::steady_clock::time_point held_since_{};
     std::vector<OpMeta> flushed_;      // cached requests to report to the coordinator
     std::vector<Lookup> group_found_;  // report_group's lookups (no allocation)
     std::chrono::steady_clock::time_point next_stale_check_{};

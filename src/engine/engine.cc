@@ -300,6 +300,12 @@ void Engine::sleep_until_work(std::unique_lock<std::mutex> &drive) {
     Deadline next = Deadline::after_ms(kMaxSleepMs);
     for (const RequestPtr &r : pending_.all())
         next = Deadline::earlier(next, r->deadline);
+    const auto due = negotiator_->pass_due();
+    if (due != std::chrono::steady_clock::time_point::max()) {
+        auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+            due - std::chrono::steady_clock::now());
+        next = Deadline::earlier(next, Deadline::after_ms((left.count() + 999) / 1000));
+    }
     if (!held_.empty()) {
         auto left = std::chrono::duration_cast<std::chrono::microseconds>(
             held_until() - std::chrono::steady_clock::now());

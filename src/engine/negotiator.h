@@ -8,6 +8,7 @@
 // Engine thread (or a caller driving the engine) only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -57,6 +58,12 @@ class Negotiator {
     // Rank 0: sends responses the coordinator emitted outside a report (a stall shutdown's
     // error responses) to the ranks they concern.
     virtual void deliver(std::vector<Response> emitted) = 0;
+
+    // When a pass must run at the latest though no message or enqueue comes (a vote held
+    // back for a while); time_point::max() when nothing waits on time.
+    virtual std::chrono::steady_clock::time_point pass_due() const {
+        return std::chrono::steady_clock::time_point::max();
+    }
 
     // Ops this rank ran from the response cache, and ops negotiated through the coordinator.
     // Thread-safe.

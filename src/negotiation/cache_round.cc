@@ -139,6 +139,24 @@ bool RoundTable::complete(uint64_t round) const {
                        [](const std::optional<RoundVote> &v) { return v.has_value(); });
 }
 
+bool RoundTable::awaits_only(uint64_t round, int32_t rank, const SetMembers &members) const {
+    auto it = votes_.find(round);
+    if (it == votes_.end()) return false;
+    bool any_ready = false;
+    for (const std::optional<RoundVote> &v : it->second) {
+        if (!v) continue;
+        for (const SetVote &sv : v->sets) {
+            if (sv.joined || !sv.invalid.empty()) return false;
+            if (sv.ready.empty()) continue;
+            const std::vector<int32_t> *ranks = members(sv.set_id);
+            if (ranks == nullptr || std::find(ranks->begin(), ranks->end(), rank) == ranks->end())
+                return false;
+            any_ready = true;
+        }
+    }
+    return any_ready;
+}
+
 RoundOutcome RoundTable::take(uint64_t round, const SetMembers &members) {
     auto it = votes_.find(round);
     std::vector<std::optional<RoundVote>> &votes = it->second;

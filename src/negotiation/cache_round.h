@@ -103,6 +103,10 @@ class RoundTable {
     bool has_vote(uint64_t round, int32_t rank) const;
     bool any_vote(uint64_t round) const { return votes_.count(round) != 0; }
     bool complete(uint64_t round) const;
+    // Whether the votes received for `round` ask nothing of `rank` but its own ready ops:
+    // some vote has ready bits, every set with ready bits has `rank` as a member, and no vote
+    // carries invalid bits or a join. An empty vote of `rank` could then agree on nothing.
+    bool awaits_only(uint64_t round, int32_t rank, const SetMembers &members) const;
     // Rank 0's `batches` in a round it has voted in.
     uint64_t batches_before(uint64_t round) const { return votes_.at(round)[0]->batches; }
     // Combines and forgets the votes of a complete round: per set, over its members' votes

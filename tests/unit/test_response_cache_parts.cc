@@ -178,6 +178,38 @@ void test_round_table_combines_per_set(void **) {
     assert_true(s3->ready_everywhere.bits() == std::vector<uint32_t>({11}));
 }
 
+// A rank may hold back an empty vote only where the round waits for nothing but its own ready
+// ops: sets it is a member of, no invalid bits, no join.
+void test_round_table_awaits_only(void **) {
+    RoundTable t(4);
+    assert_false(t.awaits_only(1, 1, test_members));  // no vote yet
+    RoundVote v0;
+    v0.round = 1;
+    v0.sets = {set_vote(0, {1, 2}), set_vote(1, {5})};
+    t.add(0, v0, 0);
+    assert_true(t.awaits_only(1, 1, test_members));   // rank 1 is in sets 0 and 1
+    assert_false(t.awaits_only(1, 2, test_members));  // rank 2 is not in set 1
+    RoundVote v3;
+    v3.round = 1;
+    v3.sets = {set_vote(3, {11})};
+    t.add(3, v3, 0);
+    assert_false(t.awaits_only(1, 1, test_members));  // set 3 can run without rank 1
+    RoundTable u(4);
+    RoundVote w;
+    w.round = 1;
+    w.sets = {set_vote(0, {}, {4})};
+    u.add(2, w, 0);
+    assert_false(u.awaits_only(1, 1, test_members));  // an invalid bit: the round has news
+    RoundTable j(4);
+    w.sets = {set_vote(0, {}, {}, true)};
+    j.add(2, w, 0);
+    assert_false(j.awaits_only(1, 1, test_members));  // a join
+    RoundTable e(4);
+    w.sets = {};
+    e.add(2, w, 0);
+    assert_false(e.awaits_only(1, 1, test_members));  // an empty vote waits for nobody
+}
+
 void test_vote_encoding(void **) {
     RoundVote v = vote(42, {0, 63, 64, 1000}, {7}, true);
     v.sets.push_back(set_vote(5, {3}, {}, false));
@@ -332,6 +364,7 @@ int main(void) {
         cmocka_unit_test(test_bit_vector),
         cmocka_unit_test(test_round_table_combines_votes),
         cmocka_unit_test(test_round_table_combines_per_set),
+        cmocka_unit_test(test_round_table_awaits_only),
         cmocka_unit_test(test_vote_encoding),
         cmocka_unit_test(test_cache_lookup_put_and_touched),
         cmocka_unit_test(test_memo_lookup_matches_plain_lookup),
