@@ -44,6 +44,8 @@ class CacheNegotiator : public CoordinatorNegotiator {
     void drop_waiting() override;
     uint64_t cache_hits() const override { return cache_hits_.load(); }
     std::chrono::steady_clock::time_point pass_due() const override;
+    // Cache rounds put into the agreed order so far.
+    uint64_t rounds_done() const { return rounds_done_; }
 
   protected:
     uint64_t rounds_started() const override { return rounds_voted_; }

@@ -4,8 +4,9 @@
 // an op whose parameters changed goes back to the coordinator while the others stay hits; a
 // cache smaller than the step evicts and still agrees; a cache switched off at run time drops
 // its entries and on again fills anew; a grouped op runs from the cache all
-// together; a late rank still agrees. Every rank must see the same responses in the same
-// order, each with its own request. Assertions run on the main thread.
+// together; a late rank still agrees; an idle rank holds back an empty vote. Every rank must see
+// the same responses in the same order, each with its own request. Assertions run on the main
+// thread.
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -245,6 +246,44 @@ void test_late_rank_still_agrees(void **) {
     }
 }
 
+uint64_t rounds_of(Rank &r) {
+    return static_cast<hvd::engine::CacheNegotiator &>(*r.negotiator).rounds_done();
+}
+
+// The last rank keeps passing for 2 ms, while the others' votes for a cached step arrive,
+// before it enqueues the step: it holds back its empty vote (up to 5 ms), so the step takes
+// one round, where an empty vote would have taken a second. At least one of five tries must
+// (a try fails where the thread ran late past the hold).
+void test_idle_rank_holds_back_its_empty_vote(void **) {
+    for (int32_t n = 2; n <= kMaxRanks; ++n) {
+        World w(n, Kind::kCache);
+        run_step(w, 0);
+        run_step(w, 1);
+        bool one_round = false;
+        for (int attempt = 0; attempt < 5 && !one_round; ++attempt) {
+            const uint64_t rounds_before = rounds_of(w[0]);
+            const size_t before = w[0].seen.size();
+            bool ok = run_phase(
+                w,
+                [n, attempt](Rank &me) {
+                    if (me.rank == n - 1) {
+                        auto until =
+                            std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+                        while (std::chrono::steady_clock::now() < until)
+                            me.pass();
+                    }
+                    me.enqueue(step_ops(me.rank, 2 + attempt));
+                },
+                seen_at_least(before + kOps));
+            assert_true(ok);
+            assert_agreed(w, before, kOps);
+            assert_counts(w, kOps, kOps * static_cast<uint64_t>(2 + attempt));
+            one_round = rounds_of(w[0]) - rounds_before == 1;
+        }
+        assert_true(one_round);
+    }
+}
+
 // The last rank holds back one op past the cached wait limit while it keeps passing: the
 // others' cached w.5 goes stale, their invalid votes send it to the coordinator, and it is
 // negotiated once the last rank enqueues it; the other ops stay hits.
@@ -298,6 +337,7 @@ int main() {
         cmocka_unit_test(test_grouped_op_runs_from_the_cache_together),
         cmocka_unit_test(test_late_rank_still_agrees),
         cmocka_unit_test(test_op_held_back_goes_stale_and_to_the_coordinator),
+        cmocka_unit_test(test_idle_rank_holds_back_its_empty_vote),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
