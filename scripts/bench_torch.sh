@@ -81,8 +81,8 @@ run_one() {
   "${launch[@]}" "$PYTHON" "$BENCH" --backend "$backend" --ddp-port "$(free_port)" \
     $BENCH_ARGS "$@" >"$log" 2>&1 || return 1
   local total cpu
-  total=$(sed -n 's/^\[0\]<stdout>: Total img\/sec on [0-9]* rank(s): \([0-9.]*\) +-.*/\1/p' "$log")
-  cpu=$(sed -n 's/^\[0\]<stdout>: CPU time: \([0-9.]*\) ms per image.*/\1/p' "$log")
+  total=$(sed -n 's/^\[0\]<stdout>: \?Total img\/sec on [0-9]* rank(s): \([0-9.]*\) +-.*/\1/p' "$log")
+  cpu=$(sed -n 's/^\[0\]<stdout>: \?CPU time: \([0-9.]*\) ms per image.*/\1/p' "$log")
   [ -n "$total" ] && [ -n "$cpu" ] || return 1
   echo "$total $cpu"
 }
