@@ -27,6 +27,14 @@ namespace {
 // cost nothing measurable.
 constexpr int64_t kMaxSleepMs = 1000;
 
+// A deadline at `t` in whole milliseconds (poll's unit), rounded up so that a sleep until it
+// does not end early; one already past expires at once.
+Deadline deadline_at(std::chrono::steady_clock::time_point t) {
+    auto left =
+        std::chrono::duration_cast<std::chrono::microseconds>(t - std::chrono::steady_clock::now());
+    return Deadline::after_ms(left.count() > 0 ? (left.count() + 999) / 1000 : 0);
+}
+
 }  // namespace
 
 Engine::Engine(int32_t rank, int32_t size, transport::Transport *transport, AbortState *abort,
@@ -301,16 +309,9 @@ void Engine::sleep_until_work(std::unique_lock<std::mutex> &drive) {
     for (const RequestPtr &r : pending_.all())
         next = Deadline::earlier(next, r->deadline);
     const auto due = negotiator_->pass_due();
-    if (due != std::chrono::steady_clock::time_point::max()) {
-        auto left = std::chrono::duration_cast<std::chrono::microseconds>(
-            due - std::chrono::steady_clock::now());
-        next = Deadline::earlier(next, Deadline::after_ms((left.count() + 999) / 1000));
-    }
-    if (!held_.empty()) {
-        auto left = std::chrono::duration_cast<std::chrono::microseconds>(
-            held_until() - std::chrono::steady_clock::now());
-        next = Deadline::earlier(next, Deadline::after_ms((left.count() + 999) / 1000));
-    }
+    if (due != std::chrono::steady_clock::time_point::max())
+        next = Deadline::earlier(next, deadline_at(due));
+    if (!held_.empty()) next = Deadline::earlier(next, deadline_at(held_until()));
     struct pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {transport_->event_fd(), POLLIN, 0}};
     int nfds = runner_.transport_aborted() ? 1 : 2;
     // Dekker-style with enqueue_span: this store, then the check of the intake's work flag;
