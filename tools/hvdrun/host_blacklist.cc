@@ -12,10 +12,7 @@ HostBlacklist::HostBlacklist(double cooldown_min, double cooldown_max, uint64_t 
 double HostBlacklist::add(const std::string &host, Clock::time_point now) {
     Entry &e = hosts_[host];
     ++e.failures;
-    if (cooldown_min_ < 0) {
-        e.forever = true;
-        return -1.0;
-    }
+    if (cooldown_min_ < 0) return -1.0;
     // 2^(failures-1), capped long before it could overflow a double.
     const double doubling = std::ldexp(1.0, std::min(e.failures - 1, 60));
     const double jitter = std::uniform_real_distribution<double>(0.0, 1.0)(random_);
@@ -30,7 +27,8 @@ double HostBlacklist::add(const std::string &host, Clock::time_point now) {
 bool HostBlacklist::excluded(const std::string &host, Clock::time_point now) const {
     auto it = hosts_.find(host);
     if (it == hosts_.end()) return false;
-    return it->second.forever || (it->second.cooling && now < it->second.until);
+    // Listed hosts have failed at least once; without a cooldown they stay out.
+    return cooldown_min_ < 0 || (it->second.cooling && now < it->second.until);
 }
 
 std::vector<std::string> HostBlacklist::take_returned(Clock::time_point now) {

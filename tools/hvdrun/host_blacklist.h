@@ -36,7 +36,6 @@ class HostBlacklist {
   private:
     struct Entry {
         int failures = 0;
-        bool forever = false;
         bool cooling = false;  // a cooldown runs until `until`
         Clock::time_point until;
     };
