@@ -45,7 +45,10 @@ die() { echo "bench_torch: $*" >&2; exit 2; }
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS must be a positive integer, got '$REPS'"
 read -r -a BACKEND_LIST <<<"$BACKENDS"
 for b in "${BACKEND_LIST[@]}"; do
-  case "$b" in hvd | ddp | horovod) ;; *) die "unknown backend '$b' in BACKENDS (hvd ddp horovod)" ;; esac
+  case "$b" in
+    hvd | ddp | horovod) ;;
+    *) die "unknown backend '$b' in BACKENDS (hvd ddp horovod)" ;;
+  esac
 done
 [[ " $BACKENDS " == *" hvd "* ]] || die "BACKENDS must include hvd (the ratios are to it)"
 if [[ " $BACKENDS " == *" horovod "* ]]; then

@@ -3,8 +3,9 @@
 its rounds, with the driver starting the workers. The line protocol is hvdrun's
 (tools/hvdrun/controller_protocol.h): hvdrun asks for workers ("start <id> <host> VAR=VALUE
 ..."), asks to stop those of hosts no longer offered ("stop <id>") and says when the job
-cannot go on ("failed <reason>"); the driver reports workers' ends ("exited <id> <code>") and the hosts ("hosts <host>:<slots> ..."). hvdrun's own messages
-(its rounds among them) are relayed to the driver's stderr."""
+cannot go on ("failed <reason>"); the driver reports workers' ends ("exited <id> <code>") and
+the hosts ("hosts <host>:<slots> ..."). hvdrun's own messages (its rounds among them) are
+relayed to the driver's stderr."""
 
 import os
 import queue

@@ -2,10 +2,10 @@
 """One run() of an ElasticRayExecutor: hvdrun --elastic-controller keeps the membership
 rounds (controller.py); this loop starts a Ray actor for each worker hvdrun asks for (on the
 node address it names), runs worker_fn there, kills the actors of workers hvdrun stops (their
-host is no longer offered), tells hvdrun how each ended, and sends the hosts Ray's nodes
-offer while the job runs. Every wait is bounded: actors that Ray cannot
-start within timeout_s count as failed, hvdrun bounds each round by elastic_timeout, and
-run_timeout_s (when set) bounds the whole job."""
+host is no longer offered), tells hvdrun how each ended, and sends the hosts Ray's nodes offer
+while the job runs. Every wait is bounded: actors that Ray cannot start within timeout_s count
+as failed, hvdrun bounds each round by elastic_timeout, and run_timeout_s (when set) bounds
+the whole job."""
 
 import logging
 import time
