@@ -61,4 +61,24 @@ hvd_status_t check_allgatherv_args(const Comm &comm, const void *in, const void 
     return HVD_ERR_INVALID_ARG;
 }
 
+hvd_status_t check_reducescatter_args(const Comm &comm, const void *in, const void *out,
+                                      const std::vector<size_t> &counts, int32_t dtype, int32_t op,
+                                      const char *algorithm) {
+    size_t total = 0;
+    for (size_t c : counts)
+        total += c;
+    hvd_status_t st = check_allreduce_args(comm, in, total, dtype, op, algorithm);
+    if (st != HVD_OK) return st;
+    const char *problem = nullptr;
+    if (counts.size() != static_cast<size_t>(comm.size())) {
+        problem = "one count per member expected";
+    } else if (out == nullptr && counts[comm.my_index] > 0) {
+        problem = "null output";
+    }
+    if (problem == nullptr) return HVD_OK;
+    HVD_LOG(kError, comm.global_rank(), "%s: %s (%zu counts adding up to %zu, group of %d)",
+            algorithm, problem, counts.size(), total, comm.size());
+    return HVD_ERR_INVALID_ARG;
+}
+
 }  // namespace hvd::collectives

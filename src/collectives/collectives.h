@@ -62,9 +62,9 @@ hvd_status_t allreduce_ring(Comm &comm, void *buf, size_t count, int32_t dtype, 
                             size_t chunk_bytes);
 
 // A job spanning hosts (comm.hierarchy set, collectives/hierarchy.h): the host's ranks
-// allreduce through shared memory, local rank i allreduces share i (1/L of the buffer) across
-// hosts with the ranks of local rank i, the host's ranks gather the shares through shared
-// memory. HVD_ERR_INVALID_ARG without a hierarchy.
+// reduce-scatter the buffer's L shares through shared memory, local rank i allreduces share i
+// (1/L of the buffer) across hosts with the ranks of local rank i, the host's ranks gather the
+// shares through shared memory. HVD_ERR_INVALID_ARG without a hierarchy.
 hvd_status_t allreduce_hierarchical(Comm &comm, void *buf, size_t count, int32_t dtype, int32_t op);
 
 // A job spanning hosts (comm.hierarchy set): the host's ranks gather the host's block through
@@ -112,6 +112,11 @@ hvd_status_t check_broadcast_args(const Comm &comm, const void *buf, size_t byte
                                   int32_t root_index, const char *algorithm);
 hvd_status_t check_allgatherv_args(const Comm &comm, const void *in, const void *out,
                                    const std::vector<size_t> &bytes, const char *algorithm);
+// reducescatter's: the allreduce's checks over the sum of counts, one count per member, an
+// output unless this member's block is empty.
+hvd_status_t check_reducescatter_args(const Comm &comm, const void *in, const void *out,
+                                      const std::vector<size_t> &counts, int32_t dtype, int32_t op,
+                                      const char *algorithm);
 
 }  // namespace hvd::collectives
 
@@ -138,16 +143,17 @@ hvd_status_t alltoallv_pairwise(Comm &comm, const void *in, const std::vector<si
 // the reduction (op: SUM, MIN, MAX, PRODUCT) of elements [offset_r, offset_r + counts[r]),
 // where offset_r = sum of counts before r. counts has one entry per member (any may be 0);
 // their sum is count. out may be exactly in + offset_r elements (then the own block is
-// reduced in place); otherwise in and out must not overlap. A ring over the uneven blocks,
-// pipelined in chunks of ring_chunk_bytes() (HVD_ALLREDUCE_RING_CHUNK_BYTES); each block is
-// reduced along one fixed path of members, so the result does not depend on timing.
-// Scratch: a few chunks plus the elements of the blocks this member forwards (count minus
-// its own and its left neighbour's block). Errors: HVD_ERR_UNSUPPORTED (dtype or op),
+// reduced in place); otherwise in and out must not overlap. One host with three members or
+// more: shared memory (reducescatter_shm, shm/shm_sync.h); else a ring over the uneven blocks,
+// pipelined in chunks of ring_chunk_bytes() (HVD_ALLREDUCE_RING_CHUNK_BYTES). Each block is reduced
+// in one fixed order of members, so the result does not depend on timing. The ring's scratch: a few
+// chunks plus the elements of the blocks this member forwards (count minus its own and its
+// left neighbour's block). Errors: HVD_ERR_UNSUPPORTED (dtype or op),
 // HVD_ERR_INVALID_ARG (counts not one per member, null buffer, malformed Comm), and the
 // transport's failures.
 hvd_status_t reducescatter(Comm &comm, const void *in, void *out, const std::vector<size_t> &counts,
                            int32_t dtype, int32_t op);
-// The ring (reducescatter's one algorithm), with ring_chunk_bytes() or an explicit chunk size
+// The ring, with ring_chunk_bytes() or an explicit chunk size
 // (bytes, rounded down to whole elements, at least one).
 hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
                                 const std::vector<size_t> &counts, int32_t dtype, int32_t op);

@@ -89,6 +89,13 @@ void test_other_collectives(void **) {
     attach_shared_memory(&c);
     assert_string_equal(chosen(hvd::collectives::allgatherv_algorithms(), c, 1000).c_str(),
                         "shm allgatherv");
+    assert_string_equal(chosen(hvd::collectives::reducescatter_algorithms(), c, 1000).c_str(),
+                        "shm reducescatter");
+    // Two members: the transport's single copy does as well as the slots.
+    Comm two = group_of(2);
+    attach_shared_memory(&two);
+    assert_string_equal(chosen(hvd::collectives::reducescatter_algorithms(), two, 1000).c_str(),
+                        "ring reducescatter");
 }
 
 // Every table ends with an entry for any host call, has unique names, and has nothing for

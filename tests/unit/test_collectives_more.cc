@@ -26,6 +26,7 @@ extern "C" {
 #include <vector>
 
 #include "collectives/collectives.h"
+#include "collectives/shm/shm_sync.h"
 #include "common/dtype.h"
 #include "common/half.h"
 #include "rank_threads.h"
@@ -125,7 +126,13 @@ struct ScatterCase {
     std::vector<size_t> counts;  // one per member
 };
 
-enum class Scatter { kDispatch, kTinyChunks, kInPlace };
+// kShm and kShmInPlace: the shared-memory algorithm over the world's group (4 KiB slots:
+// pieces of a few hundred bytes, many rounds).
+enum class Scatter { kDispatch, kTinyChunks, kInPlace, kShm, kShmInPlace };
+
+bool in_place(Scatter how) {
+    return how == Scatter::kInPlace || how == Scatter::kShmInPlace;
+}
 
 // Runs every case on a world of n ranks; member r's output must be the reduction of elements
 // [offset_r, offset_r + counts[r]). Out of place, a sentinel element after the output must
@@ -166,13 +173,21 @@ void check_reducescatter(int32_t n, Scatter how, const std::vector<ScatterCase> 
                 return c::reducescatter_ring(comm, in[r][k].data(), own, sc.counts, sc.dtype, sc.op,
                                              40);
             }
+            case Scatter::kShm:
+            case Scatter::kShmInPlace: {
+                comm.shm = w.shm[r].get();
+                uint8_t *own = how == Scatter::kShm
+                                   ? out[r][k].data()
+                                   : in[r][k].data() + offset[k][r] * hvd::dtype_size(sc.dtype);
+                return c::reducescatter_shm(comm, in[r][k].data(), own, sc.counts, sc.dtype, sc.op);
+            }
         }
         return HVD_ERR_INTERNAL;
     }));
     for (size_t k = 0; k < cases.size(); ++k) {
         const ScatterCase &c = cases[k];
         for (int32_t r = 0; r < n; ++r) {
-            const uint8_t *got_buf = how == Scatter::kInPlace
+            const uint8_t *got_buf = in_place(how)
                                          ? in[r][k].data() + offset[k][r] * hvd::dtype_size(c.dtype)
                                          : out[r][k].data();
             for (size_t j = 0; j < c.counts[r]; ++j) {
@@ -184,8 +199,7 @@ void check_reducescatter(int32_t n, Scatter how, const std::vector<ScatterCase> 
                              static_cast<int>(how), hvd::dtype_name(c.dtype),
                              hvd::reduce_op_name(c.op), r, j, c.counts[r], got, want);
             }
-            if (how != Scatter::kInPlace)
-                assert_true(load(out[r][k].data(), c.counts[r], c.dtype) == 1.0);
+            if (!in_place(how)) assert_true(load(out[r][k].data(), c.counts[r], c.dtype) == 1.0);
         }
     }
 }
@@ -209,7 +223,8 @@ void test_reducescatter_every_dtype_and_op(void **) {
                 cases.push_back({dtype, op, std::vector<size_t>(n, 0)});
             }
         }
-        for (Scatter how : {Scatter::kDispatch, Scatter::kTinyChunks, Scatter::kInPlace})
+        for (Scatter how : {Scatter::kDispatch, Scatter::kTinyChunks, Scatter::kInPlace,
+                            Scatter::kShm, Scatter::kShmInPlace})
             check_reducescatter(n, how, cases);
     }
 }
@@ -223,7 +238,8 @@ void test_reducescatter_large(void **) {
         std::vector<ScatterCase> cases = {{HVD_DTYPE_FLOAT32, HVD_OP_SUM, counts},
                                           {HVD_DTYPE_INT64, HVD_OP_MAX, counts},
                                           {HVD_DTYPE_BFLOAT16, HVD_OP_PRODUCT, counts}};
-        check_reducescatter(n, Scatter::kDispatch, cases);
+        for (Scatter how : {Scatter::kDispatch, Scatter::kShm, Scatter::kShmInPlace})
+            check_reducescatter(n, how, cases);
     }
 }
 

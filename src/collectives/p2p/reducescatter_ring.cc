@@ -89,29 +89,6 @@ hvd_status_t run(const Ring &r) {
     return r.comm.wait_each(sends, sent, "ring reducescatter: send to", r.right);
 }
 
-hvd_status_t check_args(const Comm &comm, const void *in, const void *out,
-                        const std::vector<size_t> &counts, size_t count, int32_t dtype,
-                        int32_t op) {
-    hvd_status_t st = check_allreduce_args(comm, in, count, dtype, op, kName);
-    if (st != HVD_OK) return st;
-    size_t total = 0;
-    for (size_t c : counts)
-        total += c;
-    const char *problem = nullptr;
-    if (counts.size() != static_cast<size_t>(comm.size())) {
-        problem = "one count per member expected";
-    } else if (total != count) {
-        problem = "the counts do not add up to the input's count";
-    } else if (out == nullptr && counts[comm.my_index] > 0) {
-        problem = "null output";
-    }
-    if (problem == nullptr) return HVD_OK;
-    HVD_LOG(kError, comm.global_rank(),
-            "%s: %s (%zu counts adding up to %zu, count %zu, group of %d)", kName, problem,
-            counts.size(), total, count, comm.size());
-    return HVD_ERR_INVALID_ARG;
-}
-
 }  // namespace
 
 hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
@@ -120,7 +97,7 @@ hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
     size_t count = 0;
     for (size_t c : counts)
         count += c;
-    hvd_status_t st = check_args(comm, in, out, counts, count, dtype, op);
+    hvd_status_t st = check_reducescatter_args(comm, in, out, counts, dtype, op, kName);
     if (st != HVD_OK || count == 0) return st;
     size_t esize = dtype_size(dtype);
     int32_t n = comm.size(), me = comm.my_index;

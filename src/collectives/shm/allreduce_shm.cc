@@ -77,28 +77,6 @@ class PieceList {
     size_t start_ = 0;   // its offset in the concatenation
 };
 
-// dst = part(0) op part(1) op ... over `count` elements at byte offset `at`, where part(m) is
-// member m's slot, or `own` for this member (its data may stay in its input). dst must not
-// overlap any part. With `copy`, the result is also stored there by the last step (copy may
-// be `own`, or overlap no part). The last step stores the result scaled by `scale`.
-hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const char *own,
-                          void *dst, void *copy, size_t count, int32_t dtype, int32_t op,
-                          double scale) {
-    auto part = [&](int32_t m) -> const char * {
-        return m == g.my_index() ? own : g.slot(m, round) + at;
-    };
-    const int32_t n = g.size();
-    hvd_status_t s = HVD_OK;
-    for (int32_t m = 1; m < n && s == HVD_OK; ++m) {
-        const void *acc = m == 1 ? part(0) : dst;
-        if (m == n - 1)
-            s = reduce::reduce_into_scaled(dst, copy, acc, part(m), count, dtype, op, scale);
-        else
-            s = reduce::reduce_into(dst, acc, part(m), count, dtype, op);
-    }
-    return s;
-}
-
 // fn for PieceList::for_range: copies the parts of the range into dst (the range's start).
 auto copy_into(char *dst, StreamCopies &copies) {
     return [dst, &copies](const char *in, char *, size_t at, size_t len) {

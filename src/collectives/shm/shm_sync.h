@@ -73,6 +73,16 @@ struct Share {
 };
 Share share_of(size_t total, size_t element_bytes, int32_t n, int32_t index);
 
+// dst = part(0) op part(1) op ... over `count` elements at byte offset `at`, where part(m) is
+// member m's slot of `round`, or `own` for this member (its data may stay in its input). dst
+// must not overlap any part. With `copy`, the result is also stored there by the last step
+// (copy may be `own`, or overlap no part). The last step stores the result scaled by `scale`
+// (1.0: as reduced). A group of one member has nothing to reduce. Errors: the reduction's
+// (HVD_ERR_UNSUPPORTED for a dtype or op it lacks).
+hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const char *own,
+                          void *dst, void *copy, size_t count, int32_t dtype, int32_t op,
+                          double scale);
+
 // The shared-memory algorithms (single host, comm.shm set; same contracts as the dispatching
 // allreduce / allgatherv / broadcast in collectives.h). Up to the group's one_shot_max_bytes()
 // an allreduce stages the whole buffer once and every member reduces all of it; above, chunks
@@ -110,6 +120,16 @@ int32_t count_offers(const ShmSync &sync, uint64_t round);
 // The results are stored scaled by `scale`, as allreduce_shm_pieces stores them.
 hvd_status_t allreduce_mapped(ShmSync &sync, uint64_t round, const Piece *pieces, size_t n_pieces,
                               size_t bytes, int32_t dtype, int32_t op, double scale, bool *dropped);
+// Reduce-scatter through the slots (same contract as reducescatter in collectives.h: member
+// r ends with the reduction of block r, out may be exactly its place in `in`). Each round
+// takes the next piece of every block, as much of each as a slot half holds divided by the
+// members: every member copies the other members' pieces into its slot, then reduces its own
+// block's piece from its input and the others' slots, in member order, into its output.
+// Each byte is copied once and read once more; no member gathers the others' results, which
+// is the part of the allreduce that a hierarchical allreduce (or a sharded optimizer)
+// throws away.
+hvd_status_t reducescatter_shm(Comm &comm, const void *in, void *out,
+                               const std::vector<size_t> &counts, int32_t dtype, int32_t op);
 hvd_status_t allgatherv_shm(Comm &comm, const void *in, void *out,
                             const std::vector<size_t> &bytes);
 hvd_status_t broadcast_shm(Comm &comm, void *buf, size_t bytes, int32_t root_index);
