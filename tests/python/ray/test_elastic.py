@@ -48,6 +48,10 @@ def cluster():
     """start(num_cpus): a Ray cluster of one node, shut down after the test; the test may add
     nodes to it."""
     temp_dir = tempfile.mkdtemp(prefix="hvd-ray-elastic-")
+    # ray.init(address=...) records the address in Ray's default temporary directory
+    # (/tmp/ray), which nothing else makes when no Ray has run on this machine yet.
+    os.makedirs(os.path.join(os.environ.get("RAY_TMPDIR", tempfile.gettempdir()), "ray"),
+                exist_ok=True)
     made = []
 
     def start(num_cpus):
