@@ -68,20 +68,30 @@ class UcxTransport final : public Transport {
         // whole SYN retry time (minutes) toward a host the network drops, past every deadline
         // of init. UCX 1.13 reads this one from the environment only.
         if (!single_host) ::setenv("UCX_TCP_CONN_NB", "y", /*overwrite=*/0);
+        // UCX's TCP transport sends and receives in segments of these sizes. Both or neither:
+        // the send segment may not exceed the receive one. Also read from the environment
+        // only (ucp_config_modify leaves them as they were).
+        if (!single_host && std::getenv("UCX_TCP_TX_SEG_SIZE") == nullptr &&
+            std::getenv("UCX_TCP_RX_SEG_SIZE") == nullptr) {
+            ::setenv("UCX_TCP_RX_SEG_SIZE", kTcpSegSize, /*overwrite=*/0);
+            ::setenv("UCX_TCP_TX_SEG_SIZE", kTcpSegSize, /*overwrite=*/0);
+        }
         ucp_config_t *config = nullptr;
         check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read", rank_);
+        auto modify = [&](const char *name, const char *value) {
+            ucs_status_t m = ucp_config_modify(config, name, value);
+            if (m != UCS_OK) ucp_config_release(config);
+            check_ucs(m, strprintf("ucp_config_modify(%s)", name).c_str(), rank_);
+        };
         const char *user_devices = std::getenv("UCX_NET_DEVICES");
         if (!net_devices.empty() && user_devices == nullptr) {
-            ucs_status_t m = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
-            if (m != UCS_OK) ucp_config_release(config);
-            check_ucs(m, "ucp_config_modify(NET_DEVICES)", rank_);
+            modify("NET_DEVICES", net_devices.c_str());
         } else if (!net_devices.empty() && net_devices != user_devices) {
             HVD_LOG(kWarning, rank_, "UCX_NET_DEVICES=%s wins over HVD_IFACE=%s for UCX",
                     user_devices, net_devices.c_str());
         }
         if (single_host && std::getenv("UCX_RNDV_THRESH") == nullptr)
-            check_ucs(ucp_config_modify(config, "RNDV_THRESH", kSingleHostRndvThresh),
-                      "ucp_config_modify(RNDV_THRESH)", rank_);
+            modify("RNDV_THRESH", kSingleHostRndvThresh);
         ucp_params_t params{};
         params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
         params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
