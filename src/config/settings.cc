@@ -175,13 +175,14 @@ const SettingInfo kTable[] = {
     {Setting::kHierarchicalAllreduce, "HIERARCHICAL_ALLREDUCE", true, kEnum, kTuning, 0, "auto", 0,
      0, kClamp, "", "auto|1|0", NO_KEY,
      "Allreduces of a job that spans hosts: `1` (any size) or `auto` (from "
-     "`HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES`) reduce within each host through shared memory, "
+     "`HVD_HIERARCHICAL_ALLREDUCE_MIN_BYTES`) reduce-scatter within each host through shared "
+     "memory, "
      "then each of a host's ranks allreduces its share across hosts with the ranks of the same "
      "local rank, then the host gathers the shares; `0`: one ring or recursive doubling over "
      "all ranks. Needs every host to run the same number of ranks (two or more), shared memory "
      "on every host and the same value on every rank; otherwise the flat algorithms run."},
     {Setting::kHierarchicalAllreduceMinBytes, "HIERARCHICAL_ALLREDUCE_MIN_BYTES", false, kInt,
-     kTuning, 1048576, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
+     kTuning, 16384, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "With `HVD_HIERARCHICAL_ALLREDUCE=auto`, allreduces from this size run hierarchically."},
     {Setting::kHierarchicalAllgather, "HIERARCHICAL_ALLGATHER", true, kEnum, kTuning, 0, "auto", 0,
      0, kClamp, "", "auto|1|0", NO_KEY,
