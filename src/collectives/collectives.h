@@ -144,17 +144,17 @@ hvd_status_t alltoallv_pairwise(Comm &comm, const void *in, const std::vector<si
 // where offset_r = sum of counts before r. counts has one entry per member (any may be 0);
 // their sum is count. out may be exactly in + offset_r elements (then the own block is
 // reduced in place); otherwise in and out must not overlap. One host with three members or
-// more: shared memory (reducescatter_shm, shm/shm_sync.h); else a ring over the uneven blocks,
-// pipelined in chunks of ring_chunk_bytes() (HVD_ALLREDUCE_RING_CHUNK_BYTES). Each block is reduced
-// in one fixed order of members, so the result does not depend on timing. The ring's scratch: a few
-// chunks plus the elements of the blocks this member forwards (count minus its own and its
-// left neighbour's block). Errors: HVD_ERR_UNSUPPORTED (dtype or op),
-// HVD_ERR_INVALID_ARG (counts not one per member, null buffer, malformed Comm), and the
+// more: shared memory (reducescatter_shm, shm/shm_sync.h); else a ring over the uneven
+// blocks, pipelined in chunks of ring_chunk_bytes() (HVD_ALLREDUCE_RING_CHUNK_BYTES). Each
+// block is reduced in one fixed order of members, so the result does not depend on timing.
+// The ring's scratch: a few chunks plus the elements of the blocks this member forwards
+// (count minus its own and its left neighbour's block). Errors: HVD_ERR_UNSUPPORTED (dtype or
+// op), HVD_ERR_INVALID_ARG (counts not one per member, null buffer, malformed Comm), and the
 // transport's failures.
 hvd_status_t reducescatter(Comm &comm, const void *in, void *out, const std::vector<size_t> &counts,
                            int32_t dtype, int32_t op);
-// The ring, with ring_chunk_bytes() or an explicit chunk size
-// (bytes, rounded down to whole elements, at least one).
+// The ring, with ring_chunk_bytes() or an explicit chunk size (bytes, rounded down to whole
+// elements, at least one).
 hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,
                                 const std::vector<size_t> &counts, int32_t dtype, int32_t op);
 hvd_status_t reducescatter_ring(Comm &comm, const void *in, void *out,

@@ -20,7 +20,7 @@ namespace hvd::transport {
 // Not single_host: unless UCX_TCP_TX_SEG_SIZE or UCX_TCP_RX_SEG_SIZE is set, both are set in
 // the process's environment (UCX reads them only there) to kTcpSegSize, so UCX's TCP
 // transport sends and receives in 256K segments instead of 8K / 64K: fewer system calls and
-// headers per byte (3 namespace hosts x 2 ranks: 64 KiB-16 MiB allreduces 1.2-1.7x faster).
+// headers per byte (3 namespace hosts x 2 ranks: 64 KiB-16 MiB allreduces 1.1-1.4x faster).
 // Like UCX_TCP_CONN_NB=y, which is set there too, they stay for the process's later UCX users.
 // net_devices: UCX's network devices (HVD_IFACE), unless UCX_NET_DEVICES is set (which wins,
 // with a warning when they differ); "": UCX's choice.
