@@ -29,7 +29,10 @@ using negotiation::RoundVote;
 using negotiation::SetOutcome;
 
 CacheNegotiator::CacheNegotiator(const NegotiatorParts &parts)
-    : CoordinatorNegotiator(parts), rounds_(parts.size) {
+    : CoordinatorNegotiator(parts),
+      rounds_(parts.size),
+      relayed_(negotiation::votes_relayed(parts.size)),
+      vote_batches_(static_cast<size_t>(parts.size), 0) {
     std::vector<int32_t> all(static_cast<size_t>(parts.size));
     for (int32_t r = 0; r < parts.size; ++r)
         all[static_cast<size_t>(r)] = r;
@@ -88,6 +91,7 @@ void CacheNegotiator::drop_waiting() {
 bool CacheNegotiator::receive() {
     bool any = CoordinatorNegotiator::receive();
     any |= receive_votes();
+    if (relayed_worker()) any |= receive_outcomes();
     return any;
 }
 
@@ -109,7 +113,38 @@ bool CacheNegotiator::receive_votes() {
     std::string payload;
     int32_t sender = -1;
     while (parts_.control->receive(-1, kVoteMessage, &payload, &sender, "a cache vote")) {
-        rounds_.add(sender, decode_vote(payload), rounds_done_);
+        RoundVote vote = decode_vote(payload);
+        any = true;
+        if (relayed_worker()) {
+            if (sender != negotiation::kCoordinator)
+                throw Error(HVD_ERR_TRANSPORT,
+                            strprintf("rank %d: rank %d sent it a cache vote; in a job of %d "
+                                      "ranks votes go to rank 0",
+                                      parts_.rank, sender, parts_.size));
+            // Rank 0's vote prompts; its outcome of the round may have come first.
+            if (vote.round <= rounds_done_) continue;
+        }
+        rounds_.add(sender, std::move(vote), rounds_done_);
+    }
+    return any;
+}
+
+bool CacheNegotiator::receive_outcomes() {
+    bool any = false;
+    std::string payload;
+    int32_t sender = -1;
+    while (parts_.control->receive(negotiation::kCoordinator, negotiation::kOutcomeMessage,
+                                   &payload, &sender, "a cache round's outcome")) {
+        RoundOutcome outcome = decode_outcome(payload);
+        const uint64_t round = outcome.round;
+        if (round <= rounds_done_ || round > rounds_voted_ || outcomes_.count(round) != 0)
+            throw Error(HVD_ERR_TRANSPORT,
+                        strprintf("rank %d: rank 0 sent the outcome of cache round %llu; this "
+                                  "rank voted in %llu rounds and finished %llu",
+                                  parts_.rank, static_cast<unsigned long long>(round),
+                                  static_cast<unsigned long long>(rounds_voted_),
+                                  static_cast<unsigned long long>(rounds_done_)));
+        outcomes_.emplace(round, std::move(outcome));
         any = true;
     }
     return any;
@@ -135,8 +170,9 @@ bool CacheNegotiator::advance_cache(util::Fifo<Response> &agreed) {
             cast_vote();
             any = true;
         }
-        if (rounds_.complete(next) && rounds_.batches_before(next) <= batches_scheduled()) {
-            run_round(rounds_.take(next, [this](uint16_t id) { return members(id); }), agreed);
+        RoundOutcome outcome;
+        if (take_round(next, &outcome)) {
+            run_round(outcome, agreed);
             any = true;
             continue;
         }
@@ -144,6 +180,31 @@ bool CacheNegotiator::advance_cache(util::Fifo<Response> &agreed) {
     }
     report_metas(std::exchange(flushed_, {}), report_round());
     return any;
+}
+
+bool CacheNegotiator::take_round(uint64_t round, RoundOutcome *out) {
+    if (relayed_worker()) {
+        auto it = outcomes_.find(round);
+        if (it == outcomes_.end() || it->second.batches > batches_scheduled()) return false;
+        *out = std::move(it->second);
+        outcomes_.erase(it);
+        rounds_.drop(round);  // rank 0's prompt, if it came
+        return true;
+    }
+    if (!rounds_.complete(round) || rounds_.batches_before(round) > batches_scheduled())
+        return false;
+    *out = rounds_.take(round, [this](uint16_t id) { return members(id); });
+    if (relayed_) send_outcome(*out);
+    return true;
+}
+
+void CacheNegotiator::send_outcome(const RoundOutcome &outcome) {
+    RoundOutcome theirs = outcome;
+    for (int32_t peer = 0; peer < parts_.size; ++peer) {
+        if (peer == parts_.rank) continue;
+        theirs.batches = vote_batches_[static_cast<size_t>(peer)];
+        parts_.control->send(peer, negotiation::kOutcomeMessage, encode_outcome(theirs));
+    }
 }
 
 bool CacheNegotiator::hold_vote(uint64_t round) {
@@ -183,12 +244,23 @@ void CacheNegotiator::cast_vote() {
     vote.fusion_threshold = parts_.config->fusion_threshold_bytes.load();
     vote.hierarchical_ops = parts_.config->hierarchical_ops.load();
     cache_news_ = false;
+    if (relayed_worker()) {
+        // Rank 0's outcome says what the round agreed: this vote is not kept here.
+        parts_.control->send(negotiation::kCoordinator, negotiation::kVoteMessage,
+                             encode_vote(vote));
+        return;
+    }
     const bool coordinates = coordinator() != nullptr;
     const std::string bytes = coordinates ? std::string() : encode_vote(vote);
     for (int32_t peer = 0; peer < parts_.size; ++peer) {
         if (peer == parts_.rank) continue;
         if (coordinates) {
             vote.batches = batches_sent(peer);
+            if (relayed_) {
+                vote_batches_[static_cast<size_t>(peer)] = vote.batches;
+                // The prompt, for the ranks that have not voted yet; the others' votes are in.
+                if (rounds_.has_vote(vote.round, peer)) continue;
+            }
             parts_.control->send(peer, negotiation::kVoteMessage, encode_vote(vote));
         } else {
             parts_.control->send(peer, negotiation::kVoteMessage, bytes);

@@ -28,6 +28,7 @@
 #include "engine/coordinator_negotiator.h"
 #include "negotiation/cache_bit_allocator.h"
 #include "negotiation/cache_round.h"
+#include "negotiation/control_tags.h"
 #include "negotiation/response_cache.h"
 #include "util/bit_table.h"
 
@@ -79,7 +80,17 @@ class CacheNegotiator : public CoordinatorNegotiator {
     // Batches and rounds into the agreed order, as far as both allow.
     bool advance_cache(util::Fifo<Response> &agreed);
     bool receive_votes();
+    // A worker of a relayed job: rank 0's outcomes of the rounds it voted in.
+    bool receive_outcomes();
     void cast_vote();
+    // The outcome of `round` if it can run now: all its votes here (rank 0 then sends a
+    // relayed round's outcome to every other rank), or a relayed round's outcome from rank 0
+    // here; and the batches before it scheduled.
+    bool take_round(uint64_t round, negotiation::RoundOutcome *out);
+    // Rank 0 of a relayed job: the outcome to every other rank, each with its own batches.
+    void send_outcome(const negotiation::RoundOutcome &outcome);
+    // Votes go to rank 0, and this rank is not rank 0.
+    bool relayed_worker() const { return relayed_ && parts_.rank != negotiation::kCoordinator; }
     void run_round(const negotiation::RoundOutcome &outcome, util::Fifo<Response> &agreed);
     // One set's part of a round: its agreed ops into agreed, its invalid bits handled.
     void run_set(SetCache &sc, const negotiation::SetOutcome &outcome, util::Fifo<Response> &agreed,
@@ -139,6 +150,10 @@ class CacheNegotiator : public CoordinatorNegotiator {
     std::set<uint16_t> sets_changed_;  // created or destroyed since the last round
     std::map<uint16_t, negotiation::CacheBitAllocator> cache_bits_;  // rank 0: by set
     negotiation::RoundTable rounds_;
+    const bool relayed_;  // votes relayed through rank 0 (negotiation::votes_relayed)
+    // Rank 0, relayed: the batches sent to each rank before the round it voted in last.
+    std::vector<uint64_t> vote_batches_;
+    std::map<uint64_t, negotiation::RoundOutcome> outcomes_;  // relayed worker: by round
     uint64_t rounds_voted_ = 0;  // rounds this rank voted in (rank 0: started)
     uint64_t rounds_done_ = 0;   // rounds put into the agreed order
     bool cache_news_ = false;    // something to vote on that the last vote did not have

@@ -64,50 +64,75 @@ BitVector read_bits(WireReader &r) {
     return b;
 }
 
-}  // namespace
-
-std::string encode_vote(const RoundVote &v) {
+// A vote and an outcome share one layout: the round; per process set, in ascending ids, its
+// ready bits, its invalid bits and its join flag; then rank 0's batches, fusion threshold and
+// hierarchical op types. `ready` and `joined` name the entry's fields of the two meanings.
+template <class Message, class Entry>
+std::string encode_round(const Message &m, BitVector Entry::*ready, bool Entry::*joined) {
     WireWriter w;
-    w.u64(v.round);
-    w.u64(v.sets.size());
-    for (const SetVote &sv : v.sets) {
-        w.u64(sv.set_id);
-        write_bits(w, sv.ready);
-        write_bits(w, sv.invalid);
-        w.u8(sv.joined ? 1 : 0);
+    w.u64(m.round);
+    w.u64(m.sets.size());
+    for (const Entry &e : m.sets) {
+        w.u64(e.set_id);
+        write_bits(w, e.*ready);
+        write_bits(w, e.invalid);
+        w.u8(e.*joined ? 1 : 0);
     }
-    w.u64(v.batches);
-    w.i64(v.fusion_threshold);
-    w.u32(v.hierarchical_ops);
+    w.u64(m.batches);
+    w.i64(m.fusion_threshold);
+    w.u32(m.hierarchical_ops);
     return std::move(w.bytes());
 }
 
-RoundVote decode_vote(const std::string &bytes) {
+// `what` names the message in errors ("vote", "outcome").
+template <class Message, class Entry>
+Message decode_round(const std::string &bytes, BitVector Entry::*ready, bool Entry::*joined,
+                     const char *what) {
     WireReader r(bytes);
-    RoundVote v;
-    v.round = r.u64();
+    Message m;
+    m.round = r.u64();
     const uint64_t n = r.u64();
     if (n > kMaxSetId + 1)
-        throw Error(HVD_ERR_TRANSPORT, strprintf("malformed cache vote (%llu process sets)",
+        throw Error(HVD_ERR_TRANSPORT, strprintf("malformed cache %s (%llu process sets)", what,
                                                  static_cast<unsigned long long>(n)));
     for (uint64_t i = 0; i < n; ++i) {
         const uint64_t id = r.u64();
-        if (id > kMaxSetId || (i > 0 && id <= v.sets.back().set_id))
+        if (id > kMaxSetId || (i > 0 && id <= m.sets.back().set_id))
             throw Error(HVD_ERR_TRANSPORT,
-                        strprintf("malformed cache vote (process set %llu out of order)",
+                        strprintf("malformed cache %s (process set %llu out of order)", what,
                                   static_cast<unsigned long long>(id)));
-        SetVote sv;
-        sv.set_id = static_cast<uint16_t>(id);
-        sv.ready = read_bits(r);
-        sv.invalid = read_bits(r);
-        sv.joined = r.u8() != 0;
-        v.sets.push_back(std::move(sv));
+        Entry e;
+        e.set_id = static_cast<uint16_t>(id);
+        e.*ready = read_bits(r);
+        e.invalid = read_bits(r);
+        e.*joined = r.u8() != 0;
+        m.sets.push_back(std::move(e));
     }
-    v.batches = r.u64();
-    v.fusion_threshold = r.i64();
-    v.hierarchical_ops = r.u32();
-    if (!r.at_end()) throw Error(HVD_ERR_TRANSPORT, "malformed cache vote (trailing bytes)");
-    return v;
+    m.batches = r.u64();
+    m.fusion_threshold = r.i64();
+    m.hierarchical_ops = r.u32();
+    if (!r.at_end())
+        throw Error(HVD_ERR_TRANSPORT, strprintf("malformed cache %s (trailing bytes)", what));
+    return m;
+}
+
+}  // namespace
+
+std::string encode_vote(const RoundVote &v) {
+    return encode_round(v, &SetVote::ready, &SetVote::joined);
+}
+
+RoundVote decode_vote(const std::string &bytes) {
+    return decode_round<RoundVote>(bytes, &SetVote::ready, &SetVote::joined, "vote");
+}
+
+std::string encode_outcome(const RoundOutcome &o) {
+    return encode_round(o, &SetOutcome::ready_everywhere, &SetOutcome::any_joined);
+}
+
+RoundOutcome decode_outcome(const std::string &bytes) {
+    return decode_round<RoundOutcome>(bytes, &SetOutcome::ready_everywhere, &SetOutcome::any_joined,
+                                      "outcome");
 }
 
 void RoundTable::add(int32_t rank, RoundVote vote, uint64_t rounds_done) {
@@ -161,6 +186,7 @@ RoundOutcome RoundTable::take(uint64_t round, const SetMembers &members) {
     auto it = votes_.find(round);
     std::vector<std::optional<RoundVote>> &votes = it->second;
     RoundOutcome out;
+    out.round = round;
     out.batches = votes[0]->batches;  // rank 0's
     out.fusion_threshold = votes[0]->fusion_threshold;
     out.hierarchical_ops = votes[0]->hierarchical_ops;

@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // Negotiation rounds of the response cache. Every process set has a cache of its own, with
-// its own bit numbers (response_cache.h). In round k every rank sends every other rank its
-// vote: per process set it belongs to, the cached ops of that set it has ready (a bit
-// vector), the cached ops it found changed or waited on too long (invalid bits), and whether
-// it has joined the set. Once a rank holds all n votes of round k it knows what every rank
-// knows: per set, the ops every member of the set has ready (AND over the set's members)
-// run, the invalid ones (OR over the members) leave the set's cache and go to the
-// coordinator instead; the votes of ranks outside a set say nothing about it. No coordinator
-// round trip, one message per pair of ranks.
+// its own bit numbers (response_cache.h). In round k every rank votes: per process set it
+// belongs to, the cached ops of that set it has ready (a bit vector), the cached ops it found
+// changed or waited on too long (invalid bits), and whether it has joined the set. All n
+// votes of round k say what every rank knows: per set, the ops every member of the set has
+// ready (AND over the set's members) run, the invalid ones (OR over the members) leave the
+// set's cache and go to the coordinator instead; the votes of ranks outside a set say nothing
+// about it (RoundOutcome).
+//
+// How the votes travel depends on the job's size (votes_relayed):
+// - Two ranks: each sends the other its vote; each combines both. One message each way, one
+//   hop.
+// - Three or more: relayed through rank 0. Each rank sends its vote to rank 0 alone; rank 0
+//   combines the n votes and sends every other rank the outcome. Rank 0 also sends its own
+//   vote at once to the ranks that have not voted yet in the round, which prompts a rank with
+//   nothing ready to vote. Between 2(n-1) and 3(n-1) messages a round in two hops, where an
+//   exchange among all ranks takes n(n-1) in one: the count of messages, not hops, is what
+//   costs as jobs grow and ranks share CPUs.
 //
 // Rounds are job-wide: every rank votes in every round, whatever sets it is in. Rank 0's
 // vote also places the round in the job's global order: `batches` is how many batches of
@@ -72,6 +81,11 @@ std::string encode_vote(const RoundVote &v);
 // Throws hvd::Error(HVD_ERR_TRANSPORT) on a malformed vote.
 RoundVote decode_vote(const std::string &bytes);
 
+// Whether a job of `size` ranks relays its votes through rank 0 (three ranks or more).
+inline bool votes_relayed(int32_t size) {
+    return size >= 3;
+}
+
 // What every member of a set concludes about it from the votes of one round.
 struct SetOutcome {
     uint16_t set_id = 0;
@@ -82,11 +96,17 @@ struct SetOutcome {
 
 // What every rank concludes from the n votes of one round.
 struct RoundOutcome {
+    uint64_t round = 0;
     std::vector<SetOutcome> sets;  // ascending set ids: the sets some member voted on
     uint64_t batches = 0;          // from rank 0's vote: batches to run before this round
     int64_t fusion_threshold = 0;
     uint32_t hierarchical_ops = 0;
 };
+
+// A relayed round's outcome, as rank 0 sends it (`batches` the recipient's).
+std::string encode_outcome(const RoundOutcome &o);
+// Throws hvd::Error(HVD_ERR_TRANSPORT) on a malformed outcome.
+RoundOutcome decode_outcome(const std::string &bytes);
 
 // The members (global ranks) of a set as this rank knows it at the round, or null for a set
 // it does not know.
@@ -112,6 +132,8 @@ class RoundTable {
     // Combines and forgets the votes of a complete round: per set, over its members' votes
     // (sets unknown to members() are left out).
     RoundOutcome take(uint64_t round, const SetMembers &members);
+    // Forgets the votes received for `round` (a relayed round whose outcome came from rank 0).
+    void drop(uint64_t round) { votes_.erase(round); }
 
   private:
     int32_t size_;

@@ -12,7 +12,8 @@ namespace hvd::negotiation {
 constexpr uint32_t kReadyMessage = 1;     // worker -> coordinator: ops ready on the sender
 constexpr uint32_t kResponseMessage = 2;  // coordinator -> worker: a ResponseBatch
 constexpr uint32_t kTuneMessage = 3;      // coordinator -> worker: autotuned parameters
-constexpr uint32_t kVoteMessage = 4;      // any rank -> every other rank: a cache round vote
+constexpr uint32_t kVoteMessage = 4;      // a cache round vote (cache_round.h says to whom)
+constexpr uint32_t kOutcomeMessage = 5;   // coordinator -> worker: a relayed round's outcome
 constexpr int32_t kCoordinator = 0;
 
 inline uint64_t control_tag(int32_t source, uint32_t kind) {

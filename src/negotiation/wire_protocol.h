@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which inter-rank protocol a rank speaks. Ranks exchange control messages (ready reports,
-// response batches, cache votes) whose layout changes between libhvd versions; a job whose
-// ranks run libhvd builds that disagree on it would misread each other's messages. Every rank
-// appends its protocol and version to the host name it publishes at init, and every rank
-// checks the others' before anything else is exchanged.
+// response batches, cache votes and outcomes) whose layout changes between libhvd versions; a
+// job whose ranks run libhvd builds that disagree on it would misread each other's messages.
+// Every rank appends its protocol and version to the host name it publishes at init, and
+// every rank checks the others' before anything else is exchanged.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,8 @@ namespace hvd::negotiation {
 //    and the GPU data path.
 // 5: response batches and rank 0's cache votes carry the op types that may run on the hosts'
 //    hierarchy (autotune switches them).
-constexpr int32_t kWireProtocol = 5;
+// 6: from three ranks, cache votes go to rank 0, which sends each rank the round's outcome.
+constexpr int32_t kWireProtocol = 6;
 
 // What a rank publishes under the rendezvous key "host": its host name, then (after a
 // newline, which no host name contains) "libhvd <version> protocol <n>".

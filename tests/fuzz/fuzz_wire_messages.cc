@@ -6,6 +6,7 @@
 //   1  a batch of coordinator responses
 //   2  a response-cache vote, then added to a round table of 3 ranks and combined
 //   3  the "host" entries every rank publishes at init (entries separated by NUL bytes)
+//   4  a relayed cache round's outcome (coordinator -> worker)
 // Whatever decodes must encode back to bytes that decode to the same thing. Malformed bytes
 // must end in hvd::Error, nothing else.
 #include <cstddef>
@@ -64,6 +65,13 @@ void cache_vote(const std::string &msg) {
             __builtin_trap();
 }
 
+void round_outcome(const std::string &msg) {
+    RoundOutcome outcome = decode_outcome(msg);
+    std::string again = encode_outcome(outcome);
+    if (again.size() > msg.size()) __builtin_trap();  // trailing zero words are dropped
+    if (encode_outcome(decode_outcome(again)) != again) __builtin_trap();
+}
+
 void host_entries(const std::string &msg) {
     std::vector<std::string> entries;
     size_t start = 0;
@@ -80,7 +88,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0;
     std::string msg(reinterpret_cast<const char *>(data + 1), size - 1);
     try {
-        switch (data[0] % 4) {
+        switch (data[0] % 5) {
             case 0:
                 ready_report(msg);
                 break;
@@ -90,8 +98,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             case 2:
                 cache_vote(msg);
                 break;
-            default:
+            case 3:
                 host_entries(msg);
+                break;
+            default:
+                round_outcome(msg);
                 break;
         }
     } catch (const hvd::Error &) {

@@ -171,6 +171,17 @@ void wire_messages() {
     joined.sets[0].set_id = 1;
     joined.sets[0].joined = true;
     write(t, "vote_joined", std::string(1, '\2') + encode_vote(joined));
+    RoundOutcome outcome;
+    outcome.round = 4;
+    outcome.sets.resize(2);
+    outcome.sets[0].ready_everywhere.set(5);
+    outcome.sets[0].invalid.set(7);
+    outcome.sets[1].set_id = 3;
+    outcome.sets[1].any_joined = true;
+    outcome.batches = 2;
+    outcome.fusion_threshold = 64 << 20;
+    outcome.hierarchical_ops = 1;
+    write(t, "outcome", std::string(1, '\4') + encode_outcome(outcome));
 
     std::string hosts = host_entry("node-a") + '\0' + host_entry("node-b") + '\0' + "old-node" +
                         '\0' + "node-c\nlibhvd 9.9.9 protocol 99";

@@ -244,6 +244,51 @@ void test_vote_encoding(void **) {
         "out of order");
 }
 
+void test_outcome_encoding(void **) {
+    hvd::negotiation::RoundOutcome o;
+    o.round = 17;
+    o.sets.resize(2);
+    o.sets[0].ready_everywhere.set(0);
+    o.sets[0].ready_everywhere.set(64);
+    o.sets[0].ready_everywhere.set(1000);
+    o.sets[0].invalid.set(7);
+    o.sets[1].set_id = 65535;
+    o.sets[1].any_joined = true;
+    o.batches = 3;
+    o.fusion_threshold = 64 << 20;
+    o.hierarchical_ops = 0x2;
+    const std::string bytes = hvd::negotiation::encode_outcome(o);
+    hvd::negotiation::RoundOutcome back = hvd::negotiation::decode_outcome(bytes);
+    assert_true(back.round == 17);
+    assert_int_equal(back.sets.size(), 2);
+    assert_int_equal(back.sets[0].set_id, 0);
+    assert_true(back.sets[0].ready_everywhere.bits() == std::vector<uint32_t>({0, 64, 1000}));
+    assert_true(back.sets[0].invalid.bits() == std::vector<uint32_t>({7}));
+    assert_false(back.sets[0].any_joined);
+    assert_int_equal(back.sets[1].set_id, 65535);
+    assert_true(back.sets[1].ready_everywhere.empty());
+    assert_true(back.sets[1].any_joined);
+    assert_true(back.batches == 3);
+    assert_int_equal(back.fusion_threshold, 64 << 20);
+    assert_int_equal(back.hierarchical_ops, 0x2);
+    expect_transport_error(
+        [&] { hvd::negotiation::decode_outcome(bytes.substr(0, bytes.size() - 1)); }, "truncated");
+    expect_transport_error([&] { hvd::negotiation::decode_outcome(bytes + "x"); }, "trailing");
+    hvd::negotiation::RoundOutcome unordered = o;
+    std::swap(unordered.sets[0], unordered.sets[1]);
+    expect_transport_error(
+        [&] { hvd::negotiation::decode_outcome(hvd::negotiation::encode_outcome(unordered)); },
+        "out of order");
+}
+
+// The vote's way (cache_round.h): between two ranks directly, from three through rank 0.
+void test_votes_relayed_from_three_ranks(void **) {
+    assert_false(hvd::negotiation::votes_relayed(1));
+    assert_false(hvd::negotiation::votes_relayed(2));
+    assert_true(hvd::negotiation::votes_relayed(3));
+    assert_true(hvd::negotiation::votes_relayed(64));
+}
+
 OpMeta meta(const char *name, std::vector<int64_t> shape) {
     OpMeta m;
     m.name = name;
@@ -366,6 +411,8 @@ int main(void) {
         cmocka_unit_test(test_round_table_combines_per_set),
         cmocka_unit_test(test_round_table_awaits_only),
         cmocka_unit_test(test_vote_encoding),
+        cmocka_unit_test(test_outcome_encoding),
+        cmocka_unit_test(test_votes_relayed_from_three_ranks),
         cmocka_unit_test(test_cache_lookup_put_and_touched),
         cmocka_unit_test(test_memo_lookup_matches_plain_lookup),
         cmocka_unit_test(test_bit_allocator_evicts_least_recently_used),
