@@ -13,8 +13,8 @@ runs `hvdrun -H hostA:L,hostB:L,...` with hvd_bench across them, with
 HVD_HIERARCHICAL_<COLLECTIVE>=0 (flat) and =1 (hierarchical), and prints per size the median
 busbw of each over --reps repetitions and their ratio (busbw from size_bytes and time_us:
 hvd_bench's time is the median step, the peers' the mean of their timed loop). --out keeps
-every run's output and the table. --netem shapes each host's data link where the kernel
-has sch_netem (otherwise it says so and runs unshaped).
+every run's output and the table. --netem shapes what each host sends on its data link
+with tc netem; a kernel without sch_netem gets the rate alone through tbf (it says so).
 
 --peers runs, in the same repetitions and interleaved with libhvd's runs, the same
 collective and sizes over the same hosts and data links with

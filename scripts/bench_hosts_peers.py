@@ -46,14 +46,18 @@ def _kill_group(p):
 
 
 def shape_links(cluster, netem):
-    """tc netem (e.g. "delay 50us rate 10gbit") on every host's data0. Returns netem, or ""
-    after saying why when the kernel cannot (no sch_netem): the links stay unshaped."""
+    """tc netem (e.g. "delay 50us rate 10gbit") on every host's data0, or its rate alone
+    through tbf where the kernel has no sch_netem (Host.shape). Returns what was applied on
+    every host ("" for nothing), after saying what was not."""
+    applied = netem
     for h in cluster.hosts if netem else ():
-        why = h.shape("data0", netem)
+        applied, why = h.shape("data0", netem)
         if why:
-            print("# netem not applied (%s): unshaped links" % why, flush=True)
-            return ""
-    return netem
+            print("# %s: %s" % (h.name, why), flush=True)
+        if not applied:
+            print("# links not shaped", flush=True)
+            break
+    return applied
 
 
 def run_one(host, argv, timeout, env=None):

@@ -300,6 +300,48 @@ def case_blackholed(job):
     expect_unreachable_named(job, r"no answer within hvd_init's 8\.0 s")
 
 
+SINK = ("import socket, sys\n"
+        "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+        "s.bind((sys.argv[1], 7077)); s.listen(1); print('listening', flush=True)\n"
+        "c, _ = s.accept(); n = 0\n"
+        "while True:\n"
+        "    b = c.recv(1 << 20)\n"
+        "    if not b: break\n"
+        "    n += len(b)\n"
+        "print(n, flush=True)\n")
+SOURCE = ("import socket, sys, time\n"
+          "c = socket.create_connection((sys.argv[1], 7077)); t = time.monotonic()\n"
+          "c.sendall(b'x' * int(sys.argv[2])); c.shutdown(socket.SHUT_WR); c.recv(1)\n"
+          "print('%.3f' % (time.monotonic() - t), flush=True)\n")
+
+
+def case_shaped(job):
+    """The benchmarks' link shaping (Host.shape): tc netem, or its rate alone through tbf on a
+    kernel without sch_netem, holds what a host sends on data0 to the rate: 4 MiB at 20 Mbit/s
+    take at least 1.6 s (milliseconds unshaped)."""
+    a, b = job.cluster.hosts[0], job.cluster.hosts[1]
+    applied, why = a.shape("data0", "delay 50us rate 20mbit")
+    print("applied: %r; not applied: %r" % (applied, why))
+    expect(applied, "no shaping applied on %s: %s" % (a.name, why))
+    shown = a.run(["tc", "qdisc", "show", "dev", "data0"]).stdout
+    print(shown)
+    expect(re.search(r"\b(netem|tbf)\b.*\brate 20Mbit", shown), "tc shows no 20 Mbit/s qdisc")
+    size = 4 << 20
+    sink = b.start([sys.executable, "-c", SINK, b.address("data0")], stdout=subprocess.PIPE,
+                   text=True)
+    expect(sink.stdout.readline().strip() == "listening", "the sink on %s did not start" % b.name)
+    r = a.run([sys.executable, "-c", SOURCE, b.address("data0"), str(size)], timeout=30)
+    print(r.stdout)
+    expect(r.returncode == 0, "the transfer from %s failed" % a.name)
+    received = int(sink.stdout.readline().strip() or 0)
+    sink.wait(timeout=10)
+    expect(received == size, "%s received %d of %d bytes" % (b.name, received, size))
+    took = float(r.stdout.split()[-1])
+    bound = size * 8 / 20e6
+    expect(took >= 0.8 * bound, "4 MiB took %.3f s at 20 Mbit/s (at least %.2f s)" %
+           (took, 0.8 * bound))
+
+
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -173,11 +173,35 @@ class Host:
         return r.stdout.strip()
 
     def shape(self, iface, netem):
-        """tc netem on this host's iface (e.g. "delay 50us rate 10gbit"). Returns "" when
-        applied, else why not (a kernel without sch_netem)."""
-        r = sh("ip", "netns", "exec", self.ns, "tc", "qdisc", "replace", "dev", iface, "root",
-               "netem", *netem.split(), check=False)
-        return "" if r.returncode == 0 else r.stdout.strip()
+        """Shapes what this host sends on iface with tc netem (e.g. "delay 50us rate 10gbit").
+        A kernel without sch_netem gets the rate alone, through a token bucket filter (tbf),
+        where netem asked for one. Returns (what was applied: netem, "tbf rate R" or "";
+        why the rest was not: "" when all of it was)."""
+        tc = ("ip", "netns", "exec", self.ns, "tc", "qdisc", "replace", "dev", iface, "root")
+        r = sh(*tc, "netem", *netem.split(), check=False)
+        if r.returncode == 0:
+            return netem, ""
+        why = "netem: " + r.stdout.strip()
+        words = netem.split()
+        if "rate" not in words[:-1]:
+            return "", why
+        rate = words[words.index("rate") + 1]
+        # The bucket holds 2 ms at the rate (at least 64 KiB, one GSO segment); packets wait
+        # at most 2 ms more for tokens before the queue drops them.
+        burst = max(65536, int(rate_bits(rate) / 8 * 0.002))
+        r = sh(*tc, "tbf", "rate", rate, "burst", str(burst), "latency", "2ms", check=False)
+        if r.returncode != 0:
+            return "", why + "; tbf: " + r.stdout.strip()
+        return "tbf rate " + rate, why + " (only the rate is applied)"
+
+
+def rate_bits(rate):
+    """Bits per second of a tc rate ("10gbit", "500mbit", "1000kbit", "800bit")."""
+    units = (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3), ("bit", 1))
+    for unit, scale in units:
+        if rate.lower().endswith(unit):
+            return float(rate[:-len(unit)]) * scale
+    raise ValueError("rate %r: expected a number then gbit, mbit, kbit or bit" % rate)
 
 
 class Cluster:
