@@ -251,16 +251,15 @@ void CacheNegotiator::cast_vote() {
         return;
     }
     const bool coordinates = coordinator() != nullptr;
+    if (coordinates && relayed_) {
+        relay_vote(std::move(vote));
+        return;
+    }
     const std::string bytes = coordinates ? std::string() : encode_vote(vote);
     for (int32_t peer = 0; peer < parts_.size; ++peer) {
         if (peer == parts_.rank) continue;
         if (coordinates) {
             vote.batches = batches_sent(peer);
-            if (relayed_) {
-                vote_batches_[static_cast<size_t>(peer)] = vote.batches;
-                // The prompt, for the ranks that have not voted yet; the others' votes are in.
-                if (rounds_.has_vote(vote.round, peer)) continue;
-            }
             parts_.control->send(peer, negotiation::kVoteMessage, encode_vote(vote));
         } else {
             parts_.control->send(peer, negotiation::kVoteMessage, bytes);
@@ -268,6 +267,27 @@ void CacheNegotiator::cast_vote() {
     }
     if (coordinates) vote.batches = batches_sent(parts_.rank);
     rounds_.add(parts_.rank, std::move(vote), rounds_done_);
+}
+
+void CacheNegotiator::relay_vote(RoundVote vote) {
+    const uint64_t round = vote.round;
+    for (int32_t peer = 0; peer < parts_.size; ++peer)
+        vote_batches_[static_cast<size_t>(peer)] = batches_sent(peer);
+    vote.batches = batches_sent(parts_.rank);
+    RoundVote prompt;
+    prompt.fusion_threshold = vote.fusion_threshold;
+    prompt.hierarchical_ops = vote.hierarchical_ops;
+    rounds_.add(parts_.rank, std::move(vote), rounds_done_);
+    std::string bytes;
+    for (int32_t peer = 0; peer < parts_.size; ++peer) {
+        if (peer == parts_.rank || rounds_.has_vote(round, peer)) continue;
+        if (bytes.empty()) {
+            prompt.sets = rounds_.merged(round).sets;
+            prompt.round = round;
+            bytes = encode_vote(prompt);
+        }
+        parts_.control->send(peer, negotiation::kVoteMessage, bytes);
+    }
 }
 
 void CacheNegotiator::run_round(const RoundOutcome &outcome, util::Fifo<Response> &agreed) {

@@ -83,6 +83,10 @@ class CacheNegotiator : public CoordinatorNegotiator {
     // A worker of a relayed job: rank 0's outcomes of the rounds it voted in.
     bool receive_outcomes();
     void cast_vote();
+    // Rank 0 of a relayed job: its vote into the round, and the prompt to every rank that has
+    // not voted in it yet: the votes rank 0 holds, merged (RoundTable::merged), so that a rank
+    // with nothing ready holds back its empty vote as it would seeing every vote.
+    void relay_vote(negotiation::RoundVote vote);
     // The outcome of `round` if it can run now: all its votes here (rank 0 then sends a
     // relayed round's outcome to every other rank), or a relayed round's outcome from rank 0
     // here; and the batches before it scheduled.

@@ -182,6 +182,26 @@ bool RoundTable::awaits_only(uint64_t round, int32_t rank, const SetMembers &mem
     return any_ready;
 }
 
+RoundVote RoundTable::merged(uint64_t round) const {
+    RoundVote out;
+    auto it = votes_.find(round);
+    if (it == votes_.end()) return out;
+    std::map<uint16_t, SetVote> sets;
+    for (const std::optional<RoundVote> &v : it->second) {
+        if (!v) continue;
+        for (const SetVote &sv : v->sets) {
+            SetVote &m = sets[sv.set_id];
+            m.set_id = sv.set_id;
+            m.ready.or_with(sv.ready);
+            m.invalid.or_with(sv.invalid);
+            m.joined |= sv.joined;
+        }
+    }
+    for (auto &entry : sets)
+        out.sets.push_back(std::move(entry.second));
+    return out;
+}
+
 RoundOutcome RoundTable::take(uint64_t round, const SetMembers &members) {
     auto it = votes_.find(round);
     std::vector<std::optional<RoundVote>> &votes = it->second;

@@ -14,7 +14,9 @@
 // - Three or more: relayed through rank 0. Each rank sends its vote to rank 0 alone; rank 0
 //   combines the n votes and sends every other rank the outcome. Rank 0 also sends its own
 //   vote at once to the ranks that have not voted yet in the round, which prompts a rank with
-//   nothing ready to vote. Between 2(n-1) and 3(n-1) messages a round in two hops, where an
+//   nothing ready to vote (the prompt carries every vote rank 0 has received, merged, so
+//   that the rank holds back an empty vote as it would have seeing them all). Between 2(n-1)
+//   and 3(n-1) messages a round in two hops, where an
 //   exchange among all ranks takes n(n-1) in one: the count of messages, not hops, is what
 //   costs as jobs grow and ranks share CPUs.
 //
@@ -127,6 +129,11 @@ class RoundTable {
     // some vote has ready bits, every set with ready bits has `rank` as a member, and no vote
     // carries invalid bits or a join. An empty vote of `rank` could then agree on nothing.
     bool awaits_only(uint64_t round, int32_t rank, const SetMembers &members) const;
+    // The votes received for `round` merged into one, per set: ready bits and invalid bits
+    // ORed, joined if any joined (the sets ascending; round, batches and the rest zero). What a
+    // rank that sees only this vote needs for awaits_only: rank 0's prompt where votes are
+    // relayed.
+    RoundVote merged(uint64_t round) const;
     // Rank 0's `batches` in a round it has voted in.
     uint64_t batches_before(uint64_t round) const { return votes_.at(round)[0]->batches; }
     // Combines and forgets the votes of a complete round: per set, over its members' votes

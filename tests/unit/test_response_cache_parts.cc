@@ -210,6 +210,38 @@ void test_round_table_awaits_only(void **) {
     assert_false(e.awaits_only(1, 1, test_members));  // an empty vote waits for nobody
 }
 
+// Rank 0's prompt where votes are relayed: the votes it holds, merged per set.
+void test_round_table_merged(void **) {
+    RoundTable t(4);
+    assert_true(t.merged(1).sets.empty());  // no vote yet
+    RoundVote v0 = vote(1, {1, 64});
+    v0.sets.push_back(set_vote(3, {}, {2}));
+    t.add(0, v0, 0);
+    RoundVote v2 = vote(1, {5});
+    v2.sets.push_back(set_vote(5, {}, {}, true));
+    t.add(2, v2, 0);
+    t.add(3, vote(2, {7}), 0);  // another round's vote stays out
+    RoundVote m = t.merged(1);
+    assert_int_equal(m.sets.size(), 3);
+    assert_int_equal(m.sets[0].set_id, 0);
+    assert_true(m.sets[0].ready.bits() == std::vector<uint32_t>({1, 5, 64}));
+    assert_true(m.sets[0].invalid.empty());
+    assert_false(m.sets[0].joined);
+    assert_int_equal(m.sets[1].set_id, 3);
+    assert_true(m.sets[1].ready.empty());
+    assert_true(m.sets[1].invalid.bits() == std::vector<uint32_t>({2}));
+    assert_int_equal(m.sets[2].set_id, 5);
+    assert_true(m.sets[2].joined);
+    // A rank that sees only the merged vote decides as if it saw both: rank 1 would hold back
+    // for set 0's ready ops, were it not for set 3's invalid bit and set 5's join.
+    RoundTable seen(4);
+    RoundVote ready_only = t.merged(1);
+    ready_only.round = 1;
+    ready_only.sets.resize(1);
+    seen.add(0, ready_only, 0);
+    assert_true(seen.awaits_only(1, 1, test_members));
+}
+
 void test_vote_encoding(void **) {
     RoundVote v = vote(42, {0, 63, 64, 1000}, {7}, true);
     v.sets.push_back(set_vote(5, {3}, {}, false));
@@ -410,6 +442,7 @@ int main(void) {
         cmocka_unit_test(test_round_table_combines_votes),
         cmocka_unit_test(test_round_table_combines_per_set),
         cmocka_unit_test(test_round_table_awaits_only),
+        cmocka_unit_test(test_round_table_merged),
         cmocka_unit_test(test_vote_encoding),
         cmocka_unit_test(test_outcome_encoding),
         cmocka_unit_test(test_votes_relayed_from_three_ranks),
