@@ -274,15 +274,13 @@ void CacheNegotiator::relay_vote(RoundVote vote) {
     for (int32_t peer = 0; peer < parts_.size; ++peer)
         vote_batches_[static_cast<size_t>(peer)] = batches_sent(peer);
     vote.batches = batches_sent(parts_.rank);
-    RoundVote prompt;
-    prompt.fusion_threshold = vote.fusion_threshold;
-    prompt.hierarchical_ops = vote.hierarchical_ops;
     rounds_.add(parts_.rank, std::move(vote), rounds_done_);
+    // A prompted rank reads only the sets (hold_vote); the outcome brings the rest.
     std::string bytes;
     for (int32_t peer = 0; peer < parts_.size; ++peer) {
         if (peer == parts_.rank || rounds_.has_vote(round, peer)) continue;
         if (bytes.empty()) {
-            prompt.sets = rounds_.merged(round).sets;
+            RoundVote prompt = rounds_.merged(round);
             prompt.round = round;
             bytes = encode_vote(prompt);
         }

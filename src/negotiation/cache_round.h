@@ -12,13 +12,12 @@
 // - Two ranks: each sends the other its vote; each combines both. One message each way, one
 //   hop.
 // - Three or more: relayed through rank 0. Each rank sends its vote to rank 0 alone; rank 0
-//   combines the n votes and sends every other rank the outcome. Rank 0 also sends its own
-//   vote at once to the ranks that have not voted yet in the round, which prompts a rank with
-//   nothing ready to vote (the prompt carries every vote rank 0 has received, merged, so
-//   that the rank holds back an empty vote as it would have seeing them all). Between 2(n-1)
-//   and 3(n-1) messages a round in two hops, where an
-//   exchange among all ranks takes n(n-1) in one: the count of messages, not hops, is what
-//   costs as jobs grow and ranks share CPUs.
+//   combines the n votes and sends every other rank the outcome. When rank 0 votes, it
+//   prompts the ranks that have not voted yet in the round with the votes it holds, merged
+//   (RoundTable::merged): a rank with nothing ready then votes, or holds back its empty vote
+//   as it would seeing every vote. Between 2(n-1) and 3(n-1) messages a round in two hops,
+//   where an exchange among all ranks takes n(n-1) in one: the count of messages, not hops,
+//   is what costs as jobs grow and ranks share CPUs.
 //
 // Rounds are job-wide: every rank votes in every round, whatever sets it is in. Rank 0's
 // vote also places the round in the job's global order: `batches` is how many batches of

@@ -318,7 +318,7 @@ SOURCE = ("import socket, sys, time\n"
 def case_shaped(job):
     """The benchmarks' link shaping (Host.shape): tc netem, or its rate alone through tbf on a
     kernel without sch_netem, holds what a host sends on data0 to the rate: 4 MiB at 20 Mbit/s
-    take at least 1.6 s (milliseconds unshaped)."""
+    take 1.68 s, of which the transfer must take at least 0.8 (milliseconds unshaped)."""
     a, b = job.cluster.hosts[0], job.cluster.hosts[1]
     applied, why = a.shape("data0", "delay 50us rate 20mbit")
     print("applied: %r; not applied: %r" % (applied, why))
