@@ -14,7 +14,8 @@ HVD_HIERARCHICAL_<COLLECTIVE>=0 (flat) and =1 (hierarchical), and prints per siz
 busbw of each over --reps repetitions and their ratio (busbw from size_bytes and time_us:
 hvd_bench's time is the median step, the peers' the mean of their timed loop). --out keeps
 every run's output and the table. --netem shapes what each host sends on its data link
-with tc netem; a kernel without sch_netem gets the rate alone through tbf (it says so).
+with tc netem; a kernel without sch_netem gets the rate (through tbf) and a random loss
+(through a packet filter) alone, and it says what was left out.
 
 --peers runs, in the same repetitions and interleaved with libhvd's runs, the same
 collective and sizes over the same hosts and data links with

@@ -46,9 +46,9 @@ def _kill_group(p):
 
 
 def shape_links(cluster, netem):
-    """tc netem (e.g. "delay 50us rate 10gbit") on every host's data0, or its rate alone
-    through tbf where the kernel has no sch_netem (Host.shape). Returns what was applied on
-    every host ("" for nothing), after saying what was not."""
+    """tc netem (e.g. "delay 50us rate 10gbit") on every host's data0, or its rate and loss
+    alone where the kernel has no sch_netem (Host.shape). Returns what was applied on every
+    host ("" for nothing), after saying what was not."""
     applied = netem
     for h in cluster.hosts if netem else ():
         applied, why = h.shape("data0", netem)

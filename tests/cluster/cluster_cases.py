@@ -318,7 +318,8 @@ SOURCE = ("import socket, sys, time\n"
 def case_shaped(job):
     """The benchmarks' link shaping (Host.shape): tc netem, or its rate alone through tbf on a
     kernel without sch_netem, holds what a host sends on data0 to the rate: 4 MiB at 20 Mbit/s
-    take 1.68 s, of which the transfer must take at least 0.8 (milliseconds unshaped)."""
+    take 1.68 s, of which the transfer must take at least 0.8 (milliseconds unshaped). A loss
+    (netem's, or a packet filter's) drops the fraction asked for."""
     a, b = job.cluster.hosts[0], job.cluster.hosts[1]
     applied, why = a.shape("data0", "delay 50us rate 20mbit")
     print("applied: %r; not applied: %r" % (applied, why))
@@ -340,6 +341,68 @@ def case_shaped(job):
     bound = size * 8 / 20e6
     expect(took >= 0.8 * bound, "4 MiB took %.3f s at 20 Mbit/s (at least %.2f s)" %
            (took, 0.8 * bound))
+    expect_loss(a, b, 0.3)
+
+
+DATAGRAM_SINK = ("import socket, sys\n"
+                 "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                 "s.bind((sys.argv[1], 7078)); s.settimeout(2); print('listening', flush=True)\n"
+                 "n = 0\n"
+                 "try:\n"
+                 "    while True:\n"
+                 "        s.recv(64); n += 1\n"
+                 "except socket.timeout:\n"
+                 "    pass\n"
+                 "print(n, flush=True)\n")
+DATAGRAM_SOURCE = ("import socket, sys, time\n"
+                   "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                   "for i in range(int(sys.argv[2])):\n"
+                   "    s.sendto(b'x', (sys.argv[1], 7078)); time.sleep(0.0002)\n")
+
+
+def expect_loss(a, b, fraction):
+    """Host.shape's loss drops that fraction of a's datagrams to b: of 2,000 (whose count
+    received has a standard deviation of about 1 % of them), within 0.1 of it."""
+    applied, why = a.shape("data0", "loss %g%%" % (fraction * 100))
+    print("applied: %r; not applied: %r" % (applied, why))
+    expect(applied and not why, "no loss applied on %s: %s" % (a.name, why))
+    sink = b.start([sys.executable, "-c", DATAGRAM_SINK, b.address("data0")],
+                   stdout=subprocess.PIPE, text=True)
+    expect(sink.stdout.readline().strip() == "listening", "the sink on %s did not start" % b.name)
+    sent = 2000
+    r = a.run([sys.executable, "-c", DATAGRAM_SOURCE, b.address("data0"), str(sent)],
+              timeout=30)
+    expect(r.returncode == 0, "sending from %s failed: %s" % (a.name, r.stdout))
+    received = int(sink.stdout.readline().strip() or 0)
+    sink.wait(timeout=10)
+    lost = 1.0 - received / sent
+    print("%d of %d datagrams arrived: %.1f %% lost" % (received, sent, lost * 100))
+    expect(abs(lost - fraction) <= 0.1, "%.1f %% of the datagrams were lost, not %g %%" %
+           (lost * 100, fraction * 100))
+
+
+def dropped_packets(host, iface):
+    """Packets the qdiscs of host's iface dropped, from `tc -s qdisc show`."""
+    shown = host.run(["tc", "-s", "qdisc", "show", "dev", iface]).stdout
+    return sum(int(n) for n in re.findall(r"\bdropped (\d+)", shown))
+
+
+def case_lossy(job):
+    """A lossy data network: every host drops 1 % of what it sends on data0, at random (tc
+    netem's loss, or a packet filter where the kernel has no sch_netem). The collectives'
+    values still check out on every rank across the three hosts, within the case's deadline,
+    and the hosts' qdiscs show the packets they dropped."""
+    for h in job.cluster.hosts:
+        applied, why = h.shape("data0", "loss 1%")
+        print("%s: applied: %r; not applied: %r" % (h.name, applied, why))
+        expect(applied and not why, "no 1%% loss on %s's data0: %s" % (h.name, why))
+    rc, out, took = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives",
+                               env={"HVD_IFACE": "data0"})
+    expect(rc == 0, "hvdrun over the lossy links exited %d" % rc)
+    dropped = {h.name: dropped_packets(h, "data0") for h in job.cluster.hosts}
+    print("dropped on data0: %s" % dropped)
+    expect(sum(dropped.values()) > 0, "no packet was dropped on data0")
+    job.wait_no_leftovers()
 
 
 CASES = {name[len("case_"):]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -174,25 +174,94 @@ class Host:
 
     def shape(self, iface, netem):
         """Shapes what this host sends on iface with tc netem (e.g. "delay 50us rate 10gbit").
-        A kernel without sch_netem gets the rate alone, through a token bucket filter (tbf),
-        where netem asked for one. Returns (what was applied: netem, "tbf rate R" or "";
-        why the rest was not: "" when all of it was)."""
-        tc = ("ip", "netns", "exec", self.ns, "tc", "qdisc", "replace", "dev", iface, "root")
-        r = sh(*tc, "netem", *netem.split(), check=False)
+        A kernel without sch_netem gets what it can make without it (without_netem): a rate
+        through a token bucket filter, a random loss through a packet filter. Returns (what
+        was applied: netem, the qdiscs made instead, or ""; why the rest was not: "" when all
+        of it was)."""
+        tc = ("ip", "netns", "exec", self.ns, "tc")
+        r = sh(*tc, "qdisc", "replace", "dev", iface, "root", "netem", *netem.split(),
+               check=False)
         if r.returncode == 0:
             return netem, ""
         why = "netem: " + r.stdout.strip()
-        words = netem.split()
-        if "rate" not in words[:-1]:
+        rate, loss, rest = without_netem(netem)
+        if rate is None and loss is None:
             return "", why
-        rate = words[words.index("rate") + 1]
-        # The bucket holds 2 ms at the rate (at least 64 KiB, one GSO segment); packets wait
-        # at most 2 ms more for tokens before the queue drops them.
-        burst = max(65536, int(rate_bits(rate) / 8 * 0.002))
-        r = sh(*tc, "tbf", "rate", rate, "burst", str(burst), "latency", "2ms", check=False)
-        if r.returncode != 0:
-            return "", why + "; tbf: " + r.stdout.strip()
-        return "tbf rate " + rate, why + " (only the rate is applied)"
+        left_out = " (not applied: %s)" % " ".join(rest) if rest else ""
+        # A loss: htb's default class 1:10 takes every packet, and a classic BPF filter
+        # moves that fraction of them, at random, into class 1:20, whose queue holds none.
+        # The rate then shapes class 1:10 (htb's own rate there is far above any veth's).
+        parent = ("root",)
+        steps = []
+        if loss is not None:
+            steps = [("qdisc", "add", "dev", iface, "root", "handle", "1:", "htb", "default",
+                      "10")]
+            for cls in ("1:10", "1:20"):
+                steps.append(("class", "add", "dev", iface, "parent", "1:", "classid", cls,
+                              "htb", "rate", "100gbit", "quantum", "60000"))
+            steps.append(("qdisc", "add", "dev", iface, "parent", "1:20", "handle", "20:",
+                          "pfifo", "limit", "0"))
+            steps.append(("filter", "add", "dev", iface, "parent", "1:", "protocol", "all",
+                          "prio", "1", "bpf", "bytecode", random_drop_bytecode(loss, 0x10020)))
+            parent = ("parent", "1:10", "handle", "10:")
+        if rate is not None:
+            # The bucket holds 2 ms at the rate (at least 64 KiB, one GSO segment); packets
+            # wait at most 2 ms more for tokens before the queue drops them.
+            burst = max(65536, int(rate_bits(rate) / 8 * 0.002))
+            steps.append(("qdisc", "add", "dev", iface, *parent, "tbf", "rate", rate, "burst",
+                          str(burst), "latency", "2ms"))
+        sh(*tc, "qdisc", "del", "dev", iface, "root", check=False)  # a shaping made before
+        for step in steps:
+            r = sh(*tc, *step, check=False)
+            if r.returncode != 0:
+                sh(*tc, "qdisc", "del", "dev", iface, "root", check=False)
+                return "", why + "; tc %s: %s" % (" ".join(step), r.stdout.strip())
+        made = ["htb with a random loss of %g%% (cls_bpf)" % (loss * 100)] if loss else []
+        made += ["tbf rate " + rate] if rate else []
+        return ", ".join(made), why + left_out if rest else ""
+
+
+def without_netem(netem):
+    """What of netem's words ("delay 50us rate 10gbit loss 1%") can be made without sch_netem:
+    (the rate or None, the loss as a fraction or None, the words that cannot). The loss is a
+    plain random one ("loss [random] P%"); a correlation or another loss model is left out."""
+    words = netem.split()
+    rate = loss = None
+    rest = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w == "rate" and i + 1 < len(words):
+            rate = words[i + 1]
+            rate_bits(rate)  # a ValueError names a rate tc would not take
+            i += 2
+            continue
+        if w == "loss":
+            j = i + 1 + (i + 1 < len(words) and words[i + 1] == "random")
+            pct = words[j] if j < len(words) else ""
+            correlated = j + 1 < len(words) and words[j + 1].endswith("%")
+            if pct.endswith("%") and not correlated:
+                loss = float(pct[:-1]) / 100.0
+                if not 0.0 < loss <= 1.0:
+                    raise ValueError("loss %s: expected more than 0%% and at most 100%%" % pct)
+                i = j + 1
+                continue
+        rest.append(w)
+        i += 1
+    return rate, loss, rest
+
+
+def random_drop_bytecode(fraction, classid):
+    """tc's classic BPF bytecode ("count,code jt jf k,...") of a filter that puts `fraction`
+    of packets, drawn at random, into classid and leaves the others unclassified (the
+    qdisc's default class): A = a random 32-bit number; A < threshold: return classid."""
+    threshold = min(int(round(fraction * 2**32)), 2**32 - 1)
+    ld_random = (0x20, 0, 0, 0xFFFFF038)  # ld [SKF_AD_OFF + SKF_AD_RANDOM]
+    keep_unless_below = (0x35, 1, 0, threshold)  # jge #threshold: skip the next one
+    to_class = (0x06, 0, 0, classid)  # ret #classid
+    unclassified = (0x06, 0, 0, 0)  # ret #0
+    prog = (ld_random, keep_unless_below, to_class, unclassified)
+    return "%d,%s" % (len(prog), ",".join("%d %d %d %d" % insn for insn in prog))
 
 
 def rate_bits(rate):
