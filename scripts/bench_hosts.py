@@ -39,7 +39,8 @@ the default; Debian: libopenmpi-dev, libgloo-dev; scripts/bench.sh installs them
 
 Needs root, iproute2 and openssh-server (scripts/common.sh installs them); tears the cluster
 down however it ends. Exit status 1 when a run failed (its output is printed and the others
-go on), 77 when no cluster can be built here.
+go on), 2 when --netem names a rate or loss that tc would not take, 77 when no cluster can be
+built here.
 """
 import argparse
 import os

@@ -21,8 +21,8 @@ this machine has CPUs (--shared-cpus auto), libhvd gets the settings it takes it
 a host (HVD_SPIN_YIELD=1 HVD_SPIN_US=200), since every namespace shows all the CPUs. Prints
 the median total img/s of each backend and hvd's ratio to each other one. --netem shapes each
 host's data link as bench_hosts.py does. Needs root, iproute2 and openssh-server;
-tears the cluster down however it ends. Exit status 1 when a run failed, 77 when no cluster
-can be built here.
+tears the cluster down however it ends. Exit status 1 when a run failed, 2 when --netem
+names a rate or loss that tc would not take, 77 when no cluster can be built here.
 """
 import argparse
 import os

@@ -242,8 +242,9 @@ def without_netem(netem):
             correlated = j + 1 < len(words) and words[j + 1].endswith("%")
             if pct.endswith("%") and not correlated:
                 loss = float(pct[:-1]) / 100.0
-                if not 0.0 < loss <= 1.0:
-                    raise ValueError("loss %s: expected more than 0%% and at most 100%%" % pct)
+                if not 0.0 <= loss <= 1.0:
+                    raise ValueError("loss %s: expected 0%% to 100%%" % pct)
+                loss = loss or None  # no loss at all: nothing to make
                 i = j + 1
                 continue
         rest.append(w)
@@ -265,12 +266,23 @@ def random_drop_bytecode(fraction, classid):
 
 
 def rate_bits(rate):
-    """Bits per second of a tc rate ("10gbit", "500mbit", "1000kbit", "800bit")."""
-    units = (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3), ("bit", 1))
-    for unit, scale in units:
-        if rate.lower().endswith(unit):
-            return float(rate[:-len(unit)]) * scale
-    raise ValueError("rate %r: expected a number then gbit, mbit, kbit or bit" % rate)
+    """Bits per second of a tc rate: a number, alone or then bit, kbit, mbit, gbit, tbit (bits)
+    or bps, kbps, mbps, gbps, tbps (bytes), case aside ("10gbit", "500Mbit", "125mbps")."""
+    scales = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+    low = rate.lower()
+    if low.replace(".", "", 1).isdigit():  # a bare number is bits per second, as for tc
+        return float(low)
+    for unit, per in (("bit", 1), ("bps", 8)):
+        if low.endswith(unit) and low[:-len(unit)][-1:] in "kmgt0123456789.":
+            number, prefix = low[:-len(unit)], ""
+            if number[-1:] in "kmgt":
+                number, prefix = number[:-1], number[-1]
+            try:
+                return float(number) * scales[prefix] * per
+            except ValueError:
+                break
+    raise ValueError("rate %r: expected a number, alone or then bit, kbit, mbit, gbit, tbit or "
+                     "bps, kbps, mbps, gbps, tbps" % rate)
 
 
 class Cluster:
