@@ -16,6 +16,7 @@
 
 #define CALIB_MIN_S 0.02             /* calibration stops once this much was timed */
 #define BIG_BYTES ((size_t)32 << 20) /* one warm-up step from here on, as the peers */
+#define MIN_TIMED_STEPS 3            /* a median of fewer is one sample (as the peers) */
 
 static double now_s(void) {
     struct timespec ts;
@@ -67,7 +68,8 @@ static double timed_step(bench_job_t *job, const bench_layout_t *l) {
 }
 
 /* Doubles `it` (up to 64x, as bench_common.h) until a run of it steps takes CALIB_MIN_S on
- * the slowest rank; returns the number of steps that fill target_s. */
+ * the slowest rank; returns the number of steps that fill target_s, at least MIN_TIMED_STEPS
+ * (at most max_iters). */
 static long calibrate(bench_job_t *job, const bench_layout_t *l) {
     long it = 1, max_it = job->o->max_iters;
     double dt;
@@ -85,7 +87,8 @@ static long calibrate(bench_job_t *job, const bench_layout_t *l) {
         if (it > max_it) it = max_it;
     }
     double iters = ceil(job->o->target_s / (dt / (double)it));
-    return iters < 1 ? 1 : (iters > (double)max_it ? max_it : (long)iters);
+    if (iters < MIN_TIMED_STEPS) iters = MIN_TIMED_STEPS;
+    return iters > (double)max_it ? max_it : (long)iters;
 }
 
 /* The warm-up steps; the first one's result is checked. */

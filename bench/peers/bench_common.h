@@ -194,9 +194,11 @@ static inline long bench_calib_next(long it, double dt, long maxit) {
     return it > maxit ? maxit : it;
 }
 
+/* Timed iterations filling target_s: at least 3 (a mean or median of one is a single
+ * sample of a noisy host), at most maxit. */
 static inline long bench_iters_for(double per_iter_s, double target_s, long maxit) {
     double it = per_iter_s > 0 ? ceil(target_s / per_iter_s) : (double)maxit;
-    if (it < 1) it = 1;
+    if (it < 3) it = 3;
     if (it > (double)maxit) it = (double)maxit;
     return (long)it;
 }

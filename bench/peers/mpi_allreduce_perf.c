@@ -10,7 +10,8 @@
  *                                      (default 64M, "none" to disable)
  *   -i 0|1                             in-place (MPI_IN_PLACE), default 1
  *   -r ROOT                            broadcast root (default 0)
- *   -t SECONDS                         timed time per size (default 0.3)
+ *   -t SECONDS                         timed time per size (default 0.3;
+ *                                      at least 3 timed iterations)
  *   -w N                               warm-up iterations (default 2;
  *                                      1 for sizes >= 32 MiB)
  *   -m MAXITERS                        cap on timed iterations (default 1e6)
