@@ -265,8 +265,8 @@ def run_on_cluster(prog, args, measure, report):
     """A benchmark script's main: args.hosts namespace hosts with an sshd each, their links
     shaped by args.netem where the kernel can, then measure(cluster, key, build) ->
     (results, failures) and report(results) -> lines, printed and kept in args.out/table.txt.
-    Returns the exit status: 1 when a run failed, 2 for a --netem that cannot be applied, 77
-    when no cluster can be built here."""
+    Returns the exit status: 1 when a run failed, 2 when --netem names a rate or loss that tc
+    would not take, 77 when no cluster can be built here."""
     from netns_cluster import Cluster, Skip, install_signal_teardown, without_netem
     from ssh_hosts import start_sshd
 

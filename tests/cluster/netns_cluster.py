@@ -14,6 +14,7 @@ up by the next one. Everything is torn down by Cluster.close() (also on exceptio
 SIGTERM/SIGINT, see install_signal_teardown).
 """
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -186,52 +187,76 @@ class Host:
         why = "netem: " + r.stdout.strip()
         rate, loss, rest = without_netem(netem)
         if rate is None and loss is None:
-            return "", why
-        left_out = " (not applied: %s)" % " ".join(rest) if rest else ""
-        # A loss: htb's default class 1:10 takes every packet, and a classic BPF filter
-        # moves that fraction of them, at random, into class 1:20, whose queue holds none.
-        # The rate then shapes class 1:10 (htb's own rate there is far above any veth's).
-        parent = ("root",)
-        steps = []
+            return "", why if rest else ""  # ("loss 0%": nothing was asked for)
         if loss is not None:
-            steps = [("qdisc", "add", "dev", iface, "root", "handle", "1:", "htb", "default",
-                      "10")]
-            for cls in ("1:10", "1:20"):
-                steps.append(("class", "add", "dev", iface, "parent", "1:", "classid", cls,
-                              "htb", "rate", "100gbit", "quantum", "60000"))
-            steps.append(("qdisc", "add", "dev", iface, "parent", "1:20", "handle", "20:",
-                          "pfifo", "limit", "0"))
-            steps.append(("filter", "add", "dev", iface, "parent", "1:", "protocol", "all",
-                          "prio", "1", "bpf", "bytecode", random_drop_bytecode(loss, 0x10020)))
-            parent = ("parent", "1:10", "handle", "10:")
-        if rate is not None:
-            # The bucket holds 2 ms at the rate (at least 64 KiB, one GSO segment); packets
-            # wait at most 2 ms more for tokens before the queue drops them.
-            burst = max(65536, int(rate_bits(rate) / 8 * 0.002))
-            steps.append(("qdisc", "add", "dev", iface, *parent, "tbf", "rate", rate, "burst",
-                          str(burst), "latency", "2ms"))
-        sh(*tc, "qdisc", "del", "dev", iface, "root", check=False)  # a shaping made before
+            failed = self._apply(tc, loss_steps(iface, loss, rate))
+            if not failed:
+                made = "htb with a random loss of %g%% (cls_bpf)" % (loss * 100)
+                made += ", tbf rate " + rate if rate else ""
+                return made, (why + " (not applied: %s)" % " ".join(rest) if rest else "")
+            why += "; " + failed
+            rest = ["loss", "%g%%" % (loss * 100)] + rest
+            if rate is None:
+                return "", why
+        failed = self._apply(tc, [rate_step(iface, rate, ("root",))])
+        if failed:
+            return "", why + "; " + failed
+        return "tbf rate " + rate, (why + " (not applied: %s)" % " ".join(rest) if rest else "")
+
+    @staticmethod
+    def _apply(tc, steps):
+        """Runs the tc steps on a bare root; "" when all of them worked, else what failed
+        (the root is bare again then)."""
+        sh(*tc, "qdisc", "del", "dev", steps[0][3], "root", check=False)  # earlier shaping
         for step in steps:
             r = sh(*tc, *step, check=False)
             if r.returncode != 0:
-                sh(*tc, "qdisc", "del", "dev", iface, "root", check=False)
-                return "", why + "; tc %s: %s" % (" ".join(step), r.stdout.strip())
-        made = ["htb with a random loss of %g%% (cls_bpf)" % (loss * 100)] if loss else []
-        made += ["tbf rate " + rate] if rate else []
-        return ", ".join(made), why + left_out if rest else ""
+                sh(*tc, "qdisc", "del", "dev", steps[0][3], "root", check=False)
+                return "tc %s: %s" % (" ".join(step), r.stdout.strip())
+        return ""
+
+
+def rate_step(iface, rate, parent):
+    """tc's arguments for a token bucket at `rate` under parent: the bucket holds 2 ms at the
+    rate (at least 64 KiB, one GSO segment), and packets wait at most 2 ms more for tokens
+    before the queue drops them."""
+    burst = max(65536, int(rate_bits(rate) / 8 * 0.002))
+    return ("qdisc", "add", "dev", iface, *parent, "tbf", "rate", rate, "burst", str(burst),
+            "latency", "2ms")
+
+
+def loss_steps(iface, loss, rate):
+    """tc's arguments for a random loss of `loss` (a fraction) on iface, with the rate under
+    it if one is given. An htb root classifies every packet with a classic BPF filter in
+    direct-action mode, which drops that fraction of them at random (TC_ACT_SHOT) and leaves
+    the others to the default class 1:10. A packet the classifier drops is reported to its
+    sender as sent, as netem's loss is: TCP learns of it only from the missing
+    acknowledgements. (A queue that refused it instead would tell the sender at once, and TCP
+    would send it again on the next acknowledgement, without any loss recovery.) htb's own
+    rate there is far above any veth's, with a burst of 1 MB so that GSO segments pass
+    without waiting for tokens."""
+    steps = [("qdisc", "add", "dev", iface, "root", "handle", "1:", "htb", "default", "10"),
+             ("class", "add", "dev", iface, "parent", "1:", "classid", "1:10", "htb", "rate",
+              "100gbit", "burst", "1mb", "cburst", "1mb", "quantum", "60000"),
+             ("filter", "add", "dev", iface, "parent", "1:", "protocol", "all", "prio", "1",
+              "bpf", "da", "bytecode", random_drop_bytecode(loss))]
+    if rate is not None:
+        steps.append(rate_step(iface, rate, ("parent", "1:10", "handle", "10:")))
+    return steps
 
 
 def without_netem(netem):
     """What of netem's words ("delay 50us rate 10gbit loss 1%") can be made without sch_netem:
     (the rate or None, the loss as a fraction or None, the words that cannot). The loss is a
-    plain random one ("loss [random] P%"); a correlation or another loss model is left out."""
+    plain random one ("loss [random] P%"); a correlation or another loss model is left out, as
+    is a rate in percent of the link's. Raises ValueError for a rate or loss tc would refuse."""
     words = netem.split()
     rate = loss = None
     rest = []
     i = 0
     while i < len(words):
         w = words[i]
-        if w == "rate" and i + 1 < len(words):
+        if w == "rate" and i + 1 < len(words) and not words[i + 1].endswith("%"):
             rate = words[i + 1]
             rate_bits(rate)  # a ValueError names a rate tc would not take
             i += 2
@@ -252,37 +277,45 @@ def without_netem(netem):
     return rate, loss, rest
 
 
-def random_drop_bytecode(fraction, classid):
-    """tc's classic BPF bytecode ("count,code jt jf k,...") of a filter that puts `fraction`
-    of packets, drawn at random, into classid and leaves the others unclassified (the
-    qdisc's default class): A = a random 32-bit number; A < threshold: return classid."""
-    threshold = min(int(round(fraction * 2**32)), 2**32 - 1)
-    ld_random = (0x20, 0, 0, 0xFFFFF038)  # ld [SKF_AD_OFF + SKF_AD_RANDOM]
-    keep_unless_below = (0x35, 1, 0, threshold)  # jge #threshold: skip the next one
-    to_class = (0x06, 0, 0, classid)  # ret #classid
-    unclassified = (0x06, 0, 0, 0)  # ret #0
-    prog = (ld_random, keep_unless_below, to_class, unclassified)
+TC_ACT_SHOT = 2
+TC_ACT_UNSPEC = 0xFFFFFFFF  # -1: this filter has no verdict; the qdisc's default class
+
+
+def random_drop_bytecode(fraction):
+    """tc's classic BPF bytecode ("count,code jt jf k,...") of a direct-action filter that
+    drops `fraction` of packets, drawn at random, and gives no verdict on the others:
+    A = a random 32-bit number; A < threshold: drop. All of them from a fraction of 1."""
+    drop = (0x06, 0, 0, TC_ACT_SHOT)  # ret #TC_ACT_SHOT
+    if fraction >= 1.0:
+        prog = (drop,)
+    else:
+        threshold = int(round(fraction * 2**32))
+        ld_random = (0x20, 0, 0, 0xFFFFF038)  # ld [SKF_AD_OFF + SKF_AD_RANDOM]
+        keep_unless_below = (0x35, 1, 0, threshold)  # jge #threshold: skip the drop
+        no_verdict = (0x06, 0, 0, TC_ACT_UNSPEC)  # ret #-1
+        prog = (ld_random, keep_unless_below, drop, no_verdict)
     return "%d,%s" % (len(prog), ",".join("%d %d %d %d" % insn for insn in prog))
 
 
+# tc's rate units (iproute2's get_rate64), case aside: bits or bytes per second, SI or IEC.
+_RATE_UNITS = {"bit": 1, "bps": 8}
+for _prefix, _si, _iec in (("k", 10**3, 2**10), ("m", 10**6, 2**20), ("g", 10**9, 2**30),
+                           ("t", 10**12, 2**40)):
+    _RATE_UNITS[_prefix + "bit"] = _si
+    _RATE_UNITS[_prefix + "ibit"] = _iec
+    _RATE_UNITS[_prefix + "bps"] = 8 * _si
+    _RATE_UNITS[_prefix + "ibps"] = 8 * _iec
+_RATE = re.compile(r"^([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)([a-z]*)$")
+
+
 def rate_bits(rate):
-    """Bits per second of a tc rate: a number, alone or then bit, kbit, mbit, gbit, tbit (bits)
-    or bps, kbps, mbps, gbps, tbps (bytes), case aside ("10gbit", "500Mbit", "125mbps")."""
-    scales = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
-    low = rate.lower()
-    if low.replace(".", "", 1).isdigit():  # a bare number is bits per second, as for tc
-        return float(low)
-    for unit, per in (("bit", 1), ("bps", 8)):
-        if low.endswith(unit) and low[:-len(unit)][-1:] in "kmgt0123456789.":
-            number, prefix = low[:-len(unit)], ""
-            if number[-1:] in "kmgt":
-                number, prefix = number[:-1], number[-1]
-            try:
-                return float(number) * scales[prefix] * per
-            except ValueError:
-                break
-    raise ValueError("rate %r: expected a number, alone or then bit, kbit, mbit, gbit, tbit or "
-                     "bps, kbps, mbps, gbps, tbps" % rate)
+    """Bits per second of a tc rate: a number, alone (bits) or then one of tc's units (bit,
+    kbit, kibit, ... tibit; bps, kbps, kibps, ... tibps), case aside ("10gbit", "125MBps")."""
+    m = _RATE.match(rate.lower())
+    if m and (m.group(2) == "" or m.group(2) in _RATE_UNITS):
+        return float(m.group(1)) * _RATE_UNITS.get(m.group(2), 1)
+    raise ValueError("rate %r: expected a number, alone or then bit, kbit, mbit, gbit, tbit, "
+                     "bps, kbps, mbps, gbps, tbps (or kibit, kibps and the like)" % rate)
 
 
 class Cluster:
