@@ -363,15 +363,21 @@ DATAGRAM_SOURCE = ("import socket, sys, time\n"
                    "    s.sendto(b'x', (sys.argv[1], 7078)); time.sleep(0.0002)\n")
 
 
+def apply_loss(host, netem):
+    """Host.shape(netem) on host's data0, all of it; Skip where this kernel can drop no
+    packets at random."""
+    applied, why = host.shape("data0", netem)
+    print("%s: applied: %r; not applied: %r" % (host.name, applied, why))
+    if not applied:
+        raise Skip("this kernel can drop no packets at random (%s)" % why)
+    expect(not why, "the loss on %s was applied in part: %s" % (host.name, why))
+
+
 def expect_loss(a, b, fraction):
     """Host.shape's loss drops that fraction of what a sends: of 2,000 datagrams to b (whose
     count dropped has a standard deviation of about 1 % of them), a's qdiscs drop within 0.1
     of it, and b receives at most the rest (give or take an ARP packet the filter drops too)."""
-    applied, why = a.shape("data0", "loss %g%%" % (fraction * 100))
-    print("applied: %r; not applied: %r" % (applied, why))
-    if not applied:
-        raise Skip("this kernel can drop no packets at random (%s)" % why)
-    expect(not why, "the loss on %s was applied in part: %s" % (a.name, why))
+    apply_loss(a, "loss %g%%" % (fraction * 100))
     sink = b.start([sys.executable, "-c", DATAGRAM_SINK, b.address("data0")],
                    stdout=subprocess.PIPE, text=True)
     expect(sink.stdout.readline().strip() == "listening", "the sink on %s did not start" % b.name)
@@ -404,11 +410,7 @@ def case_lossy(job):
     values still check out on every rank across the three hosts, within the case's deadline,
     and the hosts' qdiscs show the packets they dropped."""
     for h in job.cluster.hosts:
-        applied, why = h.shape("data0", "loss 1%")
-        print("%s: applied: %r; not applied: %r" % (h.name, applied, why))
-        if not applied:
-            raise Skip("this kernel can drop no packets at random (%s)" % why)
-        expect(not why, "the loss on %s was applied in part: %s" % (h.name, why))
+        apply_loss(h, "loss 1%")
     rc, out, took = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives",
                                env={"HVD_IFACE": "data0"})
     expect(rc == 0, "hvdrun over the lossy links exited %d" % rc)

@@ -188,30 +188,34 @@ class Host:
         rate, loss, rest = without_netem(netem)
         if rate is None and loss is None:
             return "", why if rest else ""  # ("loss 0%": nothing was asked for)
+        made = []
         if loss is not None:
-            failed = self._apply(tc, loss_steps(iface, loss, rate))
-            if not failed:
-                made = "htb with a random loss of %g%% (cls_bpf)" % (loss * 100)
-                made += ", tbf rate " + rate if rate else ""
-                return made, (why + " (not applied: %s)" % " ".join(rest) if rest else "")
-            why += "; " + failed
-            rest = ["loss", "%g%%" % (loss * 100)] + rest
-            if rate is None:
-                return "", why
-        failed = self._apply(tc, [rate_step(iface, rate, ("root",))])
-        if failed:
-            return "", why + "; " + failed
-        return "tbf rate " + rate, (why + " (not applied: %s)" % " ".join(rest) if rest else "")
+            failed = self._apply(tc, iface, loss_steps(iface, loss, rate))
+            if failed:
+                why += "; " + failed
+                rest = ["loss", "%g%%" % (loss * 100)] + rest
+            else:
+                made = ["htb with a random loss of %g%% (cls_bpf)" % (loss * 100)]
+                made += ["tbf rate " + rate] if rate else []
+        if not made and rate is not None:
+            failed = self._apply(tc, iface, [rate_step(iface, rate, ("root",))])
+            if failed:
+                why += "; " + failed
+            else:
+                made = ["tbf rate " + rate]
+        if not made:
+            return "", why
+        return ", ".join(made), (why + " (not applied: %s)" % " ".join(rest) if rest else "")
 
     @staticmethod
-    def _apply(tc, steps):
-        """Runs the tc steps on a bare root; "" when all of them worked, else what failed
-        (the root is bare again then)."""
-        sh(*tc, "qdisc", "del", "dev", steps[0][3], "root", check=False)  # earlier shaping
+    def _apply(tc, iface, steps):
+        """Runs the tc steps on iface's bare root; "" when all of them worked, else what
+        failed (the root is bare again then)."""
+        sh(*tc, "qdisc", "del", "dev", iface, "root", check=False)  # earlier shaping
         for step in steps:
             r = sh(*tc, *step, check=False)
             if r.returncode != 0:
-                sh(*tc, "qdisc", "del", "dev", steps[0][3], "root", check=False)
+                sh(*tc, "qdisc", "del", "dev", iface, "root", check=False)
                 return "tc %s: %s" % (" ".join(step), r.stdout.strip())
         return ""
 
