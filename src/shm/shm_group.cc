@@ -331,18 +331,19 @@ void Group::post(Counter c, uint64_t round) {
     }
 }
 
-void Group::sleep_once(int32_t member, Counter c, uint64_t round, const Deadline &deadline) {
+void Group::sleep_once(int32_t member, Counter c, uint64_t round, const Deadline &deadline,
+                       int64_t max_ms) {
     Control *me = control(my_index_);
     __atomic_store_n(&me->sleeping, 1, __ATOMIC_SEQ_CST);
     uint32_t bell = __atomic_load_n(&me->bell, __ATOMIC_SEQ_CST);
     const uint64_t *word = &control(member)->counters[static_cast<int>(c)];
     if (__atomic_load_n(word, __ATOMIC_SEQ_CST) < round)
-        futex_wait(&me->bell, bell, deadline.remaining_ms(kMaxSleepMs));
+        futex_wait(&me->bell, bell, deadline.remaining_ms(max_ms));
     __atomic_store_n(&me->sleeping, 0, __ATOMIC_RELAXED);
 }
 
 hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadline &deadline,
-                         const std::atomic<int32_t> *abort_status) {
+                         const std::atomic<int32_t> *abort_status, transport::Transport *drive) {
     if (reached(member, c, round)) return HVD_OK;
     const auto start = std::chrono::steady_clock::now();
     const auto spin_until = start + spin_policy_.window;
@@ -364,9 +365,10 @@ hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadli
             if (a != 0) return static_cast<hvd_status_t>(a);
         }
         if (deadline.expired()) return HVD_ERR_TIMED_OUT;
+        if (drive != nullptr) drive->progress();
         const auto now = std::chrono::steady_clock::now();
         if (now >= spin_until) {
-            sleep_once(member, c, round, deadline);
+            sleep_once(member, c, round, deadline, drive != nullptr ? kDrivenSleepMs : kMaxSleepMs);
         } else if (yield_while_spinning_ && now >= yield_from) {
             // Unpinned ranks: the member waited for may be runnable on this very CPU; let it
             // run instead of spinning it out (small allreduces of 2 unbound ranks several times
@@ -377,10 +379,11 @@ hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadli
 }
 
 hvd_status_t Group::wait_all(Counter c, uint64_t round, const Deadline &deadline,
-                             const std::atomic<int32_t> *abort_status, int32_t *laggard) {
+                             const std::atomic<int32_t> *abort_status, int32_t *laggard,
+                             transport::Transport *drive) {
     for (int32_t m = 0; m < size_; ++m) {
         if (m == my_index_) continue;
-        hvd_status_t s = wait(m, c, round, deadline, abort_status);
+        hvd_status_t s = wait(m, c, round, deadline, abort_status, drive);
         if (s != HVD_OK) {
             *laggard = m;
             return s;
@@ -390,9 +393,10 @@ hvd_status_t Group::wait_all(Counter c, uint64_t round, const Deadline &deadline
 }
 
 hvd_status_t Group::wait_slot_free(uint64_t round, const Deadline &deadline,
-                                   const std::atomic<int32_t> *abort_status, int32_t *laggard) {
+                                   const std::atomic<int32_t> *abort_status, int32_t *laggard,
+                                   transport::Transport *drive) {
     if (round <= 2) return HVD_OK;
-    return wait_all(Counter::kDone, round - 2, deadline, abort_status, laggard);
+    return wait_all(Counter::kDone, round - 2, deadline, abort_status, laggard, drive);
 }
 
 bool Group::probe_single_copy() const {

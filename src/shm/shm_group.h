@@ -125,15 +125,23 @@ class Group {
     // visible to a member that sees the new value) and wakes sleeping members.
     void post(Counter c, uint64_t round);
     // Waits until member m's counter c is at least `round` (acquire). HVD_OK, HVD_ERR_TIMED_OUT,
-    // or the abort status.
+    // or the abort status. With `drive`, the wait also drives that transport (its progress(),
+    // every few microseconds while polling and at least every kDrivenSleepMs while asleep), so
+    // bytes of a completed send that it still holds (Transport::sends_need_progress) leave
+    // while this member waits; the calling thread must be the one allowed to drive it.
     hvd_status_t wait(int32_t member, Counter c, uint64_t round, const Deadline &deadline,
-                      const std::atomic<int32_t> *abort_status);
+                      const std::atomic<int32_t> *abort_status,
+                      transport::Transport *drive = nullptr);
     // The same for every member; *laggard gets the member waited for when it fails.
     hvd_status_t wait_all(Counter c, uint64_t round, const Deadline &deadline,
-                          const std::atomic<int32_t> *abort_status, int32_t *laggard);
+                          const std::atomic<int32_t> *abort_status, int32_t *laggard,
+                          transport::Transport *drive = nullptr);
     // Before writing this member's slot in `round`: every member finished round - 2.
     hvd_status_t wait_slot_free(uint64_t round, const Deadline &deadline,
-                                const std::atomic<int32_t> *abort_status, int32_t *laggard);
+                                const std::atomic<int32_t> *abort_status, int32_t *laggard,
+                                transport::Transport *drive = nullptr);
+    // Longest sleep of a wait that drives a transport: how late its held bytes may leave.
+    static constexpr int64_t kDrivenSleepMs = 1;
 
     // ---- Single copy: reading another member's buffer straight from its process (Linux
     // cross-memory attach, process_vm_readv), so a block crosses once instead of through a slot.
@@ -197,7 +205,8 @@ class Group {
     // Maps this member's slots and binds them to its NUMA node (topology/local_topology.h).
     void place_own_slots();
     bool reached(int32_t member, Counter c, uint64_t round) const;
-    void sleep_once(int32_t member, Counter c, uint64_t round, const Deadline &deadline);
+    void sleep_once(int32_t member, Counter c, uint64_t round, const Deadline &deadline,
+                    int64_t max_ms);
 
     std::string name_;
     void *base_;

@@ -119,6 +119,14 @@ class Transport {
     virtual int event_fd() const = 0;
     virtual bool arm() = 0;
 
+    // Whether a completed send may still need progress() to leave this process. UCX's TCP
+    // transport completes a send once its bytes are in its own buffer and hands what the
+    // socket would not take to the kernel in later progress() calls. A thread that then waits
+    // on something else (a shared-memory wait) must keep driving the transport, or a peer that
+    // waits for those bytes never gets them (and may be what this thread waits for). Valid
+    // after connect(); default false.
+    virtual bool sends_need_progress() const { return false; }
+
     // The peer is known dead (bootstrap notice or transport error): operations with it fail
     // with HVD_ERR_PEER_FAILED from now on.
     virtual void mark_peer_failed(int32_t peer) = 0;

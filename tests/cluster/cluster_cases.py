@@ -136,6 +136,21 @@ def case_hierarchical(job):
     job.wait_no_leftovers()
 
 
+def case_congested(job):
+    """The hierarchical collectives over TCP sockets with the smallest buffers the kernel allows
+    (UCX_TCP_SNDBUF and UCX_TCP_RCVBUF of 2k, raised by the kernel to its floor): the socket
+    often takes only part of a message, and UCX completes the send with the rest in its own
+    buffer, which leaves only while the rank drives UCX. A rank that has finished its step
+    across hosts and waits in shared memory for its host's ranks must keep driving UCX there,
+    or the peer waiting for those bytes, and with it the whole job, waits for ever."""
+    env = {"UCX_TCP_SNDBUF": "2k", "UCX_TCP_RCVBUF": "2k", "HVD_HIERARCHICAL_ALLREDUCE": "1",
+           "HVD_HIERARCHICAL_ALLGATHER": "1", "HVD_HIERARCHICAL_BROADCAST": "1",
+           "HVD_OP_TIMEOUT": "20"}
+    rc, _, _ = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives", env=env)
+    expect(rc == 0, "hvdrun exited %d with the smallest socket buffers" % rc)
+    job.wait_no_leftovers()
+
+
 def case_hvdrun_stopped(job):
     """hvdrun stopped by SIGTERM: its remote ranks end too (ssh itself forwards no signal)."""
     host = job.cluster.hosts[0]

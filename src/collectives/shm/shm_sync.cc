@@ -13,7 +13,8 @@ namespace hvd::collectives {
 hvd_status_t ShmSync::begin(uint64_t *round) {
     *round = group_.next_round();
     int32_t laggard = -1;
-    hvd_status_t s = group_.wait_slot_free(*round, comm_.deadline, comm_.abort_status, &laggard);
+    hvd_status_t s =
+        group_.wait_slot_free(*round, comm_.deadline, comm_.abort_status, &laggard, drive_);
     if (s != HVD_OK) return failed(s, laggard, "to finish reading the previous round");
     group_.stamp(*round, comm_.seq);
     return HVD_OK;
@@ -21,7 +22,8 @@ hvd_status_t ShmSync::begin(uint64_t *round) {
 
 hvd_status_t ShmSync::all(shm::Counter c, uint64_t round, const char *what) {
     int32_t laggard = -1;
-    hvd_status_t s = group_.wait_all(c, round, comm_.deadline, comm_.abort_status, &laggard);
+    hvd_status_t s =
+        group_.wait_all(c, round, comm_.deadline, comm_.abort_status, &laggard, drive_);
     if (s != HVD_OK) return failed(s, laggard, what);
     for (int32_t m = 0; m < comm_.size() && c == shm::Counter::kReady && s == HVD_OK; ++m)
         if (m != comm_.my_index) s = check_stamp(m, round);
@@ -29,7 +31,7 @@ hvd_status_t ShmSync::all(shm::Counter c, uint64_t round, const char *what) {
 }
 
 hvd_status_t ShmSync::one(int32_t member, shm::Counter c, uint64_t round, const char *what) {
-    hvd_status_t s = group_.wait(member, c, round, comm_.deadline, comm_.abort_status);
+    hvd_status_t s = group_.wait(member, c, round, comm_.deadline, comm_.abort_status, drive_);
     if (s != HVD_OK) return failed(s, member, what);
     return c == shm::Counter::kReady ? check_stamp(member, round) : HVD_OK;
 }

@@ -13,8 +13,14 @@ namespace hvd::collectives {
 
 class ShmSync {
   public:
+    // The waits drive comm's transport where its completed sends may still need it (a job
+    // across hosts: see Transport::sends_need_progress).
     ShmSync(const Comm &comm, const char *algorithm)
-        : comm_(comm), group_(*comm.shm), algorithm_(algorithm) {}
+        : comm_(comm),
+          group_(*comm.shm),
+          algorithm_(algorithm),
+          drive_(comm.transport != nullptr && comm.transport->sends_need_progress() ? comm.transport
+                                                                                    : nullptr) {}
 
     shm::Group &group() const { return group_; }
     const Comm &comm() const { return comm_; }
@@ -63,6 +69,7 @@ class ShmSync {
     const Comm &comm_;
     shm::Group &group_;
     const char *algorithm_;
+    transport::Transport *drive_;
 };
 
 // Elements [first, first + count) of `total` that member `index` of n handles when a chunk is

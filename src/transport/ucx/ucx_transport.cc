@@ -147,6 +147,11 @@ class UcxTransport final : public Transport {
                                                     addresses.size(), size_));
         eps_.assign(static_cast<size_t>(size_), nullptr);
         err_args_.resize(static_cast<size_t>(size_));
+        // Peers on other hosts are reached over the network (TCP here), whose sends may
+        // complete with bytes left in UCX's buffer; shared memory and CMA never do.
+        spans_hosts_ = false;
+        for (int32_t peer = 0; peer < size_; ++peer)
+            spans_hosts_ = spans_hosts_ || (peer != rank_ && !same_host[peer]);
         for (int32_t peer = 0; peer < size_; ++peer) {
             err_args_[peer] = {this, peer};
             ucp_ep_params_t ep{};
@@ -239,6 +244,8 @@ class UcxTransport final : public Transport {
         }
         return any;
     }
+
+    bool sends_need_progress() const override { return spans_hosts_; }
 
     int event_fd() const override { return efd_; }
 
@@ -440,6 +447,7 @@ class UcxTransport final : public Transport {
     std::unordered_map<Completion *, Slot *> in_flight_;
     std::vector<Slot *> orphans_;  // abandoned by abort_all; freed with the worker
     std::unordered_map<Completion *, hvd_status_t> override_status_;
+    bool spans_hosts_ = false;  // some peer runs on another host
     bool aborted_ = false;
     hvd_status_t abort_status_ = HVD_ERR_ABORTED;
 };
