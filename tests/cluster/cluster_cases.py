@@ -85,8 +85,17 @@ class Job:
                 continue
         return found
 
-    def running(self, host, comm):
-        return any(c == comm for _, c in self.processes(host))
+    def running(self, host, argv):
+        """Whether a process of host runs exactly argv (its /proc/PID/cmdline)."""
+        want = [a.encode() for a in argv]
+        for pid in os.popen("ip netns pids %s" % host.ns).read().split():
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    if f.read().split(b"\0")[:-1] == want:
+                        return True
+            except OSError:
+                continue
+        return False
 
     def leftovers(self):
         """Processes still running in the hosts other than their sshd (none once a job ends)."""
@@ -158,7 +167,8 @@ def case_hvdrun_stopped(job):
             "--ssh-identity-file", job.key, "sleep", "600"]
     p = host.start(argv)
     deadline = time.monotonic() + 30  # three ssh logins on a loaded machine
-    started = lambda: all(job.running(h, "sleep") for h in job.cluster.hosts)
+    # The rank's own command line: a forked shell on its way to exec it is no rank yet.
+    started = lambda: all(job.running(h, ["sleep", "600"]) for h in job.cluster.hosts)
     while not started() and time.monotonic() < deadline:
         time.sleep(0.1)
     expect(started(), "the ranks did not start: %s" % job.leftovers())
