@@ -71,6 +71,11 @@ struct Comm {
     Memory memory = Memory::kHost;
 
     int32_t size() const { return static_cast<int32_t>(members.size()); }
+    // The transport, for a wait on anything else (shared memory, a GPU event) to keep driving
+    // where a completed send may still need that (Transport::sends_need_progress); else null.
+    transport::Transport *transport_to_drive() const {
+        return transport != nullptr && transport->sends_need_progress() ? transport : nullptr;
+    }
     int32_t global_rank() const { return members[my_index]; }
     // Tag of a data message sent by group member `from_index` in this collective.
     uint64_t tag_from(int32_t from_index) const {

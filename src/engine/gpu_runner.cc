@@ -88,7 +88,7 @@ hvd_status_t GpuRunner::finish_on_device(const collectives::Comm &comm, const Re
     return gpu::wait_event(*lib_, dev.done, nccl_comm, comm.deadline, comm.abort_status, rank_,
                            strprintf("%s '%s' on CUDA device %d", op_type_name(resp.type),
                                      resp.name.c_str(), dev.device),
-                           message);
+                           message, comm.transport_to_drive());
 }
 
 }  // namespace hvd::engine

@@ -63,7 +63,8 @@ DeviceStates::~DeviceStates() {
 
 hvd_status_t wait_event(const GpuLibrary &lib, void *event, void *nccl_comm,
                         const Deadline &deadline, const std::atomic<int32_t> *abort, int32_t rank,
-                        const std::string &what, std::string *message) {
+                        const std::string &what, std::string *message,
+                        transport::Transport *drive) {
     const auto start = std::chrono::steady_clock::now();
     hvd_gpu_err_t err;
     err.text[0] = '\0';
@@ -92,6 +93,7 @@ hvd_status_t wait_event(const GpuLibrary &lib, void *event, void *nccl_comm,
             *message = strprintf("rank %d: %s timed out on the GPU", rank, what.c_str());
             return HVD_ERR_TIMED_OUT;
         }
+        if (drive != nullptr) drive->progress();
         if (std::chrono::steady_clock::now() - start > kSpin)
             std::this_thread::sleep_for(kNap);
         else

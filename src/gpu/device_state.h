@@ -15,6 +15,7 @@
 #include "common/deadline.h"
 #include "gpu/device_buffer.h"
 #include "gpu/gpu_library.h"
+#include "transport/transport.h"
 
 namespace hvd::gpu {
 
@@ -49,9 +50,12 @@ class DeviceStates {
 // Waits on the host until `event` has completed, polling: fails with HVD_ERR_DEVICE when CUDA
 // or the NCCL communicator (`nccl_comm`, may be null) reports an error, with the abort status
 // when *abort becomes nonzero, HVD_ERR_TIMED_OUT at the deadline. *message says what, naming
-// `rank` and `what`.
+// `rank` and `what`. With `drive` (null: none), every poll also drives that transport, as
+// shared-memory waits do (Transport::sends_need_progress): the event may wait on peers (NCCL)
+// that wait for bytes the transport still holds. The caller must be allowed to drive it.
 hvd_status_t wait_event(const GpuLibrary &lib, void *event, void *nccl_comm,
                         const Deadline &deadline, const std::atomic<int32_t> *abort, int32_t rank,
-                        const std::string &what, std::string *message);
+                        const std::string &what, std::string *message,
+                        transport::Transport *drive = nullptr);
 
 }  // namespace hvd::gpu

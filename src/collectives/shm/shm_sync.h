@@ -19,8 +19,7 @@ class ShmSync {
         : comm_(comm),
           group_(*comm.shm),
           algorithm_(algorithm),
-          drive_(comm.transport != nullptr && comm.transport->sends_need_progress() ? comm.transport
-                                                                                    : nullptr) {}
+          drive_(comm.transport_to_drive()) {}
 
     shm::Group &group() const { return group_; }
     const Comm &comm() const { return comm_; }
