@@ -39,6 +39,9 @@ void await_ready(const GpuLibrary &lib, void *nccl_comm, const collectives::Comm
                         strprintf("rank %d: the NCCL communicator of process set %u timed out "
                                   "(a member did not take part)",
                                   rank, comm.set_id));
+        // A peer may wait for bytes this rank's transport still holds (the unique id, say)
+        // before it can join: keep driving it, as the other waits do across hosts.
+        if (transport::Transport *t = comm.transport_to_drive()) t->progress();
         std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -346,7 +347,7 @@ hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadli
                          const std::atomic<int32_t> *abort_status, transport::Transport *drive) {
     if (reached(member, c, round)) return HVD_OK;
     const auto start = std::chrono::steady_clock::now();
-    const auto spin_until = start + spin_policy_.window;
+    auto spin_until = start + spin_policy_.window;
     const auto yield_from = start + transport::kYieldAfterSpin;
     // Yielding, each poll may wait for another process's time slice: look at the clock and
     // the abort flag after every one.
@@ -365,8 +366,11 @@ hvd_status_t Group::wait(int32_t member, Counter c, uint64_t round, const Deadli
             if (a != 0) return static_cast<hvd_status_t>(a);
         }
         if (deadline.expired()) return HVD_ERR_TIMED_OUT;
-        if (drive != nullptr) drive->progress();
+        const bool drove = drive != nullptr && drive->progress();
         const auto now = std::chrono::steady_clock::now();
+        // The transport at work (held bytes leaving, messages arriving) counts as activity,
+        // as in transport::wait_all: poll on rather than sleep.
+        if (drove) spin_until = std::max(spin_until, now + spin_policy_.window);
         if (now >= spin_until) {
             sleep_once(member, c, round, deadline, drive != nullptr ? kDrivenSleepMs : kMaxSleepMs);
         } else if (yield_while_spinning_ && now >= yield_from) {

@@ -128,39 +128,55 @@ def case_hvdrun(job):
     job.wait_no_leftovers()
 
 
-def case_hierarchical(job):
-    """Every allreduce, allgather and broadcast hierarchical across the three hosts (shared
-    memory within each, one flow per local rank between them): the program's checked values
-    pass on every rank, and every rank set the hierarchy up."""
-    rc, out, _ = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives",
-                            env={"HVD_HIERARCHICAL_ALLREDUCE": "1",
-                                 "HVD_HIERARCHICAL_ALLGATHER": "1",
-                                 "HVD_HIERARCHICAL_BROADCAST": "1", "HVD_LOG_LEVEL": "debug"})
-    expect(rc == 0, "hvdrun exited %d" % rc)
+HIERARCHICAL_ENV = {"HVD_HIERARCHICAL_ALLREDUCE": "1", "HVD_HIERARCHICAL_ALLGATHER": "1",
+                    "HVD_HIERARCHICAL_BROADCAST": "1", "HVD_LOG_LEVEL": "debug"}
+
+
+def expect_hierarchy_set_up(out):
+    """Every one of the 6 ranks said (HVD_LOG_LEVEL=debug) that it runs all hierarchically."""
     said = len(re.findall(r"hierarchical allreduce from 0 bytes: 3 hosts of 2 ranks", out))
     expect(said == 6, "%d of 6 ranks set the hierarchical allreduce up" % said)
     said = len(re.findall(r"hierarchical allgather from 0 to any bytes, broadcast from 0 bytes: 3 hosts",
                           out))
     expect(said == 6, "%d of 6 ranks set the hierarchical allgather and broadcast up" % said)
+
+
+def case_hierarchical(job):
+    """Every allreduce, allgather and broadcast hierarchical across the three hosts (shared
+    memory within each, one flow per local rank between them): the program's checked values
+    pass on every rank, and every rank set the hierarchy up."""
+    rc, out, _ = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives", env=HIERARCHICAL_ENV)
+    expect(rc == 0, "hvdrun exited %d" % rc)
+    expect_hierarchy_set_up(out)
     job.wait_no_leftovers()
 
 
+# TCP sockets with the smallest buffers the kernel allows (it raises 2k to its floor): the
+# socket often takes only part of a message, and UCX completes the send with the rest in its
+# own buffer, which leaves only while the rank drives UCX.
+CONGESTED_ENV = {"UCX_TCP_SNDBUF": "2k", "UCX_TCP_RCVBUF": "2k", "HVD_OP_TIMEOUT": "20"}
+
+
 def case_congested(job):
-    """The collectives, flat and hierarchical, over TCP sockets with the smallest buffers the
-    kernel allows (UCX_TCP_SNDBUF and UCX_TCP_RCVBUF of 2k, raised by the kernel to its floor):
-    the socket often takes only part of a message, and UCX completes the send with the rest in
-    its own buffer, which leaves only while the rank drives UCX. A rank that has finished its
-    step across hosts and waits in shared memory for its host's ranks, or an engine going idle,
-    must keep driving UCX, or the peer waiting for those bytes, and with it the whole job,
-    waits for ever."""
-    for mode in ("1", "0"):
-        env = {"UCX_TCP_SNDBUF": "2k", "UCX_TCP_RCVBUF": "2k", "HVD_OP_TIMEOUT": "20",
-               "HVD_HIERARCHICAL_ALLREDUCE": mode, "HVD_HIERARCHICAL_ALLGATHER": mode,
-               "HVD_HIERARCHICAL_BROADCAST": mode}
-        rc, _, _ = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives", env=env)
-        expect(rc == 0, "hvdrun exited %d with the smallest socket buffers (hierarchical: %s)"
-               % (rc, mode))
-        job.wait_no_leftovers()
+    """The hierarchical collectives over congested sockets (CONGESTED_ENV): a rank that has
+    finished its step across hosts and waits in shared memory for its host's ranks must keep
+    driving UCX, or the peer waiting for its held bytes, and with it the whole job, waits for
+    ever."""
+    rc, out, _ = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives",
+                            env=dict(HIERARCHICAL_ENV, **CONGESTED_ENV))
+    expect(rc == 0, "hvdrun exited %d with congested sockets" % rc)
+    expect_hierarchy_set_up(out)
+    job.wait_no_leftovers()
+
+
+def case_congested_flat(job):
+    """The flat collectives over congested sockets (CONGESTED_ENV): an engine that goes idle
+    after a collective lets UCX hand over what it held (its event fd wakes the engine)."""
+    env = dict(CONGESTED_ENV, HVD_HIERARCHICAL_ALLREDUCE="0", HVD_HIERARCHICAL_ALLGATHER="0",
+               HVD_HIERARCHICAL_BROADCAST="0")
+    rc, _, _ = job.hvdrun([(h, 2) for h in HOSTS], "mp_collectives", env=env)
+    expect(rc == 0, "hvdrun exited %d with congested sockets" % rc)
+    job.wait_no_leftovers()
 
 
 def case_hvdrun_stopped(job):
