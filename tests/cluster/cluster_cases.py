@@ -74,28 +74,26 @@ class Job:
         print("%s(exit %d after %.1f s)" % (r.stdout, r.returncode, took))
         return r.returncode, r.stdout, took
 
-    def processes(self, host):
-        """(pid, command name) of every process running in host."""
+    def read_processes(self, host, entry):
+        """(pid, the bytes of /proc/PID/<entry>) of every process running in host."""
         found = []
         for pid in os.popen("ip netns pids %s" % host.ns).read().split():
             try:
-                with open("/proc/%s/comm" % pid) as f:
-                    found.append((pid, f.read().strip()))
+                with open("/proc/%s/%s" % (pid, entry), "rb") as f:
+                    found.append((pid, f.read()))
             except OSError:
-                continue
+                continue  # ended since it was listed
         return found
+
+    def processes(self, host):
+        """(pid, command name) of every process running in host."""
+        return [(pid, comm.decode().strip()) for pid, comm in self.read_processes(host, "comm")]
 
     def running(self, host, argv):
         """Whether a process of host runs exactly argv (its /proc/PID/cmdline)."""
         want = [a.encode() for a in argv]
-        for pid in os.popen("ip netns pids %s" % host.ns).read().split():
-            try:
-                with open("/proc/%s/cmdline" % pid, "rb") as f:
-                    if f.read().split(b"\0")[:-1] == want:
-                        return True
-            except OSError:
-                continue
-        return False
+        return any(cmdline.split(b"\0")[:-1] == want
+                   for _, cmdline in self.read_processes(host, "cmdline"))
 
     def leftovers(self):
         """Processes still running in the hosts other than their sshd (none once a job ends)."""
