@@ -96,6 +96,15 @@ add_test(NAME mp.process_set_shm_two_hosts.np4
 set_tests_properties(mp.process_set_shm_two_hosts.np4 PROPERTIES LABELS mp TIMEOUT 300
   ENVIRONMENT "${HVD_MP_ENV};HVD_LOG_LEVEL=debug")
 hvd_mp_test(mp_more_collectives NP 3 SUFFIX _no_shm TIMEOUT 300)
+# UCX without shared memory on one host (UCX_TLS=tcp,self, as where /dev/shm is too small for
+# UCX) and the kernel's smallest socket buffers: UCX's sends then complete with bytes still in
+# its buffer, so a rank that waits in libhvd's shared memory must drive UCX meanwhile, or a
+# peer that waits for those bytes never gets them.
+hvd_mp_test(mp_join_and_fusion NP 2 3 4 SUFFIX _tcp_only TIMEOUT 300)
+foreach(np 2 3 4)
+  set_tests_properties(mp.mp_join_and_fusion_tcp_only.np${np} PROPERTIES ENVIRONMENT
+    "${HVD_MP_ENV};HVD_OP_TIMEOUT=20;UCX_TLS=tcp,self;UCX_TCP_SNDBUF=2k;UCX_TCP_RCVBUF=2k")
+endforeach()
 
 # Jobs spanning "hosts" of one machine (hosts of MP_RANKS_PER_HOST ranks in rank order): every
 # allreduce runs hierarchically (HVD_HIERARCHICAL_ALLREDUCE=1; every rank says it will), with

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "config/read.h"
+#include "transport/ucx/ucx_tls.h"
 
 namespace hvd::transport {
 
@@ -92,6 +93,7 @@ class UcxTransport final : public Transport {
         }
         if (single_host && std::getenv("UCX_RNDV_THRESH") == nullptr)
             modify("RNDV_THRESH", kSingleHostRndvThresh);
+        same_host_shared_memory_ = tls_allow_shared_memory(configured_tls(config));
         ucp_params_t params{};
         params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
         params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
@@ -148,10 +150,13 @@ class UcxTransport final : public Transport {
         eps_.assign(static_cast<size_t>(size_), nullptr);
         err_args_.resize(static_cast<size_t>(size_));
         // Peers on other hosts are reached over the network (TCP here), whose sends may
-        // complete with bytes left in UCX's buffer; shared memory and CMA never do.
-        spans_hosts_ = false;
+        // complete with bytes left in UCX's buffer; shared memory and CMA never do. Peers on
+        // this host are too where UCX_TLS leaves UCX no shared memory.
+        sends_need_progress_ = false;
         for (int32_t peer = 0; peer < size_; ++peer)
-            spans_hosts_ = spans_hosts_ || (peer != rank_ && !same_host[peer]);
+            sends_need_progress_ =
+                sends_need_progress_ ||
+                (peer != rank_ && (!same_host[peer] || !same_host_shared_memory_));
         for (int32_t peer = 0; peer < size_; ++peer) {
             err_args_[peer] = {this, peer};
             ucp_ep_params_t ep{};
@@ -245,7 +250,7 @@ class UcxTransport final : public Transport {
         return any;
     }
 
-    bool sends_need_progress() const override { return spans_hosts_; }
+    bool sends_need_progress() const override { return sends_need_progress_; }
 
     int event_fd() const override { return efd_; }
 
@@ -447,7 +452,8 @@ class UcxTransport final : public Transport {
     std::unordered_map<Completion *, Slot *> in_flight_;
     std::vector<Slot *> orphans_;  // abandoned by abort_all; freed with the worker
     std::unordered_map<Completion *, hvd_status_t> override_status_;
-    bool spans_hosts_ = false;  // some peer runs on another host
+    bool same_host_shared_memory_ = true;  // UCX_TLS lets UCX use shared memory on this host
+    bool sends_need_progress_ = false;     // some peer is reached over the network
     bool aborted_ = false;
     hvd_status_t abort_status_ = HVD_ERR_ABORTED;
 };
