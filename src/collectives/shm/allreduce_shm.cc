@@ -100,7 +100,7 @@ hvd_status_t one_shot(ShmSync &sync, PieceList &list, size_t bytes, int32_t dtyp
     if (s != HVD_OK) return s;
     const size_t esz = dtype_size(dtype);
     s = list.for_range(0, bytes, [&](const char *, char *out, size_t at, size_t len) {
-        return reduce_parts(g, t, at, mine + at, out, nullptr, len / esz, dtype, op, scale);
+        return reduce_parts(g, t, at, mine + at, out, out, nullptr, len / esz, dtype, op, scale);
     });
     if (s != HVD_OK) return sync.fatal(s, "the reduction");
     sync.post(shm::Counter::kDone, t);
@@ -141,8 +141,9 @@ hvd_status_t reduce_own_share(ShmSync &sync, PieceList &list, const ChunkRound &
     size_t at = own.first * esz;
     return list.for_range(r.base + at, r.base + at + own.count * esz,
                           [&](const char *in, char *out, size_t off, size_t len) {
-                              return reduce_parts(g, r.t, at + off, in, mine + at + off, out,
-                                                  len / esz, dtype, op, scale);
+                              char *slot = mine + at + off;
+                              return reduce_parts(g, r.t, at + off, in, slot, slot, out, len / esz,
+                                                  dtype, op, scale);
                           });
 }
 

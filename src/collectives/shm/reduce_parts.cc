@@ -7,7 +7,7 @@
 namespace hvd::collectives {
 
 hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const char *own,
-                          void *dst, void *copy, size_t count, int32_t dtype, int32_t op,
+                          void *acc, void *dst, void *copy, size_t count, int32_t dtype, int32_t op,
                           double scale) {
     auto part = [&](int32_t m) -> const char * {
         return m == g.my_index() ? own : g.slot(m, round) + at;
@@ -15,11 +15,11 @@ hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const 
     const int32_t n = g.size();
     hvd_status_t s = HVD_OK;
     for (int32_t m = 1; m < n && s == HVD_OK; ++m) {
-        const void *acc = m == 1 ? part(0) : dst;
+        const void *sum = m == 1 ? part(0) : acc;
         if (m == n - 1)
-            s = reduce::reduce_into_scaled(dst, copy, acc, part(m), count, dtype, op, scale);
+            s = reduce::reduce_into_scaled(dst, copy, sum, part(m), count, dtype, op, scale);
         else
-            s = reduce::reduce_into(dst, acc, part(m), count, dtype, op);
+            s = reduce::reduce_into(acc, sum, part(m), count, dtype, op);
     }
     return s;
 }

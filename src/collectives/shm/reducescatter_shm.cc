@@ -5,9 +5,10 @@
 // slot half holds divided by the members (whole 64-byte lines). Every member copies the
 // pieces of the other members' blocks from its input into its slot, block m's at m q; member
 // m then reduces piece k of block m, its own part from its input and the others' from their
-// slots in member order, into the unused place for block m in its own slot and from there
-// into its output. Every member ends with its block only, in the same order of operations on
-// every member, so the bits never depend on timing.
+// slots in member order, straight into its output (the sums before the last, with three
+// members or more, go to the unused place for block m in its own slot, since the output may be
+// the own part's input). Every member ends with its block only, in the same order of
+// operations on every member, so the bits never depend on timing.
 //
 // Rounds are pipelined over the slot's two halves: a member stages round k before it waits
 // for the others' staging of round k - 1 and reduces it, so its copies overlap theirs, and
@@ -64,7 +65,7 @@ hvd_status_t reduce_round(ShmSync &sync, const Blocks &b, size_t k, uint64_t t, 
     if (elems > 0) {
         const size_t at = b.slot_at(me);
         s = reduce_parts(sync.group(), t, at, b.input(me, k), sync.group().slot(me, t) + at,
-                         b.out + k * b.quota * b.esz, elems, dtype, op, 1.0);
+                         b.out + k * b.quota * b.esz, nullptr, elems, dtype, op, 1.0);
         if (s != HVD_OK) return sync.fatal(s, "the reduction of its block");
     }
     sync.post(shm::Counter::kDone, t);

@@ -80,13 +80,15 @@ struct Share {
 Share share_of(size_t total, size_t element_bytes, int32_t n, int32_t index);
 
 // dst = part(0) op part(1) op ... over `count` elements at byte offset `at`, where part(m) is
-// member m's slot of `round`, or `own` for this member (its data may stay in its input). dst
-// must not overlap any part. With `copy`, the result is also stored there by the last step
-// (copy may be `own`, or overlap no part). The last step stores the result scaled by `scale`
-// (1.0: as reduced). A group of one member has nothing to reduce. Errors: the reduction's
-// (HVD_ERR_UNSUPPORTED for a dtype or op it lacks).
+// member m's slot of `round`, or `own` for this member (its data may stay in its input). The
+// steps before the last (groups of three members or more) store their sums in `acc`, which
+// must not overlap any part; the last step stores the result in dst, which may be `acc` or
+// `own` or overlap no part, and with `copy` also there (copy may be `own`, or overlap no part
+// nor dst). The last step stores the result scaled by `scale` (1.0: as reduced). A group of
+// one member has nothing to reduce. Errors: the reduction's (HVD_ERR_UNSUPPORTED for a dtype
+// or op it lacks).
 hvd_status_t reduce_parts(const shm::Group &g, uint64_t round, size_t at, const char *own,
-                          void *dst, void *copy, size_t count, int32_t dtype, int32_t op,
+                          void *acc, void *dst, void *copy, size_t count, int32_t dtype, int32_t op,
                           double scale);
 
 // The shared-memory algorithms (single host, comm.shm set; same contracts as the dispatching
