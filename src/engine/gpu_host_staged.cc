@@ -79,8 +79,9 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
     }
     lib_->call("cudaEventRecord", lib_->api->event_record, dev.device, dev.done, dev.stream);
     std::string what = strprintf("copying '%s' to the host", reqs.front()->meta.name.c_str());
-    hvd_status_t s = gpu::wait_event(*lib_, dev.done, nullptr, comm.deadline, comm.abort_status,
-                                     rank_, what, message, comm.transport_to_drive());
+    hvd_status_t s =
+        gpu::wait_event(*lib_, dev.device, dev.done, nullptr, comm.deadline, comm.abort_status,
+                        rank_, what, message, comm.transport_to_drive());
     trace.end();
     if (s != HVD_OK) return s;
     {

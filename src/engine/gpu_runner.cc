@@ -85,7 +85,8 @@ hvd_status_t GpuRunner::finish_on_device(const collectives::Comm &comm, const Re
             lib_->call("cudaStreamWaitEvent (caller's stream)", lib_->api->stream_wait_event,
                        dev.device, r->stream, dev.done);
     if (!must_wait) return HVD_OK;
-    return gpu::wait_event(*lib_, dev.done, nccl_comm, comm.deadline, comm.abort_status, rank_,
+    return gpu::wait_event(*lib_, dev.device, dev.done, nccl_comm, comm.deadline, comm.abort_status,
+                           rank_,
                            strprintf("%s '%s' on CUDA device %d", op_type_name(resp.type),
                                      resp.name.c_str(), dev.device),
                            message, comm.transport_to_drive());

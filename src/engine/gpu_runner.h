@@ -26,6 +26,12 @@ class GpuRunner {
     // lib: the process's GPU module (loaded: a CUDA tensor passed the enqueue checks).
     GpuRunner(const gpu::GpuLibrary *lib, int32_t rank)
         : lib_(lib), rank_(rank), comms_(lib, rank), devices_(lib) {}
+    // Work still queued after the bounded drain (an NCCL kernel waiting on a peer that is
+    // gone) ends with its communicators, before the device memory it uses is freed: freeing
+    // it would wait for that work forever.
+    ~GpuRunner() {
+        if (!devices_.drain()) comms_.abort_all();
+    }
 
     // Runs one response or a fused run of responses (resps[0 .. reqs.size())); reqs: their
     // requests, each with CUDA tensors on one device. fusion: the host fusion buffer the

@@ -14,7 +14,7 @@ void DeviceBuffer::reserve(const GpuLibrary *lib, Kind kind, int32_t device, siz
     if (kind == Kind::kDevice)
         lib->call("cudaMalloc", lib->api->device_alloc, device, bytes, &p);
     else
-        lib->call("cudaHostAlloc", lib->api->host_alloc, bytes, &p);
+        lib->call("cudaHostAlloc", lib->api->host_alloc, device, bytes, &p);
     lib_ = lib;
     kind_ = kind;
     device_ = device;
@@ -27,7 +27,7 @@ void DeviceBuffer::release() noexcept {
     hvd_gpu_err_t err;
     err.text[0] = '\0';
     int rc = kind_ == Kind::kDevice ? lib_->api->device_free(device_, data_, &err)
-                                    : lib_->api->host_free(data_, &err);
+                                    : lib_->api->host_free(device_, data_, &err);
     if (rc != 0) HVD_LOG(kWarning, -1, "freeing GPU memory failed: %s", err.text);
     data_ = nullptr;
     size_ = 0;

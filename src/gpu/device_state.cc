@@ -36,15 +36,18 @@ DeviceState &DeviceStates::get(int32_t device) {
     return *(devices_[device] = std::move(d));
 }
 
-void DeviceStates::drain() {
+bool DeviceStates::drain() {
+    bool finished = true;
     for (auto &[device, d] : devices_) {
         hvd_gpu_err_t err;
         err.text[0] = '\0';
         std::string message;
-        if (lib_->api->event_record(device, d->done, d->stream, &err) == 0)
-            wait_event(*lib_, d->done, nullptr, Deadline::after_ms(kTeardownWaitMs), nullptr, -1,
-                       "the context's GPU work", &message);
+        finished = lib_->api->event_record(device, d->done, d->stream, &err) == 0 &&
+                   wait_event(*lib_, device, d->done, nullptr, Deadline::after_ms(kTeardownWaitMs),
+                              nullptr, -1, "the context's GPU work", &message) == HVD_OK &&
+                   finished;
     }
+    return finished;
 }
 
 DeviceStates::~DeviceStates() {
@@ -61,7 +64,7 @@ DeviceStates::~DeviceStates() {
     }
 }
 
-hvd_status_t wait_event(const GpuLibrary &lib, void *event, void *nccl_comm,
+hvd_status_t wait_event(const GpuLibrary &lib, int32_t device, void *event, void *nccl_comm,
                         const Deadline &deadline, const std::atomic<int32_t> *abort, int32_t rank,
                         const std::string &what, std::string *message,
                         transport::Transport *drive) {
@@ -70,7 +73,7 @@ hvd_status_t wait_event(const GpuLibrary &lib, void *event, void *nccl_comm,
     err.text[0] = '\0';
     for (;;) {
         int32_t done = 0;
-        if (lib.api->event_query(event, &done, &err) != 0) {
+        if (lib.api->event_query(device, event, &done, &err) != 0) {
             *message = strprintf("rank %d: %s: %s", rank, what.c_str(), err.text);
             return HVD_ERR_DEVICE;
         }

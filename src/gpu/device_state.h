@@ -38,8 +38,9 @@ class DeviceStates {
 
     // The device's state, made on first use. Throws hvd::Error(HVD_ERR_DEVICE).
     DeviceState &get(int32_t device);
-    // Waits (bounded) until the work queued on every device's stream is done.
-    void drain();
+    // Waits (bounded) until the work queued on every device's stream is done. Returns false
+    // when some device's work did not finish in time (or its wait failed).
+    bool drain();
     const GpuLibrary *library() const { return lib_; }
 
   private:
@@ -47,13 +48,13 @@ class DeviceStates {
     std::map<int32_t, std::unique_ptr<DeviceState>> devices_;
 };
 
-// Waits on the host until `event` has completed, polling: fails with HVD_ERR_DEVICE when CUDA
-// or the NCCL communicator (`nccl_comm`, may be null) reports an error, with the abort status
-// when *abort becomes nonzero, HVD_ERR_TIMED_OUT at the deadline. *message says what, naming
+// Waits on the host until `event` (of `device`) has completed, polling: fails with HVD_ERR_DEVICE
+// when CUDA or the NCCL communicator (`nccl_comm`, may be null) reports an error, with the abort
+// status when *abort becomes nonzero, HVD_ERR_TIMED_OUT at the deadline. *message says what, naming
 // `rank` and `what`. With `drive` (null: none), every poll also drives that transport, as
 // shared-memory waits do (Transport::sends_need_progress): the event may wait on peers (NCCL)
 // that wait for bytes the transport still holds. The caller must be allowed to drive it.
-hvd_status_t wait_event(const GpuLibrary &lib, void *event, void *nccl_comm,
+hvd_status_t wait_event(const GpuLibrary &lib, int32_t device, void *event, void *nccl_comm,
                         const Deadline &deadline, const std::atomic<int32_t> *abort, int32_t rank,
                         const std::string &what, std::string *message,
                         transport::Transport *drive = nullptr);

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define HVD_GPU_MODULE_ABI_VERSION 1
+#define HVD_GPU_MODULE_ABI_VERSION 2
 #define HVD_GPU_MODULE_ENTRY "hvd_gpu_module_get"
 #define HVD_GPU_ERR_LEN 512
 #define HVD_GPU_NCCL_ID_BYTES 128
@@ -71,8 +71,11 @@ typedef struct hvd_gpu_module {
     int (*pointer_device)(const void *ptr, int32_t *is_device, int32_t *device, hvd_gpu_err_t *err);
     int (*device_alloc)(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err);
     int (*device_free)(int32_t device, void *ptr, hvd_gpu_err_t *err);
-    int (*host_alloc)(size_t bytes, void **ptr, hvd_gpu_err_t *err); /* pinned */
-    int (*host_free)(void *ptr, hvd_gpu_err_t *err);
+    /* Pinned host memory. `device` is made current for the call on a thread without a CUDA
+     * context, as for every call here that names a device: no thread of the library ever
+     * creates a context on a device it does not use (device 0, say). */
+    int (*host_alloc)(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err);
+    int (*host_free)(int32_t device, void *ptr, hvd_gpu_err_t *err);
 
     /* Streams and events, created on a device; non-blocking streams, events without timing. */
     int (*stream_create)(int32_t device, void **stream, hvd_gpu_err_t *err);
@@ -81,7 +84,7 @@ typedef struct hvd_gpu_module {
     int (*event_destroy)(int32_t device, void *event, hvd_gpu_err_t *err);
     int (*event_record)(int32_t device, void *event, void *stream, hvd_gpu_err_t *err);
     /* *done: 1 once every work the event captured has completed. Never blocks. */
-    int (*event_query)(void *event, int32_t *done, hvd_gpu_err_t *err);
+    int (*event_query)(int32_t device, void *event, int32_t *done, hvd_gpu_err_t *err);
     /* stream NULL: the device's default stream. */
     int (*stream_wait_event)(int32_t device, void *stream, void *event, hvd_gpu_err_t *err);
 

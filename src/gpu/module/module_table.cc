@@ -39,12 +39,46 @@ int cuda_check(cudaError_t e, const char *what, hvd_gpu_err_t *err) {
     return fail(err, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
+// Whether the calling thread has a current CUDA context (the driver's cuCtxGetCurrent, found
+// through the runtime); true where that cannot be told. cudaGetDevice says 0 on a thread
+// without one, and making device 0 current there would create its context.
+bool thread_has_context() {
+    using CtxGetCurrent = int (*)(void **);  // CUresult cuCtxGetCurrent(CUcontext *)
+    static const CtxGetCurrent get_current = [] {
+        void *fn = nullptr;
+#if CUDART_VERSION >= 12050
+        cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000,
+                                                         cudaEnableDefault, &found);
+#elif CUDART_VERSION >= 12000
+        cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+        cudaError_t e = cudaGetDriverEntryPoint("cuCtxGetCurrent", &fn, cudaEnableDefault, &found);
+#else
+        cudaError_t e = cudaGetDriverEntryPoint("cuCtxGetCurrent", &fn, cudaEnableDefault);
+        const bool found_ok = true;
+#endif
+#if CUDART_VERSION >= 12000
+        const bool found_ok = found == cudaDriverEntryPointSuccess;
+#endif
+        if (e != cudaSuccess || !found_ok || fn == nullptr) {
+            cudaGetLastError();
+            return CtxGetCurrent{nullptr};
+        }
+        return reinterpret_cast<CtxGetCurrent>(fn);
+    }();
+    if (get_current == nullptr) return true;
+    void *context = nullptr;
+    return get_current(&context) != 0 || context != nullptr;
+}
+
 // Makes `device` current for the scope and restores the caller's current device after: the
-// engine runs on callers' threads too, whose frameworks rely on their current device.
+// engine runs on callers' threads too, whose frameworks rely on their current device. A
+// thread without a context (the engine's own, a caller's that never used CUDA) keeps
+// `device`: restoring "device 0" there would create a context on device 0 for every rank.
 class DeviceScope {
   public:
     explicit DeviceScope(int32_t device) {
-        if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+        if (!thread_has_context() || cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
         result_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
     }
     ~DeviceScope() {
@@ -207,12 +241,16 @@ int m_device_free(int32_t device, void *ptr, hvd_gpu_err_t *err) {
     return 0;
 }
 
-int m_host_alloc(size_t bytes, void **ptr, hvd_gpu_err_t *err) {
+int m_host_alloc(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err) {
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(cudaHostAlloc(ptr, bytes > 0 ? bytes : 1, cudaHostAllocPortable), "cudaHostAlloc");
     return 0;
 }
 
-int m_host_free(void *ptr, hvd_gpu_err_t *err) {
+int m_host_free(int32_t device, void *ptr, hvd_gpu_err_t *err) {
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     CUDA_TRY(cudaFreeHost(ptr), "cudaFreeHost");
     return 0;
 }
@@ -257,7 +295,9 @@ int m_event_record(int32_t device, void *event, void *stream, hvd_gpu_err_t *err
     return 0;
 }
 
-int m_event_query(void *event, int32_t *done, hvd_gpu_err_t *err) {
+int m_event_query(int32_t device, void *event, int32_t *done, hvd_gpu_err_t *err) {
+    DeviceScope scope(device);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
     if (e == cudaErrorNotReady) {
         *done = 0;
