@@ -351,12 +351,16 @@ HVD_API hvd_status_t hvd_process_set_included(hvd_context_h ctx, hvd_process_set
  * device, and library-owned outputs are then device memory (hvd_request_output reports the
  * device). Data moves on NCCL where every member has its own GPU and NCCL; otherwise, or with
  * HVD_GPU_OPERATIONS=host, through pinned host memory and the host collectives. Results are
- * the same on both paths. A CUDA or NCCL failure is HVD_ERR_DEVICE with their message. */
+ * the same on both paths, except that NCCL sums float16/bfloat16 in their own precision (as
+ * Horovod's NCCL path does), so such a sum may round differently, or overflow to infinity
+ * where the host path's float32 sum does not (an Average is a sum, then scaled). A CUDA or
+ * NCCL failure is HVD_ERR_DEVICE with their message. */
 
 /* Elementwise reduction over all ranks of the set. in and out have the same dtype and shape;
  * out->data == in->data is in place. Result = postscale * op_r(prescale * in_r), Average
  * dividing by the set size. Integers are scaled in float64 and truncated toward zero;
- * float16/bfloat16 are reduced and scaled in float32; Average of bool is HVD_ERR_UNSUPPORTED.
+ * float16/bfloat16 are reduced (on host memory) and scaled in float32; Average of bool is
+ * HVD_ERR_UNSUPPORTED.
  * Adasum (Maleki et al.: pairwise combination (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b over log2(n)
  * levels) needs a float dtype and a power-of-two set size, else HVD_ERR_UNSUPPORTED at enqueue. */
 HVD_API hvd_status_t hvd_allreduce_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
