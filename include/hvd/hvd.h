@@ -150,7 +150,9 @@ typedef struct hvd_tensor {
     int32_t device_type;  /* hvd_device_type_t; 0 is taken as HVD_DEVICE_CPU. CUDA: data must
                              be memory of device device_id (checked at enqueue) */
     int32_t device_id;
-    void *ready_event; /* cudaEvent_t: the data is valid once it has completed */
+    void *ready_event; /* cudaEvent_t: the data is valid once it has completed; the event
+                          must stay alive (not destroyed, not re-recorded) until the request
+                          completes, since the engine waits on it later than enqueue */
 } hvd_tensor_t;
 #define HVD_MAX_NDIM 32
 
