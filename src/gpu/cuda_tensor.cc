@@ -53,7 +53,8 @@ CudaTensorInfo check_cuda_tensor(const char *fn, const char *which, const void *
                               fn, which, device_id, lib.info.device_count));
     if (bytes > 0) {
         int32_t is_device = 0, device = -1;
-        lib.call("cudaPointerGetAttributes", lib.api->pointer_device, data, &is_device, &device);
+        lib.call("cudaPointerGetAttributes", lib.api->pointer_device, device_id, data, &is_device,
+                 &device);
         if (!is_device || device != device_id)
             throw Error(HVD_ERR_INVALID_ARG,
                         strprintf("%s: the %s tensor's data %p is not memory of CUDA device %d "

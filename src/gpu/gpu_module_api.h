@@ -67,12 +67,15 @@ typedef struct hvd_gpu_module {
 
     /* Devices and memory. */
     int (*device_uuid)(int32_t device, uint8_t uuid[16], hvd_gpu_err_t *err);
-    /* *is_device: 1 when ptr is device (or managed) memory of *device, 0 for host memory. */
-    int (*pointer_device)(const void *ptr, int32_t *is_device, int32_t *device, hvd_gpu_err_t *err);
+    /* *is_device: 1 when ptr is device (or managed) memory of *device, 0 for host memory.
+     * `expected`: the device the caller takes it for, made current for the call (as below). */
+    int (*pointer_device)(int32_t expected, const void *ptr, int32_t *is_device, int32_t *device,
+                          hvd_gpu_err_t *err);
     int (*device_alloc)(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err);
     int (*device_free)(int32_t device, void *ptr, hvd_gpu_err_t *err);
-    /* Pinned host memory. `device` is made current for the call on a thread without a CUDA
-     * context, as for every call here that names a device: no thread of the library ever
+    /* Pinned host memory. Every call here that names a device makes it current for the call
+     * (and leaves it current on a thread that had no CUDA context); every NCCL call on a
+     * communicator does so with the communicator's device: no thread of the library ever
      * creates a context on a device it does not use (device 0, say). */
     int (*host_alloc)(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err);
     int (*host_free)(int32_t device, void *ptr, hvd_gpu_err_t *err);

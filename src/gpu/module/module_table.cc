@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "gpu/gpu_module_api.h"
 #include "gpu/module/nccl_table.h"
@@ -77,7 +78,9 @@ bool thread_has_context() {
 // `device`: restoring "device 0" there would create a context on device 0 for every rank.
 class DeviceScope {
   public:
+    // device < 0: changes nothing.
     explicit DeviceScope(int32_t device) {
+        if (device < 0) return;
         if (!thread_has_context() || cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
         result_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
     }
@@ -97,6 +100,31 @@ class DeviceScope {
     } while (0)
 
 NcclTable nccl;
+
+// The device of each communicator (from its init), so that every NCCL call on it runs with that
+// device current: NCCL saves and restores the thread's device around its work, and on a thread
+// without a context that would create device 0's.
+class CommDevices {
+  public:
+    void add(void *comm, int32_t device) {
+        std::lock_guard<std::mutex> lock(mu_);
+        devices_[comm] = device;
+    }
+    void remove(void *comm) {
+        std::lock_guard<std::mutex> lock(mu_);
+        devices_.erase(comm);
+    }
+    int32_t of(void *comm) const {  // -1: unknown
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = devices_.find(comm);
+        return it == devices_.end() ? -1 : it->second;
+    }
+
+  private:
+    mutable std::mutex mu_;
+    std::unordered_map<void *, int32_t> devices_;
+};
+CommDevices comm_devices;
 hvd_gpu_info_t opened_info;
 int opened_rc = -1;
 std::string opened_error;
@@ -219,7 +247,10 @@ int m_device_uuid(int32_t device, uint8_t uuid[16], hvd_gpu_err_t *err) {
     return 0;
 }
 
-int m_pointer_device(const void *ptr, int32_t *is_device, int32_t *device, hvd_gpu_err_t *err) {
+int m_pointer_device(int32_t expected, const void *ptr, int32_t *is_device, int32_t *device,
+                     hvd_gpu_err_t *err) {
+    DeviceScope scope(expected);
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     cudaPointerAttributes a{};
     CUDA_TRY(cudaPointerGetAttributes(&a, ptr), "cudaPointerGetAttributes");
     *is_device = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
@@ -372,6 +403,7 @@ int m_nccl_comm_init(int32_t device, int32_t nranks, int32_t rank,
     config.blocking = 0;  // libhvd polls with its own deadline, and aborts on a peer's failure
     ncclComm_t c = nullptr;
     NCCL_TRY(nccl.CommInitRankConfig(&c, nranks, u, rank, &config), "ncclCommInitRankConfig", c);
+    comm_devices.add(c, device);
     *comm = c;
     return 0;
 }
@@ -380,6 +412,8 @@ int m_nccl_comm_status(void *comm, int32_t *in_progress, hvd_gpu_err_t *err) {
     if (int rc = need_nccl(err)) return rc;
     ncclResult_t state = ncclSuccess;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
+    DeviceScope scope(comm_devices.of(comm));
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     if (int rc = nccl_check(nccl.CommGetAsyncError(c, &state), "ncclCommGetAsyncError", c, err))
         return rc;
     *in_progress = state == ncclInProgress;
@@ -387,11 +421,15 @@ int m_nccl_comm_status(void *comm, int32_t *in_progress, hvd_gpu_err_t *err) {
 }
 
 int m_nccl_comm_destroy(void *comm, hvd_gpu_err_t *err) {
+    DeviceScope scope(comm_devices.of(comm));
+    comm_devices.remove(comm);
     NCCL_TRY(nccl.CommDestroy(static_cast<ncclComm_t>(comm)), "ncclCommDestroy", nullptr);
     return 0;
 }
 
 int m_nccl_comm_abort(void *comm, hvd_gpu_err_t *err) {
+    DeviceScope scope(comm_devices.of(comm));
+    comm_devices.remove(comm);
     NCCL_TRY(nccl.CommAbort(static_cast<ncclComm_t>(comm)), "ncclCommAbort", nullptr);
     return 0;
 }
@@ -418,6 +456,8 @@ int m_nccl_allreduce(const void *send, void *recv, size_t count, int32_t dtype, 
     ncclRedOp_t o;
     if (int rc = reduction_args(dtype, op, &t, &o, err)) return rc;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
+    DeviceScope scope(comm_devices.of(comm));
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     NCCL_TRY(nccl.AllReduce(send, recv, count, t, o, c, static_cast<cudaStream_t>(stream)),
              "ncclAllReduce", c);
     return 0;
@@ -429,6 +469,8 @@ int m_nccl_reduce(const void *send, void *recv, size_t count, int32_t dtype, int
     ncclRedOp_t o;
     if (int rc = reduction_args(dtype, op, &t, &o, err)) return rc;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
+    DeviceScope scope(comm_devices.of(comm));
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     NCCL_TRY(nccl.Reduce(send, recv, count, t, o, root, c, static_cast<cudaStream_t>(stream)),
              "ncclReduce", c);
     return 0;
@@ -440,6 +482,8 @@ int m_nccl_reducescatter(const void *send, void *recv, size_t recv_count, int32_
     ncclRedOp_t o;
     if (int rc = reduction_args(dtype, op, &t, &o, err)) return rc;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
+    DeviceScope scope(comm_devices.of(comm));
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     NCCL_TRY(nccl.ReduceScatter(send, recv, recv_count, t, o, c, static_cast<cudaStream_t>(stream)),
              "ncclReduceScatter", c);
     return 0;
@@ -448,6 +492,8 @@ int m_nccl_reducescatter(const void *send, void *recv, size_t recv_count, int32_
 int m_nccl_broadcast(const void *send, void *recv, size_t bytes, int32_t root, void *comm,
                      void *stream, hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
+    DeviceScope scope(comm_devices.of(comm));
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     NCCL_TRY(
         nccl.Broadcast(send, recv, bytes, ncclUint8, root, c, static_cast<cudaStream_t>(stream)),
         "ncclBroadcast", c);
@@ -457,6 +503,8 @@ int m_nccl_broadcast(const void *send, void *recv, size_t bytes, int32_t root, v
 int m_nccl_allgather(const void *send, void *recv, size_t send_bytes, void *comm, void *stream,
                      hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
+    DeviceScope scope(comm_devices.of(comm));
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     NCCL_TRY(
         nccl.AllGather(send, recv, send_bytes, ncclUint8, c, static_cast<cudaStream_t>(stream)),
         "ncclAllGather", c);
@@ -466,6 +514,8 @@ int m_nccl_allgather(const void *send, void *recv, size_t send_bytes, void *comm
 int m_nccl_send(const void *send, size_t bytes, int32_t peer, void *comm, void *stream,
                 hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
+    DeviceScope scope(comm_devices.of(comm));
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     NCCL_TRY(nccl.Send(send, bytes, ncclUint8, peer, c, static_cast<cudaStream_t>(stream)),
              "ncclSend", c);
     return 0;
@@ -474,6 +524,8 @@ int m_nccl_send(const void *send, size_t bytes, int32_t peer, void *comm, void *
 int m_nccl_recv(void *recv, size_t bytes, int32_t peer, void *comm, void *stream,
                 hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
+    DeviceScope scope(comm_devices.of(comm));
+    CUDA_TRY(scope.result(), "cudaSetDevice");
     NCCL_TRY(nccl.Recv(recv, bytes, ncclUint8, peer, c, static_cast<cudaStream_t>(stream)),
              "ncclRecv", c);
     return 0;
