@@ -99,6 +99,12 @@ class DeviceScope {
         if (int rc_ = cuda_check((call), (what), err)) return rc_; \
     } while (0)
 
+// Makes `device` current until the end of the enclosing function (DeviceScope; device < 0:
+// nothing changes), returning cudaSetDevice's error through `err` when that fails.
+#define ON_DEVICE(device)              \
+    DeviceScope device_scope_(device); \
+    CUDA_TRY(device_scope_.result(), "cudaSetDevice")
+
 NcclTable nccl;
 
 // The device of each communicator (from its init), so that every NCCL call on it runs with that
@@ -249,8 +255,7 @@ int m_device_uuid(int32_t device, uint8_t uuid[16], hvd_gpu_err_t *err) {
 
 int m_pointer_device(int32_t expected, const void *ptr, int32_t *is_device, int32_t *device,
                      hvd_gpu_err_t *err) {
-    DeviceScope scope(expected);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(expected);
     cudaPointerAttributes a{};
     CUDA_TRY(cudaPointerGetAttributes(&a, ptr), "cudaPointerGetAttributes");
     *is_device = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
@@ -259,36 +264,31 @@ int m_pointer_device(int32_t expected, const void *ptr, int32_t *is_device, int3
 }
 
 int m_device_alloc(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(cudaMalloc(ptr, bytes > 0 ? bytes : 1), "cudaMalloc");
     return 0;
 }
 
 int m_device_free(int32_t device, void *ptr, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(cudaFree(ptr), "cudaFree");
     return 0;
 }
 
 int m_host_alloc(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(cudaHostAlloc(ptr, bytes > 0 ? bytes : 1, cudaHostAllocPortable), "cudaHostAlloc");
     return 0;
 }
 
 int m_host_free(int32_t device, void *ptr, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(cudaFreeHost(ptr), "cudaFreeHost");
     return 0;
 }
 
 int m_stream_create(int32_t device, void **stream, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     cudaStream_t s = nullptr;
     CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     *stream = s;
@@ -296,15 +296,13 @@ int m_stream_create(int32_t device, void **stream, hvd_gpu_err_t *err) {
 }
 
 int m_stream_destroy(int32_t device, void *stream, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(cudaStreamDestroy(static_cast<cudaStream_t>(stream)), "cudaStreamDestroy");
     return 0;
 }
 
 int m_event_create(int32_t device, void **event, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     cudaEvent_t e = nullptr;
     CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     *event = e;
@@ -312,23 +310,20 @@ int m_event_create(int32_t device, void **event, hvd_gpu_err_t *err) {
 }
 
 int m_event_destroy(int32_t device, void *event, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(cudaEventDestroy(static_cast<cudaEvent_t>(event)), "cudaEventDestroy");
     return 0;
 }
 
 int m_event_record(int32_t device, void *event, void *stream, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
              "cudaEventRecord");
     return 0;
 }
 
 int m_event_query(int32_t device, void *event, int32_t *done, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
     if (e == cudaErrorNotReady) {
         *done = 0;
@@ -340,8 +335,7 @@ int m_event_query(int32_t device, void *event, int32_t *done, hvd_gpu_err_t *err
 }
 
 int m_stream_wait_event(int32_t device, void *stream, void *event, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(
         cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0),
         "cudaStreamWaitEvent");
@@ -351,8 +345,7 @@ int m_stream_wait_event(int32_t device, void *stream, void *event, hvd_gpu_err_t
 int m_copy_async(int32_t device, void *dst, const void *src, size_t bytes, void *stream,
                  hvd_gpu_err_t *err) {
     if (bytes == 0) return 0;
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)),
              "cudaMemcpyAsync");
     return 0;
@@ -360,8 +353,7 @@ int m_copy_async(int32_t device, void *dst, const void *src, size_t bytes, void 
 
 int m_copy_batch_async(int32_t device, const hvd_gpu_copy_t *copies, size_t n, int32_t dtype,
                        double factor, void *stream, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(launch_copy_batch(copies, n, dtype, factor, static_cast<cudaStream_t>(stream)),
              "batched copy kernel");
     return 0;
@@ -369,8 +361,7 @@ int m_copy_batch_async(int32_t device, const hvd_gpu_copy_t *copies, size_t n, i
 
 int m_scale_async(int32_t device, void *dst, const void *src, size_t count, int32_t dtype,
                   double factor, void *stream, hvd_gpu_err_t *err) {
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(launch_scale(dst, src, count, dtype, factor, static_cast<cudaStream_t>(stream)),
              "scale kernel");
     return 0;
@@ -378,8 +369,7 @@ int m_scale_async(int32_t device, void *dst, const void *src, size_t count, int3
 
 int m_zero_async(int32_t device, void *dst, size_t bytes, void *stream, hvd_gpu_err_t *err) {
     if (bytes == 0) return 0;
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     CUDA_TRY(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
     return 0;
 }
@@ -395,8 +385,7 @@ int m_nccl_unique_id(uint8_t id[HVD_GPU_NCCL_ID_BYTES], hvd_gpu_err_t *err) {
 int m_nccl_comm_init(int32_t device, int32_t nranks, int32_t rank,
                      const uint8_t id[HVD_GPU_NCCL_ID_BYTES], void **comm, hvd_gpu_err_t *err) {
     if (int rc = need_nccl(err)) return rc;
-    DeviceScope scope(device);
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(device);
     ncclUniqueId u;
     std::memcpy(u.internal, id, HVD_GPU_NCCL_ID_BYTES);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -412,8 +401,7 @@ int m_nccl_comm_status(void *comm, int32_t *in_progress, hvd_gpu_err_t *err) {
     if (int rc = need_nccl(err)) return rc;
     ncclResult_t state = ncclSuccess;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    DeviceScope scope(comm_devices.of(comm));
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(comm_devices.of(comm));
     if (int rc = nccl_check(nccl.CommGetAsyncError(c, &state), "ncclCommGetAsyncError", c, err))
         return rc;
     *in_progress = state == ncclInProgress;
@@ -456,8 +444,7 @@ int m_nccl_allreduce(const void *send, void *recv, size_t count, int32_t dtype, 
     ncclRedOp_t o;
     if (int rc = reduction_args(dtype, op, &t, &o, err)) return rc;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    DeviceScope scope(comm_devices.of(comm));
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(comm_devices.of(comm));
     NCCL_TRY(nccl.AllReduce(send, recv, count, t, o, c, static_cast<cudaStream_t>(stream)),
              "ncclAllReduce", c);
     return 0;
@@ -469,8 +456,7 @@ int m_nccl_reduce(const void *send, void *recv, size_t count, int32_t dtype, int
     ncclRedOp_t o;
     if (int rc = reduction_args(dtype, op, &t, &o, err)) return rc;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    DeviceScope scope(comm_devices.of(comm));
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(comm_devices.of(comm));
     NCCL_TRY(nccl.Reduce(send, recv, count, t, o, root, c, static_cast<cudaStream_t>(stream)),
              "ncclReduce", c);
     return 0;
@@ -482,8 +468,7 @@ int m_nccl_reducescatter(const void *send, void *recv, size_t recv_count, int32_
     ncclRedOp_t o;
     if (int rc = reduction_args(dtype, op, &t, &o, err)) return rc;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    DeviceScope scope(comm_devices.of(comm));
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(comm_devices.of(comm));
     NCCL_TRY(nccl.ReduceScatter(send, recv, recv_count, t, o, c, static_cast<cudaStream_t>(stream)),
              "ncclReduceScatter", c);
     return 0;
@@ -492,8 +477,7 @@ int m_nccl_reducescatter(const void *send, void *recv, size_t recv_count, int32_
 int m_nccl_broadcast(const void *send, void *recv, size_t bytes, int32_t root, void *comm,
                      void *stream, hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    DeviceScope scope(comm_devices.of(comm));
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(comm_devices.of(comm));
     NCCL_TRY(
         nccl.Broadcast(send, recv, bytes, ncclUint8, root, c, static_cast<cudaStream_t>(stream)),
         "ncclBroadcast", c);
@@ -503,8 +487,7 @@ int m_nccl_broadcast(const void *send, void *recv, size_t bytes, int32_t root, v
 int m_nccl_allgather(const void *send, void *recv, size_t send_bytes, void *comm, void *stream,
                      hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    DeviceScope scope(comm_devices.of(comm));
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(comm_devices.of(comm));
     NCCL_TRY(
         nccl.AllGather(send, recv, send_bytes, ncclUint8, c, static_cast<cudaStream_t>(stream)),
         "ncclAllGather", c);
@@ -514,8 +497,7 @@ int m_nccl_allgather(const void *send, void *recv, size_t send_bytes, void *comm
 int m_nccl_send(const void *send, size_t bytes, int32_t peer, void *comm, void *stream,
                 hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    DeviceScope scope(comm_devices.of(comm));
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(comm_devices.of(comm));
     NCCL_TRY(nccl.Send(send, bytes, ncclUint8, peer, c, static_cast<cudaStream_t>(stream)),
              "ncclSend", c);
     return 0;
@@ -524,8 +506,7 @@ int m_nccl_send(const void *send, size_t bytes, int32_t peer, void *comm, void *
 int m_nccl_recv(void *recv, size_t bytes, int32_t peer, void *comm, void *stream,
                 hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    DeviceScope scope(comm_devices.of(comm));
-    CUDA_TRY(scope.result(), "cudaSetDevice");
+    ON_DEVICE(comm_devices.of(comm));
     NCCL_TRY(nccl.Recv(recv, bytes, ncclUint8, peer, c, static_cast<cudaStream_t>(stream)),
              "ncclRecv", c);
     return 0;
