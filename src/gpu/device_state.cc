@@ -42,10 +42,11 @@ bool DeviceStates::drain() {
         hvd_gpu_err_t err;
         err.text[0] = '\0';
         std::string message;
-        finished = lib_->api->event_record(device, d->done, d->stream, &err) == 0 &&
-                   wait_event(*lib_, device, d->done, nullptr, Deadline::after_ms(kTeardownWaitMs),
-                              nullptr, -1, "the context's GPU work", &message) == HVD_OK &&
-                   finished;
+        const bool done =
+            lib_->api->event_record(device, d->done, d->stream, &err) == 0 &&
+            wait_event(*lib_, device, d->done, nullptr, Deadline::after_ms(kTeardownWaitMs),
+                       nullptr, -1, "the context's GPU work", &message) == HVD_OK;
+        finished = finished && done;
     }
     return finished;
 }
