@@ -189,7 +189,12 @@ typedef struct hvd_op_params {
                                       an op on CUDA tensors completes once its output is valid
                                       on the device; with it, the op's work is ordered before
                                       the stream's later work and the request completes
-                                      without the host waiting for the device. */
+                                      without the host waiting for the device; should that
+                                      work fail or outlive the timeout later, the context
+                                      aborts and the next request fails saying so. Given no
+                                      ready event, the op also reads its inputs only after
+                                      the work queued on the stream before the enqueue call,
+                                      as an NCCL call on that stream would. */
     int32_t num_splits;            /* HVD_OP_FIELD_SPLITS: entries in splits (= set size) */
 } hvd_op_params_t;
 #define HVD_MAX_NAME 1024

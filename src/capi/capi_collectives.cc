@@ -250,6 +250,9 @@ void fill_meta(const char *fn, Request &req, const OpParams &o, std::string_view
                                   req.meta.name.c_str()));
         req.stream = o.stream;
         req.has_stream = true;
+        // Without a ready event, the inputs are what the caller queued on the stream so far.
+        if (req.input.ready_event == nullptr && req.output.ready_event == nullptr)
+            req.stream_mark.record(req.input.device_id, o.stream);
     }
 }
 

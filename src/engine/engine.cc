@@ -26,6 +26,8 @@ namespace {
 // Longest sleep: bounds how late an op timeout is noticed. Idle wake-ups at this period
 // cost nothing measurable.
 constexpr int64_t kMaxSleepMs = 1000;
+// How often an idle engine polls device work that completed on callers' streams.
+constexpr int64_t kDeviceWorkPollMs = 5;
 
 // A deadline at `t` in whole milliseconds (poll's unit), rounded up so that a sleep until it
 // does not end early; one already past expires at once.
@@ -159,6 +161,7 @@ bool Engine::run_pass() {
         // fusion planner join them.
         worked |= negotiator_->advance(responses_);
         worked |= runner_.run(responses_);
+        runner_.check_device_work();
         negotiation::Coordinator *coordinator = negotiator_->coordinator();
         if (coordinator != nullptr) tuner_.step(control_);
         control_.reap();
@@ -312,6 +315,8 @@ void Engine::sleep_until_work(std::unique_lock<std::mutex> &drive) {
     if (due != std::chrono::steady_clock::time_point::max())
         next = Deadline::earlier(next, deadline_at(due));
     if (!held_.empty()) next = Deadline::earlier(next, deadline_at(held_until()));
+    if (runner_.watching_device_work())
+        next = Deadline::earlier(next, Deadline::after_ms(kDeviceWorkPollMs));
     struct pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {transport_->event_fd(), POLLIN, 0}};
     int nfds = runner_.transport_aborted() ? 1 : 2;
     // Dekker-style with enqueue_span: this store, then the check of the intake's work flag;

@@ -2,12 +2,17 @@
 #include "engine/gpu_runner.h"
 
 #include <new>
+#include <utility>
 
 #include "common/error.h"
+#include "common/log.h"
 
 namespace hvd::engine {
 
 namespace {
+
+// How long a failed run waits for the device work it already queued.
+constexpr int64_t kFailedRunDrainMs = 5000;
 
 bool is_cuda(const TensorRef &t) {
     return t.device_type == HVD_DEVICE_CUDA;
@@ -37,32 +42,57 @@ hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps,
                                   "on another device",
                                   rank_, device, first.meta.name.c_str(), r->meta.name.c_str()));
     void *nccl_comm = nullptr;
+    gpu::DeviceState *dev = nullptr;
+    hvd_status_t s = HVD_OK;
     try {
-        gpu::DeviceState &dev = devices_.get(device);
+        dev = &devices_.get(device);
         trace.begin("WAIT_FOR_DATA");
-        wait_ready_events(reqs, dev);
+        wait_ready_events(reqs, *dev);
         trace.end();
-        if (!nccl_runs(*lib_, resps[0]))
-            return run_host_staged(comm, resps, reqs, fusion, dev, trace, message);
-        trace.begin("NCCL_" + upper_op_name(resps[0].type));
-        queue_nccl(comm, resps, reqs, dev, &nccl_comm);
-        bool must_wait = false;
-        for (const RequestPtr &r : reqs)
-            must_wait = must_wait || !r->has_stream;
-        hvd_status_t s = finish_on_device(comm, resps[0], reqs, dev, nccl_comm, must_wait, message);
-        trace.end();
-        if (s != HVD_OK && nccl_comm != nullptr) comms_.abort(nccl_comm);
-        return s;
+        if (!nccl_runs(*lib_, resps[0])) {
+            s = run_host_staged(comm, resps, reqs, fusion, *dev, trace, message);
+        } else {
+            trace.begin("NCCL_" + upper_op_name(resps[0].type));
+            queue_nccl(comm, resps, reqs, *dev, &nccl_comm);
+            bool must_wait = false;
+            for (const RequestPtr &r : reqs)
+                must_wait = must_wait || !r->has_stream;
+            s = finish_on_device(comm, resps[0], reqs, *dev, nccl_comm, must_wait, message);
+            trace.end();
+        }
     } catch (const Error &e) {
-        if (nccl_comm != nullptr) comms_.abort(nccl_comm);
         *message = e.what();
-        return e.status();
+        s = e.status();
     } catch (const std::bad_alloc &) {
-        if (nccl_comm != nullptr) comms_.abort(nccl_comm);
         *message = strprintf("rank %d: out of memory running '%s' on CUDA device %d", rank_,
                              first.meta.name.c_str(), device);
-        return HVD_ERR_NO_MEMORY;
+        s = HVD_ERR_NO_MEMORY;
     }
+    if (s != HVD_OK) settle_failed_run(dev, nccl_comm, first.meta.name);
+    return s;
+}
+
+void GpuRunner::settle_failed_run(gpu::DeviceState *dev, void *nccl_comm, const std::string &what) {
+    if (nccl_comm != nullptr) abort_comm(nccl_comm);
+    if (dev == nullptr) return;
+    // Not bounded by the context's abort flag, which the failure is about to raise.
+    auto drained = [&] {
+        hvd_gpu_err_t err;
+        err.text[0] = '\0';
+        std::string ignored;
+        return lib_->api->event_record(dev->device, dev->done, dev->stream, &err) == 0 &&
+               gpu::wait_event(*lib_, dev->device, dev->done, nullptr,
+                               Deadline::after_ms(kFailedRunDrainMs), nullptr, rank_, what,
+                               &ignored) == HVD_OK;
+    };
+    if (drained()) return;
+    // Earlier work of another communicator may wait on a peer: every communicator ends.
+    abort_communicators();
+    if (!drained())
+        HVD_LOG(kWarning, rank_,
+                "CUDA device %d's queued work did not end after '%s' failed: its outputs may "
+                "still be written",
+                dev->device, what.c_str());
 }
 
 void GpuRunner::wait_ready_events(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev) {
@@ -73,23 +103,35 @@ void GpuRunner::wait_ready_events(const std::vector<RequestPtr> &reqs, gpu::Devi
         if (r->output.ready_event != nullptr && r->output.ready_event != r->input.ready_event)
             lib_->call("cudaStreamWaitEvent (ready event)", lib_->api->stream_wait_event,
                        dev.device, dev.stream, r->output.ready_event);
+        if (r->stream_mark.event() != nullptr) {
+            lib_->call("cudaStreamWaitEvent (the caller's stream)", lib_->api->stream_wait_event,
+                       dev.device, dev.stream, r->stream_mark.event());
+            r->stream_mark.release();
+        }
     }
 }
 
 hvd_status_t GpuRunner::finish_on_device(const collectives::Comm &comm, const Response &resp,
                                          const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                                          void *nccl_comm, bool must_wait, std::string *message) {
-    lib_->call("cudaEventRecord", lib_->api->event_record, dev.device, dev.done, dev.stream);
+    std::string what = strprintf("%s '%s' on CUDA device %d", op_type_name(resp.type),
+                                 resp.name.c_str(), dev.device);
+    void *end = dev.done;
+    if (must_wait) {
+        lib_->call("cudaEventRecord", lib_->api->event_record, dev.device, dev.done, dev.stream);
+    } else {
+        gpu::WatchedOp op{dev.device, dev.stream, nccl_comm, comm.deadline, what};
+        hvd_status_t s = watch_.watch(std::move(op), comm.abort_status, comm.transport_to_drive(),
+                                      &end, message);
+        if (s != HVD_OK) return s;
+    }
     for (const RequestPtr &r : reqs)
         if (r->has_stream)
             lib_->call("cudaStreamWaitEvent (caller's stream)", lib_->api->stream_wait_event,
-                       dev.device, r->stream, dev.done);
+                       dev.device, r->stream, end);
     if (!must_wait) return HVD_OK;
     return gpu::wait_event(*lib_, dev.device, dev.done, nccl_comm, comm.deadline, comm.abort_status,
-                           rank_,
-                           strprintf("%s '%s' on CUDA device %d", op_type_name(resp.type),
-                                     resp.name.c_str(), dev.device),
-                           message, comm.transport_to_drive());
+                           rank_, what, message, comm.transport_to_drive());
 }
 
 }  // namespace hvd::engine

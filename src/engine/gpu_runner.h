@@ -3,8 +3,8 @@
 // through pinned host memory into the CPU collectives. Either way it first makes the
 // library's stream of the device wait for each tensor's ready event; afterwards each request
 // with a caller's stream has that stream wait for the op's end (the request then completes at
-// once, the host never blocks on the device), and the others complete once their output is
-// valid on the device. Engine thread only.
+// once, the host never blocks on the device, and the op's work is watched until it ends), and
+// the others complete once their output is valid on the device. Engine thread only.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include "engine/executor.h"
 #include "engine/request.h"
 #include "gpu/device_state.h"
+#include "gpu/device_watch.h"
 #include "gpu/gpu_library.h"
 #include "gpu/nccl_comms.h"
 
@@ -25,12 +26,12 @@ class GpuRunner {
   public:
     // lib: the process's GPU module (loaded: a CUDA tensor passed the enqueue checks).
     GpuRunner(const gpu::GpuLibrary *lib, int32_t rank)
-        : lib_(lib), rank_(rank), comms_(lib, rank), devices_(lib) {}
+        : lib_(lib), rank_(rank), comms_(lib, rank), devices_(lib), watch_(lib, rank) {}
     // Work still queued after the bounded drain (an NCCL kernel waiting on a peer that is
     // gone) ends with its communicators, before the device memory it uses is freed: freeing
     // it would wait for that work forever.
     ~GpuRunner() {
-        if (!devices_.drain()) comms_.abort_all();
+        if (!devices_.drain()) abort_communicators();
     }
 
     // Runs one response or a fused run of responses (resps[0 .. reqs.size())); reqs: their
@@ -43,13 +44,23 @@ class GpuRunner {
     // The context aborted: every NCCL communicator is aborted, which ends NCCL work still
     // running on the device (an op whose request completed on a caller's stream, a peer that
     // died mid-collective), so no stream waits on it forever.
-    void abort_communicators() { comms_.abort_all(); }
+    void abort_communicators() {
+        watch_.forget_comms();
+        comms_.abort_all();
+    }
 
     // The process set was destroyed: its NCCL communicators go.
     void forget_set(uint16_t set_id) {
         devices_.drain();  // its last ops finish before its communicators go
+        watch_.forget_comms();
         comms_.forget_set(set_id);
     }
+
+    // Polls the work of ops that completed on callers' streams (gpu::DeviceWatch::check):
+    // HVD_OK, or the first that failed or outlived its deadline (the context must abort).
+    hvd_status_t check_watched(std::string *message) { return watch_.check(message); }
+    // Whether such work is still running (the engine polls again soon).
+    bool watching() const { return watch_.busy(); }
 
   private:
     hvd_status_t run_host_staged(collectives::Comm &comm, const Response *resps,
@@ -73,17 +84,26 @@ class GpuRunner {
     void settle(void *nccl_comm);
     // Makes dev.stream wait for every ready event of the run's tensors.
     void wait_ready_events(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev);
-    // After the run's work is queued: records dev.done, hands it to the callers' streams, and
-    // (unless every request has a stream) waits for it on the host.
+    // After the run's work is queued: records an event, hands it to the callers' streams, and
+    // waits for it on the host, or, where every request has a stream, hands it to the watch.
     hvd_status_t finish_on_device(const collectives::Comm &comm, const Response &resp,
                                   const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                                   void *nccl_comm, bool must_wait, std::string *message);
+    // After a failed run: ends the communicator it used (whose state NCCL no longer knows)
+    // and waits, bounded, for the device work already queued (copies into the callers'
+    // outputs) before the requests complete with the failure.
+    void settle_failed_run(gpu::DeviceState *dev, void *nccl_comm, const std::string &what);
+    void abort_comm(void *nccl_comm) {
+        watch_.forget_comm(nccl_comm);
+        comms_.abort(nccl_comm);
+    }
 
     const gpu::GpuLibrary *lib_;
     int32_t rank_;
     // Destroyed in reverse order: the streams are drained before the communicators go.
     gpu::NcclComms comms_;
     gpu::DeviceStates devices_;
+    gpu::DeviceWatch watch_;
     const collectives::Comm *settling_ = nullptr;  // the run queue_nccl works on
 };
 

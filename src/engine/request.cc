@@ -80,13 +80,14 @@ void reset_tensor(TensorRef &t) {
 }  // namespace
 
 void RequestData::reset() {
-    HVD_CHECK_RESET_SIZE(RequestData, 664);
+    HVD_CHECK_RESET_SIZE(RequestData, 680);
     reset_meta(meta);
     reset_tensor(input);
     reset_tensor(output);
     deadline = Deadline();
     stream = nullptr;
     has_stream = false;
+    stream_mark.release();
     traced = false;
     in_flight = nullptr;
     pending_slot = kNotPending;

@@ -15,6 +15,7 @@
 
 #include "common/deadline.h"
 #include "gpu/device_buffer.h"
+#include "gpu/stream_mark.h"
 #include "hvd/hvd.h"
 #include "negotiation/op_meta.h"
 
@@ -83,6 +84,9 @@ struct RequestData {
     // CUDA tensors: the caller's cudaStream_t (HVD_OP_FIELD_STREAM; null is CUDA's default
     // stream), used where has_stream.
     void *stream = nullptr;
+    // Where the enqueue came on that stream, for ops given a stream and no ready event: the
+    // library's stream waits on it before reading the inputs (then it is released).
+    gpu::StreamMark stream_mark;
     bool has_stream = false;
     bool traced = false;  // its NEGOTIATE span is open on the timeline (engine thread only)
     // Its name's entry among the names in flight (engine/in_flight_names.h), from enqueue to

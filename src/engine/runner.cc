@@ -268,6 +268,17 @@ void Runner::abort_device_work() {
     if (gpu_) gpu_->abort_communicators();
 }
 
+void Runner::check_device_work() {
+    if (!gpu_ || !gpu_->watching()) return;
+    std::string message;
+    hvd_status_t s = gpu_->check_watched(&message);
+    if (s != HVD_OK) p_.abort->set(s, message);
+}
+
+bool Runner::watching_device_work() const {
+    return gpu_ && gpu_->watching();
+}
+
 bool Runner::on_device(const Request &req) {
     return req.input.device_type == HVD_DEVICE_CUDA;
 }

@@ -77,6 +77,11 @@ class Runner {
 
     // The context aborted: ends the NCCL work of ops on CUDA tensors (GpuRunner).
     void abort_device_work();
+    // Polls the device work of ops that completed on callers' streams; one that failed or
+    // outlived its deadline aborts the context with what happened. Never blocks.
+    void check_device_work();
+    // Whether such work is still running: the engine sleeps no longer than a few ms then.
+    bool watching_device_work() const;
 
     // Whether a failed collective aborted the transport (wait_all does on failure).
     bool transport_aborted() const { return transport_aborted_; }

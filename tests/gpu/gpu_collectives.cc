@@ -331,6 +331,67 @@ void test_ready_event_and_stream() {
     cudaStreamDestroy(s);
 }
 
+// The input is written on the caller's stream and no ready event is given: the op reads it
+// after that work, as an NCCL call on the stream would, and the result is read on the stream.
+void test_stream_without_ready_event() {
+    const size_t n = 1 << 20;
+    int64_t shape[1] = {static_cast<int64_t>(n)};
+    cudaStream_t s;
+    cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+    void *pinned = nullptr;  // pinned: the upload is queued, not done before the call returns
+    cuda_ok(cudaMallocHost(&pinned, n * 4), "cudaMallocHost");
+    std::vector<char> h = host_values(HVD_DTYPE_FLOAT32, n, mp_rank);
+    std::memcpy(pinned, h.data(), h.size());
+    DeviceTensor t(h.size());
+    cuda_ok(cudaMemsetAsync(t.ptr, 0, h.size(), s), "memset");
+    cuda_ok(cudaMemcpyAsync(t.ptr, pinned, h.size(), cudaMemcpyHostToDevice, s), "upload");
+    hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+    hvd_op_params_t p = mp_reduce_params("stream.no_event", HVD_OP_SUM);
+    p.field_mask |= HVD_OP_FIELD_STREAM;
+    p.stream = s;
+    hvd_request_h req;
+    if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+        mp_die("allreduce on a stream without a ready event");
+    hvd_request_release(req);
+    cuda_ok(cudaMemcpyAsync(pinned, t.ptr, h.size(), cudaMemcpyDeviceToHost, s), "read");
+    cuda_ok(cudaStreamSynchronize(s), "sync");
+    for (size_t i = 0; i < n; i += 997)
+        check_close("stream.no_event", HVD_DTYPE_FLOAT32, pinned, i,
+                    mp_reference(HVD_DTYPE_FLOAT32, HVD_OP_SUM, i));
+    cudaFreeHost(pinned);
+    cudaStreamDestroy(s);
+}
+
+// More ops on the caller's stream than the library watches per device (256), each completing
+// at once with its work still queued: the later ones wait for the oldest, and every one runs
+// in order on the same tensor (the first averages the ranks' values, the rest keep them).
+void test_many_streamed_ops() {
+    const size_t n = 4096;
+    const int ops = 300;
+    int64_t shape[1] = {static_cast<int64_t>(n)};
+    cudaStream_t s;
+    cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+    DeviceTensor t(n * 4);
+    t.upload(host_values(HVD_DTYPE_FLOAT32, n, mp_rank));
+    hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+    hvd_op_params_t p = mp_reduce_params("streamed.many", HVD_OP_AVERAGE);
+    p.field_mask |= HVD_OP_FIELD_STREAM;
+    p.stream = s;
+    for (int k = 0; k < ops; ++k) {
+        hvd_request_h req;
+        if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+            mp_die("allreduce %d of %d on the caller's stream", k, ops);
+        hvd_request_release(req);
+    }
+    std::vector<char> back(n * 4);
+    cuda_ok(cudaMemcpyAsync(back.data(), t.ptr, back.size(), cudaMemcpyDeviceToHost, s), "read");
+    cuda_ok(cudaStreamSynchronize(s), "sync");
+    for (size_t i = 0; i < n; i += 31)
+        check_close("streamed.many", HVD_DTYPE_FLOAT32, back.data(), i,
+                    mp_reference(HVD_DTYPE_FLOAT32, HVD_OP_AVERAGE, i));
+    cudaStreamDestroy(s);
+}
+
 void test_adasum() {
     if ((mp_size & (mp_size - 1)) != 0) return;  // Adasum needs a power-of-two set
     const size_t n = 64;
@@ -373,6 +434,8 @@ int main() {
     test_reducescatter();
     test_grouped_allreduce();
     test_ready_event_and_stream();
+    test_stream_without_ready_event();
+    test_many_streamed_ops();
     test_adasum();
     std::printf("rank %d: every collective on CUDA device %d is right (%s)\n", mp_rank, g_device,
                 (hvd_features() & HVD_FEATURE_NCCL) ? "NCCL loaded" : "no NCCL");

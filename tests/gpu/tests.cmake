@@ -37,6 +37,14 @@ add_dependencies(test_gpu_library fake_module_no_entry fake_module_wrong_abi fak
 add_test(NAME unit.test_gpu_library COMMAND test_gpu_library)
 set_tests_properties(unit.test_gpu_library PROPERTIES LABELS "unit;gpu" TIMEOUT 120)
 
+add_executable(test_device_watch ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_device_watch.cc)
+target_link_libraries(test_device_watch PRIVATE hvd_internal PkgConfig::CMOCKA)
+target_include_directories(test_device_watch PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+target_compile_options(test_device_watch PRIVATE ${HVD_WARNINGS}
+  -include ${CMAKE_CURRENT_SOURCE_DIR}/unit/cmocka_prelude.h)
+add_test(NAME unit.test_device_watch COMMAND test_device_watch)
+set_tests_properties(unit.test_device_watch PROPERTIES LABELS "unit;gpu" TIMEOUT 60)
+
 add_executable(mp_cuda_refused ${CMAKE_CURRENT_SOURCE_DIR}/gpu/mp_cuda_refused.c
                                ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_check.c)
 target_link_libraries(mp_cuda_refused PRIVATE hvd PkgConfig::CMOCKA m)
