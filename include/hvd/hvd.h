@@ -194,7 +194,9 @@ typedef struct hvd_op_params {
                                       aborts and the next request fails saying so. Given no
                                       ready event, the op also reads its inputs only after
                                       the work queued on the stream before the enqueue call,
-                                      as an NCCL call on that stream would. */
+                                      as an NCCL call on that stream would. A stream of the
+                                      tensors' device; cudaStreamPerThread is refused
+                                      (HVD_ERR_INVALID_ARG): pass the stream's own handle. */
     int32_t num_splits;            /* HVD_OP_FIELD_SPLITS: entries in splits (= set size) */
 } hvd_op_params_t;
 #define HVD_MAX_NAME 1024

@@ -236,6 +236,9 @@ std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
     return req;
 }
 
+// CUDA's handle for the per-thread default stream (cudaStreamPerThread in driver_types.h).
+void *const kCudaStreamPerThread = reinterpret_cast<void *>(0x2);
+
 // Fills in the name and deadline, enqueues and hands out a handle.
 void fill_meta(const char *fn, Request &req, const OpParams &o, std::string_view name) {
     req.meta.set_id = o.set->id;
@@ -248,11 +251,26 @@ void fill_meta(const char *fn, Request &req, const OpParams &o, std::string_view
         if (req.input.device_type != HVD_DEVICE_CUDA)
             invalid(fn, strprintf("'%s': HVD_OP_FIELD_STREAM is only for ops on CUDA tensors",
                                   req.meta.name.c_str()));
+        // cudaStreamPerThread names the calling thread's own stream, a different one on the
+        // thread that queues the op's work.
+        if (o.stream == kCudaStreamPerThread)
+            invalid(fn, strprintf("'%s': cudaStreamPerThread names the calling thread's stream, "
+                                  "which the library's thread cannot reach: pass that stream's "
+                                  "own handle",
+                                  req.meta.name.c_str()));
         req.stream = o.stream;
         req.has_stream = true;
         // Without a ready event, the inputs are what the caller queued on the stream so far.
-        if (req.input.ready_event == nullptr && req.output.ready_event == nullptr)
-            req.stream_mark.record(req.input.device_id, o.stream);
+        if (req.input.ready_event == nullptr && req.output.ready_event == nullptr) {
+            try {
+                req.stream_mark.record(req.input.device_id, o.stream);
+            } catch (const Error &e) {
+                throw Error(e.status(),
+                            strprintf("%s: '%s': marking the given stream failed (it must be a "
+                                      "stream of CUDA device %d, the tensor's): %s",
+                                      fn, req.meta.name.c_str(), req.input.device_id, e.what()));
+            }
+        }
     }
 }
 

@@ -68,14 +68,21 @@ hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps,
                              first.meta.name.c_str(), device);
         s = HVD_ERR_NO_MEMORY;
     }
-    if (s != HVD_OK) settle_failed_run(dev, nccl_comm, first.meta.name);
+    if (s != HVD_OK) settle_failed_run(comm, dev, nccl_comm, first.meta.name);
     return s;
 }
 
-void GpuRunner::settle_failed_run(gpu::DeviceState *dev, void *nccl_comm, const std::string &what) {
-    if (nccl_comm != nullptr) abort_comm(nccl_comm);
+void GpuRunner::settle_failed_run(const collectives::Comm &comm, gpu::DeviceState *dev,
+                                  void *nccl_comm, const std::string &what) {
+    const bool aborted =
+        comm.abort_status != nullptr && comm.abort_status->load(std::memory_order_acquire) != 0;
+    if (aborted)
+        abort_communicators();  // the context is going down: no NCCL work is worth waiting for
+    else if (nccl_comm != nullptr)
+        abort_comm(nccl_comm);
     if (dev == nullptr) return;
-    // Not bounded by the context's abort flag, which the failure is about to raise.
+    // Not bounded by the context's abort flag, which the failure is about to raise; driving
+    // the transport, which may hold bytes that NCCL work of other communicators waits for.
     auto drained = [&] {
         hvd_gpu_err_t err;
         err.text[0] = '\0';
@@ -83,16 +90,18 @@ void GpuRunner::settle_failed_run(gpu::DeviceState *dev, void *nccl_comm, const 
         return lib_->api->event_record(dev->device, dev->done, dev->stream, &err) == 0 &&
                gpu::wait_event(*lib_, dev->device, dev->done, nullptr,
                                Deadline::after_ms(kFailedRunDrainMs), nullptr, rank_, what,
-                               &ignored) == HVD_OK;
+                               &ignored, comm.transport_to_drive()) == HVD_OK;
     };
     if (drained()) return;
-    // Earlier work of another communicator may wait on a peer: every communicator ends.
-    abort_communicators();
-    if (!drained())
-        HVD_LOG(kWarning, rank_,
-                "CUDA device %d's queued work did not end after '%s' failed: its outputs may "
-                "still be written",
-                dev->device, what.c_str());
+    if (!aborted) {
+        // Earlier work of another communicator may wait on a peer: every communicator ends.
+        abort_communicators();
+        if (drained()) return;
+    }
+    HVD_LOG(kWarning, rank_,
+            "CUDA device %d's queued work did not end after '%s' failed: its outputs may "
+            "still be written",
+            dev->device, what.c_str());
 }
 
 void GpuRunner::wait_ready_events(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev) {

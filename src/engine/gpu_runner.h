@@ -45,7 +45,7 @@ class GpuRunner {
     // running on the device (an op whose request completed on a caller's stream, a peer that
     // died mid-collective), so no stream waits on it forever.
     void abort_communicators() {
-        watch_.forget_comms();
+        watch_.forget_all();
         comms_.abort_all();
     }
 
@@ -92,7 +92,8 @@ class GpuRunner {
     // After a failed run: ends the communicator it used (whose state NCCL no longer knows)
     // and waits, bounded, for the device work already queued (copies into the callers'
     // outputs) before the requests complete with the failure.
-    void settle_failed_run(gpu::DeviceState *dev, void *nccl_comm, const std::string &what);
+    void settle_failed_run(const collectives::Comm &comm, gpu::DeviceState *dev, void *nccl_comm,
+                           const std::string &what);
     void abort_comm(void *nccl_comm) {
         watch_.forget_comm(nccl_comm);
         comms_.abort(nccl_comm);

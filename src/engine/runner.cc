@@ -270,6 +270,10 @@ void Runner::abort_device_work() {
 
 void Runner::check_device_work() {
     if (!gpu_ || !gpu_->watching()) return;
+    // Passes come every few microseconds while a caller drives: a look per millisecond does.
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_device_check_) return;
+    next_device_check_ = now + std::chrono::milliseconds(1);
     std::string message;
     hvd_status_t s = gpu_->check_watched(&message);
     if (s != HVD_OK) p_.abort->set(s, message);

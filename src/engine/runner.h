@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -133,6 +134,7 @@ class Runner {
     GpuRunner &gpu_runner();
     std::unique_ptr<GpuRunner> gpu_;
     bool transport_aborted_ = false;
+    std::chrono::steady_clock::time_point next_device_check_{};  // check_device_work
     collectives::ScratchBuffer scratch_;
     collectives::ScratchBuffer fusion_buffer_;  // persistent: no page faults per step
     std::vector<RequestPtr> fused_reqs_;        // run_fused's run, kept for its capacity

@@ -74,7 +74,12 @@ hvd_status_t DeviceWatch::watch(WatchedOp op, const std::atomic<int32_t> *abort,
         free_events_[device].push_back(e);
         GpuLibrary::throw_failure("cudaEventRecord", err);
     }
-    entries_[device].push_back(Entry{std::move(op), e});
+    try {
+        entries_[device].push_back(Entry{std::move(op), e});
+    } catch (...) {
+        destroy_event(*lib_, device, e);  // its wait is not queued yet: nothing needs it
+        throw;
+    }
     ++watched_;
     *event = e;
     return HVD_OK;

@@ -67,6 +67,9 @@ class DeviceWatch {
     void forget_comm(void *nccl_comm);
     // Every communicator was aborted or destroyed.
     void forget_comms() { forget_comm(nullptr); }
+    // The context aborted: nothing is watched any more (the work still queued ends with the
+    // aborted communicators; its events go once it has).
+    void forget_all() { drop_all(); }
 
   private:
     struct Entry {

@@ -362,6 +362,25 @@ void test_stream_without_ready_event() {
     cudaStreamDestroy(s);
 }
 
+// cudaStreamPerThread names the caller thread's own stream, which the library's thread
+// cannot reach: refused at enqueue on every rank alike, and nothing is left in flight.
+void test_per_thread_stream_refused() {
+    DeviceTensor t(64 * 4);
+    int64_t shape[1] = {64};
+    hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+    hvd_op_params_t p = mp_reduce_params("per_thread_stream", HVD_OP_SUM);
+    p.field_mask |= HVD_OP_FIELD_STREAM;
+    p.stream = cudaStreamPerThread;
+    hvd_request_h req = nullptr;
+    hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req);
+    if (s != HVD_ERR_INVALID_ARG || req != nullptr)
+        mp_die("cudaStreamPerThread: status %d, expected HVD_ERR_INVALID_ARG", s);
+    char why[512];
+    hvd_last_error(why, sizeof why);
+    if (std::strstr(why, "cudaStreamPerThread") == nullptr)
+        mp_die("cudaStreamPerThread refused with '%s'", why);
+}
+
 // More ops on the caller's stream than the library watches per device (256), each completing
 // at once with its work still queued: the later ones wait for the oldest, and every one runs
 // in order on the same tensor (the first averages the ranks' values, the rest keep them).
@@ -435,6 +454,7 @@ int main() {
     test_grouped_allreduce();
     test_ready_event_and_stream();
     test_stream_without_ready_event();
+    test_per_thread_stream_refused();
     test_many_streamed_ops();
     test_adasum();
     std::printf("rank %d: every collective on CUDA device %d is right (%s)\n", mp_rank, g_device,
