@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "common/error.h"
+#include "config/read.h"
 
 namespace hvd::bootstrap {
 
@@ -49,6 +50,31 @@ void set_nodelay(int fd) {
     int one = 1;
     // Requests and answers are small and latency-bound; a failure only costs latency.
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// A peer whose host vanished (powered off, cut off) never closes its connections: without
+// probes an idle connection to it looks alive forever, and one with unanswered data only
+// fails after TCP's retransmissions give up (about 15 minutes). Keepalive probes on idle
+// connections, and a limit on unacknowledged data, make either fail in about
+// HVD_PEER_TIMEOUT seconds. A failure to set them leaves the connection as it was.
+void set_liveness(int fd) {
+    const int64_t timeout_s = config::get_int(config::Setting::kPeerTimeout);
+    if (timeout_s <= 0) return;
+    const int on = 1;
+    const int idle = static_cast<int>(std::max<int64_t>(1, timeout_s / 2));
+    const int interval = static_cast<int>(std::max<int64_t>(1, timeout_s / 10));
+    const int count = std::max(1, static_cast<int>(timeout_s) / interval);
+    const unsigned user_timeout_ms = static_cast<unsigned>(timeout_s * 1000);
+    (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
+void tune_connection(int fd) {
+    set_nodelay(fd);
+    set_liveness(fd);
 }
 
 Fd new_socket(const addrinfo *ai) {
@@ -206,7 +232,7 @@ Fd connect_tcp(const std::string &addr, int port, const Deadline &deadline) {
         for (const addrinfo *ai = list.get(); ai; ai = ai->ai_next) {
             Fd fd = try_connect(ai, deadline, &last_error);
             if (fd.valid()) {
-                set_nodelay(fd.get());
+                tune_connection(fd.get());
                 return fd;
             }
         }
@@ -222,7 +248,7 @@ Fd connect_tcp(const std::string &addr, int port, const Deadline &deadline) {
 
 Fd accept_tcp(int listen_fd) {
     Fd fd(::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (fd.valid()) set_nodelay(fd.get());
+    if (fd.valid()) tune_connection(fd.get());
     return fd;
 }
 

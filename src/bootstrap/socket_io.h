@@ -44,12 +44,14 @@ Fd listen_tcp(const std::string &addr, int port,
 int bound_port(int fd);
 
 // Connects to addr:port, retrying refusals and unreachable hosts until the deadline, since
-// the server may start after the client. Returns a non-blocking socket with TCP_NODELAY.
+// the server may start after the client. Returns a non-blocking socket with TCP_NODELAY and
+// TCP keepalive (a peer silent for HVD_PEER_TIMEOUT fails the connection).
 // Throws hvd::Error: HVD_ERR_TIMED_OUT (nothing accepted in time, with the last error),
 // HVD_ERR_TRANSPORT (the host name does not resolve).
 Fd connect_tcp(const std::string &addr, int port, const Deadline &deadline);
 
-// Accepts one pending connection (non-blocking, close-on-exec, TCP_NODELAY); an invalid Fd
+// Accepts one pending connection (non-blocking, close-on-exec, TCP_NODELAY, keepalive as
+// above); an invalid Fd
 // when none is pending or accept failed (errno tells which).
 Fd accept_tcp(int listen_fd);
 

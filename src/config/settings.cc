@@ -39,6 +39,12 @@ const SettingInfo kTable[] = {
      "s", nullptr, NO_KEY,
      "How long one op may take before it fails with `HVD_ERR_TIMED_OUT` and the context "
      "aborts; negative: no limit."},
+    {Setting::kPeerTimeout, "PEER_TIMEOUT", false, kInt, kTuning, 30, nullptr, 0, 3600, kClamp, "s",
+     nullptr, NO_KEY,
+     "How long a rank, the rendezvous server or hvdrun may go without an answer from a host "
+     "(TCP keepalive on their connections, ssh's server-alive messages) before counting it "
+     "lost, so that a host that vanished without closing its connections fails the job, or "
+     "re-forms an elastic one, in about this time; 0: no such check."},
     {Setting::kLogLevel, "LOG_LEVEL", true, kEnum, kTuning, 0, "warning", 0, 0, kClamp, "",
      "trace|debug|info|warning|error|fatal", NO_KEY,
      "The least severe messages written to stderr (`warn` is `warning`; anything else is "

@@ -35,6 +35,7 @@ enum class Setting : int32_t {
     // Tuning: init, logging, failure detection
     kStartTimeout,
     kOpTimeout,
+    kPeerTimeout,
     kLogLevel,
     kHostname,
     kUcxErrMode,

@@ -201,7 +201,7 @@ from discovery import discovery_files  # noqa: E402
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
 
 
-def elastic_run(job, flags, script_args, changes, survivors):
+def elastic_run(job, flags, script_args, changes, survivors, extra_env=None):
     """hvdrun -np 3 --min-np 2 `flags` on hostA runs tests/python/elastic/train_elastic.py
     with `script_args`; workers `survivors` must finish as ranks 0 and 1 of 2 with the weights
     of the reference run that had the membership `changes` (elastic_model.reference), and no
@@ -214,6 +214,7 @@ def elastic_run(job, flags, script_args, changes, survivors):
         cwd=ELASTIC_DIR, stdout=subprocess.PIPE, text=True, check=True, timeout=60)
     expected = [float(v) for v in ref.stdout.split()]
     env = dict(MP_ENV, PYTHONPATH=job.python_path, PYTHONDONTWRITEBYTECODE="1")
+    env.update(extra_env or {})
     argv = [job.hvdrun_path, "-np", "3", "--min-np", "2", "--ssh-identity-file", job.key]
     argv += list(flags)
     for k, v in env.items():
@@ -242,6 +243,20 @@ def case_elastic(job):
     reference run that had that membership change at that step."""
     elastic_run(job, ["-H", ",".join("%s:1" % h for h in HOSTS)],
                 ["--kill-worker", "1", "--kill-step", "5"], {5: (2, True)}, (0, 2))
+
+
+def case_elastic_host_lost(job):
+    """A host vanishes from an elastic job: at step 5 the worker on hostB takes every link
+    of its host down and dies, so nothing of hostB answers or closes a connection again (a
+    powered-off machine). Within HVD_PEER_TIMEOUT (6 s here) the rendezvous connection's
+    keepalive fails the survivors' step and ssh gives up on hostB; the workers on hostA and
+    hostC re-form as 2 ranks and finish with the weights of the reference run."""
+    start = time.monotonic()
+    elastic_run(job, ["-H", ",".join("%s:1" % h for h in HOSTS)],
+                ["--kill-worker", "1", "--kill-step", "5", "--cut-off-host"], {5: (2, True)},
+                (0, 2), extra_env={"HVD_PEER_TIMEOUT": "6"})
+    took = time.monotonic() - start
+    expect(took < 120, "the job took %.0f s to get past the lost host" % took)
 
 
 def case_elastic_remove(job):

@@ -16,9 +16,10 @@ foreach(case ${HVD_CLUSTER_CASES})
 endforeach()
 
 # Elastic jobs across the hosts (hvd.torch.elastic under hvdrun --min-np): a worker's host
-# loses it mid-run (elastic), or the discovery script drops a host (elastic_remove), and the
+# loses it mid-run (elastic), a host vanishes from the network (elastic_host_lost), or the
+# discovery script drops a host (elastic_remove), and the
 # others finish as a smaller job; needs the hvd package's build.
-foreach(case elastic elastic_remove)
+foreach(case elastic elastic_host_lost elastic_remove)
   if(NOT (Python3_Interpreter_FOUND AND TARGET hvd_python))
     break()
   endif()

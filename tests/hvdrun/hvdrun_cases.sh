@@ -450,8 +450,9 @@ case_remote() {
         fail "remote ranks got secrets '$(cat "$T/secret")', expected one 64-hex-digit value"
     ! grep -q 'HVD_SECRET=' "$T/ssh.log" || fail "the secret is on the ssh command line"
     expect_match err '^hvdrun: rank 1 on fakehost-b \(local 0/1, cross 1/2\): ssh -o BatchMode=yes'
-    for line in "opt BatchMode=yes" "opt ConnectTimeout=7" "opt 2222" "host fakehost-a" \
-        "host fakehost-b"; do
+    # A silent host is given up after HVD_PEER_TIMEOUT (30 s by default).
+    for line in "opt BatchMode=yes" "opt ConnectTimeout=7" "opt ServerAliveInterval=10" \
+        "opt ServerAliveCountMax=3" "opt 2222" "host fakehost-a" "host fakehost-b"; do
         grep -qxF "$line" "$T/ssh.log" || fail "ssh was not given '$line': $(cat "$T/ssh.log")"
     done
     # Rank 0 here, rank 1 remote: remote ranks must be sent to this host's name.

@@ -282,6 +282,7 @@ void test_ssh_argv(void **) {
     SshOptions ssh;
     ssh.port = 2200;
     ssh.connect_timeout = 30;
+    ssh.alive_timeout = 20;  // 3 unanswered messages, 6 s apart
     Args argv = ssh_argv("node2", ssh, "/home/u/my job", {{"HVD_RANK", "1"}, {"X", "a b"}},
                          {"python3", "train.py", "--lr=0.1"});
     Args expected = {"ssh",
@@ -289,6 +290,10 @@ void test_ssh_argv(void **) {
                      "BatchMode=yes",
                      "-o",
                      "ConnectTimeout=30",
+                     "-o",
+                     "ServerAliveInterval=6",
+                     "-o",
+                     "ServerAliveCountMax=3",
                      "-p",
                      "2200",
                      "node2",

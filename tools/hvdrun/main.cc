@@ -118,6 +118,22 @@ bool check_host_arguments(const Options &opts, const std::vector<Placement> &ran
     return true;
 }
 
+// HVD_PEER_TIMEOUT as the ranks get it (the last in `settings`, else this environment's),
+// for ssh's server-alive check; its default where unset or not a number in 0..3600.
+int peer_timeout(const std::vector<EnvVar> &settings) {
+    constexpr int kDefault = 30;  // as libhvd's
+    const char *text = std::getenv("HVD_PEER_TIMEOUT");
+    std::string value = text != nullptr ? text : "";
+    for (const EnvVar &v : settings)
+        if (v.first == "HVD_PEER_TIMEOUT") value = v.second;
+    if (value.empty()) return kDefault;
+    char *end = nullptr;
+    errno = 0;
+    long n = std::strtol(value.c_str(), &end, 10);
+    if (errno != 0 || end == value.c_str() || *end != '\0' || n < 0 || n > 3600) return kDefault;
+    return static_cast<int>(n);
+}
+
 LaunchContext make_context(const Options &opts, const std::vector<Placement> &ranks,
                            const std::string &this_host, const std::string &rdv_addr,
                            std::vector<EnvVar> settings) {
@@ -126,6 +142,7 @@ LaunchContext make_context(const Options &opts, const std::vector<Placement> &ra
     ctx.cwd = current_dir();
     ctx.ssh.port = opts.ssh_port;
     ctx.ssh.connect_timeout = opts.start_timeout;
+    ctx.ssh.alive_timeout = peer_timeout(settings);
     ctx.ssh.identity_file = opts.ssh_identity_file;
     ctx.ssh.interfaces = opts.network_interfaces;
     ctx.exports = std::move(settings);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "remote_command.h"
 
+#include <algorithm>
+
 #include "network_interfaces.h"
 
 namespace hvdrun {
@@ -62,6 +64,11 @@ std::vector<std::string> ssh_argv(const std::string &host, const SshOptions &ssh
     std::vector<std::string> argv = {"ssh", "-o", "BatchMode=yes"};
     if (ssh.connect_timeout > 0) {
         argv.insert(argv.end(), {"-o", "ConnectTimeout=" + std::to_string(ssh.connect_timeout)});
+    }
+    if (ssh.alive_timeout > 0) {
+        const int interval = std::max(1, ssh.alive_timeout / kServerAliveCount);
+        argv.insert(argv.end(), {"-o", "ServerAliveInterval=" + std::to_string(interval), "-o",
+                                 "ServerAliveCountMax=" + std::to_string(kServerAliveCount)});
     }
     if (ssh.port > 0) argv.insert(argv.end(), {"-p", std::to_string(ssh.port)});
     if (!ssh.identity_file.empty()) argv.insert(argv.end(), {"-i", ssh.identity_file});

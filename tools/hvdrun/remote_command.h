@@ -10,8 +10,11 @@
 namespace hvdrun {
 
 struct SshOptions {
-    int port = 0;                         // 0: ssh's default
-    int connect_timeout = 0;              // seconds; 0: ssh's default
+    int port = 0;             // 0: ssh's default
+    int connect_timeout = 0;  // seconds; 0: ssh's default
+    // Seconds without an answer from the remote host (ssh's server-alive messages) before
+    // ssh gives up on it, ending that host's ranks for the launcher; 0: ssh's default (never).
+    int alive_timeout = 0;
     std::string identity_file;            // ssh -i; empty: ssh's default keys
     std::vector<std::string> interfaces;  // --network-interfaces the remote host must have
 };
@@ -22,6 +25,8 @@ std::string shell_quote(const std::string &word);
 
 // Seconds between the SIGTERM and the SIGKILL a remote rank gets when its ssh connection ends.
 constexpr int kRemoteKillAfterSeconds = 3;
+// Unanswered server-alive messages after which ssh gives up on the remote host.
+constexpr int kServerAliveCount = 3;
 
 // The remote shell command, every word quoted:
 //   [<interface check> && ]read -r HVD_SECRET && export HVD_SECRET && cd <cwd> || exit;

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """An elastic training job for test_elastic.py (run by hvdrun --min-np/--max-np): the model of
 elastic_model.py under hvd.torch.elastic.run, with a TorchState holding the weights, the step
-and the ElasticSampler. Options make one worker kill itself at a step, or rank 0 add a host to
+and the ElasticSampler. Options make one worker kill itself at a step (cutting its host off
+the network first, on a namespace host), or rank 0 add a host to
 the discovery script's file at a step, or remove one from it. Every rank prints its final
 weights (and the HOROVOD_ELASTIC_RESET_LIMIT it was given) as a JSON line."""
 
@@ -9,6 +10,7 @@ import argparse
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -25,6 +27,10 @@ def parse():
     p = argparse.ArgumentParser()
     p.add_argument("--kill-worker", type=int, default=-1)
     p.add_argument("--kill-step", type=int, default=-1)
+    p.add_argument("--cut-off-host", action="store_true",
+                   help="before the kill, take every network link of the worker's host down "
+                        "(a namespace host of tests/cluster): the host vanishes without "
+                        "closing a connection, as a powered-off machine does")
     p.add_argument("--hosts-file", default="")
     p.add_argument("--add-host", default="")
     p.add_argument("--add-step", type=int, default=-1)
@@ -53,6 +59,17 @@ def remove_host(args):
     wait_for_update("hvdrun did not take the removed host's worker out of the membership")
 
 
+def cut_off_host():
+    """Takes down every link of this network namespace but loopback: its peers' packets to it
+    are dropped from now on, unanswered."""
+    links = subprocess.run(["ip", "-o", "link", "show"], stdout=subprocess.PIPE, text=True,
+                           check=True, timeout=10).stdout
+    for line in links.splitlines():
+        name = line.split(":")[1].strip().split("@")[0]
+        if name != "lo":
+            subprocess.run(["ip", "link", "set", "dev", name, "down"], check=True, timeout=10)
+
+
 def wait_for_update(what):
     deadline = time.monotonic() + WAIT_FOR_WORKERS_S
     while not _runtime.elastic_membership()[1]:
@@ -69,6 +86,8 @@ def main():
 
     def before_batch(state):
         if state.step == args.kill_step and worker == args.kill_worker:
+            if args.cut_off_host:
+                cut_off_host()
             os.kill(os.getpid(), signal.SIGKILL)
         if state.step == args.add_step and hvd.rank() == 0 and hvd.size() == 2 and \
                 args.add_host:
