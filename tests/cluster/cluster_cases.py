@@ -126,6 +126,44 @@ def case_hvdrun(job):
     job.wait_no_leftovers()
 
 
+def case_bind(job):
+    """hvdrun -H hostA:2,hostB:2 --bind-to core --report-bindings: every host pins its own
+    ranks (hvdrun --exec-bound on hostB, from hostB's topology), local rank r to core r; each
+    rank reads its CPUs back from /proc, and every rank's binding is reported by its host."""
+    cores = int(subprocess.run(["hwloc-calc", "-N", "core", "all"], stdout=subprocess.PIPE,
+                               text=True, check=True, timeout=30).stdout)
+    if cores < 2:
+        raise Skip("this machine has %d core: nothing to tell two local ranks apart" % cores)
+    want = [subprocess.run(["hwloc-calc", "--po", "-I", "pu", "core:%d" % r],
+                           stdout=subprocess.PIPE, text=True, check=True,
+                           timeout=30).stdout.strip() for r in range(2)]
+    show = "awk '/^Cpus_allowed_list/ { print \"cpus=\" $2 }' /proc/self/status"
+    argv = [job.hvdrun_path, "-np", "4", "-H", "hostA:2,hostB:2", "--ssh-identity-file", job.key,
+            "--bind-to", "core", "--report-bindings", "sh", "-c", show]
+    rc, out, _ = job.timed(job.cluster.hosts[0], argv, 60)
+    expect(rc == 0, "hvdrun exited %d" % rc)
+    for rank in range(4):
+        got = re.search(r"^\[%d\]<stdout>: cpus=(\S+)$" % rank, out, re.M)
+        expect(got, "rank %d did not print its CPUs" % rank)
+        cpus = ",".join(str(c) for c in expand_cpus(got.group(1)))
+        expect(cpus == want[rank % 2], "rank %d (local rank %d) runs on CPUs %s, hwloc says "
+               "core %d is %s" % (rank, rank % 2, cpus, rank % 2, want[rank % 2]))
+        host = HOSTS[rank // 2]
+        expect(re.search(r"\[%s:\d+\] MCW rank %d bound to socket \d+\[core %d\[hwt"
+                         % (host, rank, rank % 2), out, re.M),
+               "no binding report of rank %d from %s" % (rank, host))
+    job.wait_no_leftovers()
+
+
+def expand_cpus(text):
+    """"0-2,5" -> [0, 1, 2, 5]."""
+    cpus = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus += list(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
 HIERARCHICAL_ENV = {"HVD_HIERARCHICAL_ALLREDUCE": "1", "HVD_HIERARCHICAL_ALLGATHER": "1",
                     "HVD_HIERARCHICAL_BROADCAST": "1", "HVD_LOG_LEVEL": "debug"}
 

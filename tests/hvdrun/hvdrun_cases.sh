@@ -374,9 +374,29 @@ case_bind() {
     run -np 1 --map-by node true
     expect_rc 2
     expect_once err "hvdrun: invalid --map-by value 'node' (expected slot, core, numa or socket)"
-    run -np 2 -H localhost:1,fakehost-b:1 --bind-to core true
-    expect_rc 2
-    expect_once err "hvdrun: --bind-to core binds ranks on this host only; rank 1 runs on fakehost-b"
+    # Ranks on another host are bound there, by hvdrun --exec-bound on that host's topology
+    # (the ssh stand-in runs it on this one), and report their own bindings.
+    mkdir -p "$T/bin"
+    cp "$HERE/fake_ssh.sh" "$T/bin/ssh"
+    if [ "$ncores" -ge 2 ]; then
+        PATH="$T/bin:$PATH" run -np 3 -H localhost:1,fakehost-b:2 --bind-to core \
+            --report-bindings sh -c "$SHOW_CPUS"
+        expect_rc 0
+        expect_cpus 0 "$(calc --po -I pu core:0)"
+        expect_cpus 1 "$(calc --po -I pu core:0)"
+        expect_cpus 2 "$(calc --po -I pu core:1)"
+        expect_match err "\[[^]:]+:[0-9]+\] MCW rank 2 bound to socket [0-9]+\[core 1\[hwt"
+        expect_match err "^\[[^]:]+:[0-9]+\] MCW rank 0 bound to socket [0-9]+\[core 0\[hwt"
+    fi
+    # More ranks on that host than it has cores: its hvdrun says so, and the job fails.
+    PATH="$T/bin:$PATH" run -np $((ncores + 2)) -H localhost:1,fakehost-b:$((ncores + 1)) \
+        --bind-to core true
+    expect_rc 127
+    expect_match err "hvdrun on [^:]+: rank [0-9]+: --bind-to core: ranks 0 and $ncores would share core .*\(ranks numbered by their place on this host\)$"
+    # The wrapper refuses arguments it does not understand.
+    run --exec-bound core slot 0 1 5 0 true
+    expect_rc 127
+    expect_match err "^hvdrun on [^:]+: rank 5: usage: hvdrun --exec-bound BIND MAP"
 }
 
 # Machines this host is not, through hwloc's synthetic topologies (HWLOC_SYNTHETIC, read by

@@ -134,18 +134,26 @@ void test_report(void **) {
 }
 
 // Binding ranks needs their host's topology: a rank on another host is refused.
-void test_remote_refused(void **) {
+// Ranks on other hosts get no CPUs here (their host pins them, remote_binding.h), nor do
+// they count among this host's: the local ranks are placed as if alone.
+void test_remote_ranks_left_to_their_host(void **) {
     Machine m = synthetic("pack:1 core:2 pu:1");
-    std::vector<Placement> ranks(2);
-    ranks[1].rank = 1;
+    std::vector<Placement> ranks(3);
+    for (int r = 0; r < 3; ++r)
+        ranks[r].rank = r;
     ranks[1].host = "node-b";
-    std::vector<RankLaunch> plan(2);
+    std::vector<RankLaunch> plan(3);
+    for (int r = 0; r < 3; ++r)
+        plan[r].rank = r;
     plan[1].remote = true;
     std::string err;
-    assert_false(assign_cpus(m, policy("slot", "numa"), ranks, &plan, &err));
-    assert_string_equal(err.c_str(),
-                        "--bind-to numa binds ranks on this host only; rank 1 runs on node-b");
-    assert_true(assign_cpus(m, policy("slot", "none"), ranks, &plan, &err));
+    assert_true(assign_cpus(m, policy("slot", "core"), ranks, &plan, &err));
+    assert_true(plan[0].cpus == std::vector<int>{0});
+    assert_true(plan[1].cpus.empty());
+    assert_true(plan[2].cpus == std::vector<int>{1});
+    std::vector<std::string> report = binding_report(m, plan, "node-a", 7);
+    assert_int_equal(report.size(), 2);  // node-b reports rank 1
+    assert_true(report[1].find("MCW rank 2 bound to") != std::string::npos);
 }
 
 void test_parse(void **) {
@@ -194,9 +202,12 @@ void test_parse(void **) {
 
 int main() {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_synthetic), cmocka_unit_test(test_map_and_bind_core),
-        cmocka_unit_test(test_bind_coarser),   cmocka_unit_test(test_overload),
-        cmocka_unit_test(test_report),         cmocka_unit_test(test_remote_refused),
+        cmocka_unit_test(test_read_synthetic),
+        cmocka_unit_test(test_map_and_bind_core),
+        cmocka_unit_test(test_bind_coarser),
+        cmocka_unit_test(test_overload),
+        cmocka_unit_test(test_report),
+        cmocka_unit_test(test_remote_ranks_left_to_their_host),
         cmocka_unit_test(test_parse),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);

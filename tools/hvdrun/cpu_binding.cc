@@ -32,12 +32,7 @@ bool assign_cpus(const hvd::topology::Machine &machine, const BindPolicy &policy
     std::vector<int> local;
     std::vector<size_t> where;
     for (size_t i = 0; i < ranks.size() && i < plan->size(); ++i) {
-        if ((*plan)[i].remote) {
-            *err = std::string("--bind-to ") + level_name(policy.bind_to) +
-                   " binds ranks on this host only; rank " + std::to_string(ranks[i].rank) +
-                   " runs on " + ranks[i].host;
-            return false;
-        }
+        if ((*plan)[i].remote) continue;  // bound on its own host (remote_binding.h)
         local.push_back(ranks[i].rank);
         where.push_back(i);
     }
@@ -53,6 +48,7 @@ std::vector<std::string> binding_report(const hvd::topology::Machine &machine,
                                         const std::string &host, int pid) {
     std::vector<std::string> lines;
     for (const RankLaunch &launch : plan) {
+        if (launch.remote) continue;  // its host reports it (remote_binding.h)
         std::string line =
             "[" + host + ":" + std::to_string(pid) + "] MCW rank " + std::to_string(launch.rank);
         line += launch.cpus.empty() ? " is not bound (or bound to all available processors)"

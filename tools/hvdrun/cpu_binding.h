@@ -18,14 +18,15 @@ namespace hvdrun {
 // with *err when hwloc cannot load it.
 bool load_local_machine(hvd::topology::Machine *machine, std::string *err);
 
-// Sets plan[i].cpus for every rank as place_local_ranks() places them on `machine`. Fails
-// with *err when the policy binds and a rank runs on another host (its topology is not known
-// here), or as place_local_ranks() does.
+// Sets plan[i].cpus for every rank of this host as place_local_ranks() places them on
+// `machine` (ranks on other hosts are bound there: remote_binding.h). Fails with *err as
+// place_local_ranks() does.
 bool assign_cpus(const hvd::topology::Machine &machine, const BindPolicy &policy,
                  const std::vector<Placement> &ranks, std::vector<RankLaunch> *plan,
                  std::string *err);
 
-// mpirun's --report-bindings lines, one per rank: "[host:pid] MCW rank R bound to ..." (see
+// mpirun's --report-bindings lines, one per rank of this host (the others report on theirs):
+// "[host:pid] MCW rank R bound to ..." (see
 // describe_binding()) or "... MCW rank R is not bound (or bound to all available processors)";
 // pid is hvdrun's.
 std::vector<std::string> binding_report(const hvd::topology::Machine &machine,

@@ -24,6 +24,7 @@
 #include "network_interfaces.h"
 #include "options.h"
 #include "rank_env.h"
+#include "remote_binding.h"
 #include "signals.h"
 #include "supervisor.h"
 
@@ -114,6 +115,32 @@ bool check_host_arguments(const Options &opts, const std::vector<Placement> &ran
         for (const std::string &name : opts.network_interfaces) {
             if (rdv_addr->empty()) *rdv_addr = interface_ipv4_address(name);
         }
+    }
+    return true;
+}
+
+bool any_local(const std::vector<RankLaunch> &plan) {
+    for (const RankLaunch &launch : plan)
+        if (!launch.remote) return true;
+    return false;
+}
+
+// --bind-to: ranks on other hosts run the program through this hvdrun's --exec-bound there
+// (remote_binding.h), which pins them on that host's own topology.
+bool bind_remote_ranks(const Options &opts, const std::vector<Placement> &ranks,
+                       const LaunchContext &ctx, std::vector<RankLaunch> *plan, std::string *err) {
+    const std::string self = own_executable();
+    const int size = static_cast<int>(ranks.size());
+    for (size_t i = 0; i < ranks.size() && i < plan->size(); ++i) {
+        if (!(*plan)[i].remote) continue;
+        if (self.empty()) {
+            *err = "--bind-to: cannot find this hvdrun's path for the ranks on other hosts";
+            return false;
+        }
+        const Placement &p = ranks[i];
+        (*plan)[i] = plan_process(
+            p.rank, p.host, rank_variables(p, size, ctx.job),
+            bound_command(self, opts.binding, p, opts.report_bindings, opts.command), ctx);
     }
     return true;
 }
@@ -232,6 +259,11 @@ int prepare(int argc, char **argv, Options *opts, Prepared *out) {
     }
     LaunchContext ctx = make_context(*opts, ranks, this_host, rdv_addr, std::move(settings));
     if (opts->elastic) {
+        if (opts->binding.bind_to != Level::kNone)
+            std::fprintf(stderr,
+                         "hvdrun: warning: --bind-to %s is not applied to elastic jobs "
+                         "(--min-np/--max-np): their workers run unpinned\n",
+                         level_name(opts->binding.bind_to));
         // Each round's rendezvous port is picked when the round forms.
         if (ctx.rdv_reservation >= 0) close(ctx.rdv_reservation);
         ctx.rdv_reservation = -1;
@@ -242,8 +274,9 @@ int prepare(int argc, char **argv, Options *opts, Prepared *out) {
     *plan = plan_launch(ranks, opts->command, ctx);
     hvd::topology::Machine machine;
     if (opts->binding.bind_to != Level::kNone &&
-        (!load_local_machine(&machine, &err) ||
-         !assign_cpus(machine, opts->binding, ranks, plan, &err))) {
+        ((any_local(*plan) && !load_local_machine(&machine, &err)) ||
+         !assign_cpus(machine, opts->binding, ranks, plan, &err) ||
+         !bind_remote_ranks(*opts, ranks, ctx, plan, &err))) {
         std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
         return kUsageError;
     }
@@ -295,6 +328,8 @@ int run(int argc, char **argv) {
 }  // namespace hvdrun
 
 int main(int argc, char **argv) {
+    if (argc > 1 && std::strcmp(argv[1], hvdrun::kExecBoundFlag) == 0)
+        return hvdrun::exec_bound(argc, argv);
     try {
         return hvdrun::run(argc, argv);
     } catch (const std::exception &e) {
