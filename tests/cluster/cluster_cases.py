@@ -239,33 +239,35 @@ from discovery import discovery_files  # noqa: E402
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
 
 
-def elastic_run(job, flags, script_args, changes, survivors, extra_env=None):
-    """hvdrun -np 3 --min-np 2 `flags` on hostA runs tests/python/elastic/train_elastic.py
-    with `script_args`; workers `survivors` must finish as ranks 0 and 1 of 2 with the weights
-    of the reference run that had the membership `changes` (elastic_model.reference), and no
-    process may be left on any host. Returns hvdrun's output."""
+def elastic_run(job, flags, script_args, changes, survivors, extra_env=None, np=3):
+    """hvdrun -np `np` --min-np 2 `flags` on hostA runs tests/python/elastic/train_elastic.py
+    with `script_args`; workers `survivors` must finish, in that order, as the ranks of round
+    2 with the weights of the reference run that had the membership `changes`
+    (elastic_model.reference), and no process may be left on any host. Returns hvdrun's
+    output."""
     if not job.python_path or not os.access(TORCH_PYTHON, os.X_OK):
         raise Skip("no hvd Python package (--python-path) or no %s" % TORCH_PYTHON)
     ref = subprocess.run(
         [TORCH_PYTHON, "-c", "import elastic_model as m; "
-         "print(' '.join(repr(float(v)) for v in m.reference(3, %r)))" % (changes,)],
+         "print(' '.join(repr(float(v)) for v in m.reference(%d, %r)))" % (np, changes)],
         cwd=ELASTIC_DIR, stdout=subprocess.PIPE, text=True, check=True, timeout=60)
     expected = [float(v) for v in ref.stdout.split()]
     env = dict(MP_ENV, PYTHONPATH=job.python_path, PYTHONDONTWRITEBYTECODE="1")
     env.update(extra_env or {})
-    argv = [job.hvdrun_path, "-np", "3", "--min-np", "2", "--ssh-identity-file", job.key]
+    argv = [job.hvdrun_path, "-np", str(np), "--min-np", "2", "--ssh-identity-file", job.key]
     argv += list(flags)
     for k, v in env.items():
         argv += ["-x", "%s=%s" % (k, v)]
     argv += [TORCH_PYTHON, os.path.join(ELASTIC_DIR, "train_elastic.py")] + list(script_args)
     rc, out, _ = job.timed(job.cluster.hosts[0], argv, 150)
     expect(rc == 0, "hvdrun exited %d" % rc)
-    expect("round 2: 2 rank(s), workers %d, %d" % survivors in out,
-           "round 2 did not re-form with workers %d, %d" % survivors)
+    workers = ", ".join(str(w) for w in survivors)
+    expect("round 2: %d rank(s), workers %s" % (len(survivors), workers) in out,
+           "round 2 did not form with workers %s" % workers)
     results = [json.loads(line[line.index("{"):]) for line in out.splitlines()
                if "<stdout>: {" in line]
     expect(sorted((r["worker"], r["rank"], r["size"]) for r in results) ==
-           [(survivors[0], 0, 2), (survivors[1], 1, 2)], "survivors: %s" % results)
+           [(w, i, len(survivors)) for i, w in enumerate(survivors)], "survivors: %s" % results)
     for r in results:
         diff = max(abs(a - b) for a, b in zip(r["weights"], expected))
         expect(diff <= 1e-9, "worker %d's weights differ from the reference by %g"
@@ -295,6 +297,41 @@ def case_elastic_host_lost(job):
                 (0, 2), extra_env={"HVD_PEER_TIMEOUT": "6"})
     took = time.monotonic() - start
     expect(took < 120, "the job took %.0f s to get past the lost host" % took)
+
+
+def case_elastic_grow(job):
+    """A host joins an elastic job: the discovery script lists hostA and hostB (one slot
+    each); at step 4 rank 0 adds hostC to its file and waits until hvdrun has started a
+    worker there over ssh; the commit of step 6 raises HostsUpdatedInterrupt and the three
+    re-form, the new worker receiving rank 0's state, and all finish with the weights of the
+    reference run that grew to 3 ranks at step 6."""
+    with tempfile.TemporaryDirectory() as tmp:
+        hosts, discover = discovery_files(tmp, HOSTS[:2])
+        elastic_run(job, ["--max-np", "3", "--host-discovery-script", discover],
+                    ["--hosts-file", hosts, "--add-host", HOSTS[2], "--add-step", "4"],
+                    {6: (3, False)}, (0, 1, 2), np=2)
+
+
+def case_elastic_below_min(job):
+    """-np 2 --min-np 2 -H hostA:1,hostB:1: at step 2 hostB vanishes (its worker takes every
+    link down and dies). The job cannot go on with 1 worker: hvdrun ends it with an error
+    naming --min-np, within a bounded time, no worker finishing and nothing left running."""
+    if not job.python_path or not os.access(TORCH_PYTHON, os.X_OK):
+        raise Skip("no hvd Python package (--python-path) or no %s" % TORCH_PYTHON)
+    env = dict(MP_ENV, PYTHONPATH=job.python_path, PYTHONDONTWRITEBYTECODE="1",
+               HVD_PEER_TIMEOUT="6")
+    argv = [job.hvdrun_path, "-np", "2", "--min-np", "2", "--ssh-identity-file", job.key,
+            "-H", "%s:1,%s:1" % (HOSTS[0], HOSTS[1])]
+    for k, v in env.items():
+        argv += ["-x", "%s=%s" % (k, v)]
+    argv += [TORCH_PYTHON, os.path.join(ELASTIC_DIR, "train_elastic.py"), "--kill-worker", "1",
+             "--kill-step", "2", "--cut-off-host"]
+    rc, out, took = job.timed(job.cluster.hosts[0], argv, 120)
+    expect(rc != 0, "hvdrun exited 0 with 1 worker left")
+    expect("1 worker(s) left, fewer than --min-np 2" in out, "the error does not name --min-np")
+    expect(took < 90, "the job took %.0f s to end" % took)
+    expect("<stdout>: {" not in out, "a worker finished training")
+    job.wait_no_leftovers()
 
 
 def case_elastic_remove(job):

@@ -16,10 +16,11 @@ foreach(case ${HVD_CLUSTER_CASES})
 endforeach()
 
 # Elastic jobs across the hosts (hvd.torch.elastic under hvdrun --min-np): a worker's host
-# loses it mid-run (elastic), a host vanishes from the network (elastic_host_lost), or the
-# discovery script drops a host (elastic_remove), and the
+# loses it mid-run (elastic), a host vanishes from the network (elastic_host_lost, and
+# elastic_below_min where that leaves too few workers), the discovery script adds a host
+# (elastic_grow) or drops one (elastic_remove), and the
 # others finish as a smaller job; needs the hvd package's build.
-foreach(case elastic elastic_host_lost elastic_remove)
+foreach(case elastic elastic_host_lost elastic_grow elastic_below_min elastic_remove)
   if(NOT (Python3_Interpreter_FOUND AND TARGET hvd_python))
     break()
   endif()
