@@ -391,7 +391,12 @@ int m_nccl_comm_init(int32_t device, int32_t nranks, int32_t rank,
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // libhvd polls with its own deadline, and aborts on a peer's failure
     ncclComm_t c = nullptr;
-    NCCL_TRY(nccl.CommInitRankConfig(&c, nranks, u, rank, &config), "ncclCommInitRankConfig", c);
+    if (int rc = nccl_check(nccl.CommInitRankConfig(&c, nranks, u, rank, &config),
+                            "ncclCommInitRankConfig", c, err)) {
+        // A communicator NCCL made before failing is ended here: the caller never gets it.
+        if (c != nullptr) (void)nccl.CommAbort(c);
+        return rc;
+    }
     comm_devices.add(c, device);
     *comm = c;
     return 0;
