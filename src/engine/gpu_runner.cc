@@ -84,13 +84,8 @@ void GpuRunner::settle_failed_run(const collectives::Comm &comm, gpu::DeviceStat
     // Not bounded by the context's abort flag, which the failure is about to raise; driving
     // the transport, which may hold bytes that NCCL work of other communicators waits for.
     auto drained = [&] {
-        hvd_gpu_err_t err;
-        err.text[0] = '\0';
-        std::string ignored;
-        return lib_->api->event_record(dev->device, dev->done, dev->stream, &err) == 0 &&
-               gpu::wait_event(*lib_, dev->device, dev->done, nullptr,
-                               Deadline::after_ms(kFailedRunDrainMs), nullptr, rank_, what,
-                               &ignored, comm.transport_to_drive()) == HVD_OK;
+        return gpu::wait_stream_done(*lib_, *dev, Deadline::after_ms(kFailedRunDrainMs), rank_,
+                                     what, comm.transport_to_drive());
     };
     if (drained()) return;
     if (!aborted) {

@@ -39,16 +39,21 @@ DeviceState &DeviceStates::get(int32_t device) {
 bool DeviceStates::drain() {
     bool finished = true;
     for (auto &[device, d] : devices_) {
-        hvd_gpu_err_t err;
-        err.text[0] = '\0';
-        std::string message;
-        const bool done =
-            lib_->api->event_record(device, d->done, d->stream, &err) == 0 &&
-            wait_event(*lib_, device, d->done, nullptr, Deadline::after_ms(kTeardownWaitMs),
-                       nullptr, -1, "the context's GPU work", &message) == HVD_OK;
+        const bool done = wait_stream_done(*lib_, *d, Deadline::after_ms(kTeardownWaitMs), -1,
+                                           "the context's GPU work");
         finished = finished && done;
     }
     return finished;
+}
+
+bool wait_stream_done(const GpuLibrary &lib, DeviceState &dev, const Deadline &deadline,
+                      int32_t rank, const std::string &what, transport::Transport *drive) {
+    hvd_gpu_err_t err;
+    err.text[0] = '\0';
+    std::string ignored;
+    return lib.api->event_record(dev.device, dev.done, dev.stream, &err) == 0 &&
+           wait_event(lib, dev.device, dev.done, nullptr, deadline, nullptr, rank, what, &ignored,
+                      drive) == HVD_OK;
 }
 
 DeviceStates::~DeviceStates() {

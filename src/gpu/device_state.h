@@ -48,6 +48,12 @@ class DeviceStates {
     std::map<int32_t, std::unique_ptr<DeviceState>> devices_;
 };
 
+// Records dev.done after the work queued on dev.stream and waits on the host until it has run,
+// bounded by `deadline` alone (no abort flag), driving `drive` (null: none) as wait_event does.
+// False when it did not finish in time or CUDA failed (`rank` and `what` name it for the wait).
+bool wait_stream_done(const GpuLibrary &lib, DeviceState &dev, const Deadline &deadline,
+                      int32_t rank, const std::string &what, transport::Transport *drive = nullptr);
+
 // Waits on the host until `event` (of `device`) has completed, polling: fails with HVD_ERR_DEVICE
 // when CUDA or the NCCL communicator (`nccl_comm`, may be null) reports an error, with the abort
 // status when *abort becomes nonzero, HVD_ERR_TIMED_OUT at the deadline. *message says what, naming

@@ -21,7 +21,7 @@ void destroy_event(const GpuLibrary &lib, int32_t device, void *event) {
 }  // namespace
 
 DeviceWatch::~DeviceWatch() {
-    drop_all();
+    forget_all();
     for (auto &[device, events] : free_events_)
         for (void *e : events)
             destroy_event(*lib_, device, e);
@@ -44,12 +44,17 @@ void DeviceWatch::recycle(Entry &e) {
     e.event = nullptr;
 }
 
-void DeviceWatch::drop_all() {
+void DeviceWatch::forget_all() {
     for (auto &[device, queue] : entries_)
         for (Entry &e : queue)
             destroy_event(*lib_, device, e.event);
     entries_.clear();
-    watched_ = 0;
+}
+
+bool DeviceWatch::busy() const {
+    for (const auto &[device, queue] : entries_)
+        if (!queue.empty()) return true;
+    return false;
 }
 
 hvd_status_t DeviceWatch::watch(WatchedOp op, const std::atomic<int32_t> *abort,
@@ -61,7 +66,7 @@ hvd_status_t DeviceWatch::watch(WatchedOp op, const std::atomic<int32_t> *abort,
             wait_event(*lib_, device, oldest.event, oldest.op.nccl_comm, oldest.op.deadline, abort,
                        rank_, oldest.op.what, message, drive);
         if (s != HVD_OK) {
-            drop_all();
+            forget_all();
             return s;
         }
         s = check(message);  // takes the oldest (and whatever ended with it) off the list
@@ -80,13 +85,11 @@ hvd_status_t DeviceWatch::watch(WatchedOp op, const std::atomic<int32_t> *abort,
         destroy_event(*lib_, device, e);  // its wait is not queued yet: nothing needs it
         throw;
     }
-    ++watched_;
     *event = e;
     return HVD_OK;
 }
 
 hvd_status_t DeviceWatch::check(std::string *message) {
-    if (watched_ == 0) return HVD_OK;
     hvd_status_t s = HVD_OK;
     auto fail = [&](hvd_status_t status, const Entry &e, const std::string &why) {
         *message = strprintf("rank %d: %s (its request completed on the caller's stream) %s", rank_,
@@ -107,7 +110,6 @@ hvd_status_t DeviceWatch::check(std::string *message) {
             if (!done) break;
             recycle(e);
             queue.pop_front();
-            --watched_;
         }
         if (s != HVD_OK) break;
         void *checked = nullptr;  // consecutive ops mostly share a communicator
@@ -128,7 +130,7 @@ hvd_status_t DeviceWatch::check(std::string *message) {
         }
         if (s != HVD_OK) break;
     }
-    if (s != HVD_OK) drop_all();
+    if (s != HVD_OK) forget_all();
     return s;
 }
 

@@ -60,16 +60,16 @@ class DeviceWatch {
     hvd_status_t check(std::string *message);
 
     // Whether some op is still watched (the engine then polls again soon).
-    bool busy() const { return watched_ > 0; }
+    bool busy() const;
 
     // The communicator was aborted or destroyed (null: all of them): the ops that used it are
     // still watched, by their events only.
     void forget_comm(void *nccl_comm);
     // Every communicator was aborted or destroyed.
     void forget_comms() { forget_comm(nullptr); }
-    // The context aborted: nothing is watched any more (the work still queued ends with the
-    // aborted communicators; its events go once it has).
-    void forget_all() { drop_all(); }
+    // Nothing is watched any more (after a failure, or the context aborted: the work still
+    // queued ends with the aborted communicators; its events go once it has).
+    void forget_all();
 
   private:
     struct Entry {
@@ -79,14 +79,11 @@ class DeviceWatch {
     // Returns the entry's event to its device's free list.
     void recycle(Entry &e);
     void *take_event(int32_t device);
-    // Drops every entry (after a failure was reported).
-    void drop_all();
 
     const GpuLibrary *lib_;
     int32_t rank_;
     std::map<int32_t, std::deque<Entry>> entries_;        // per device, oldest first
     std::map<int32_t, std::vector<void *>> free_events_;  // per device
-    size_t watched_ = 0;
 };
 
 }  // namespace hvd::gpu

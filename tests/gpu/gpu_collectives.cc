@@ -298,6 +298,19 @@ void test_grouped_allreduce() {
     }
 }
 
+// Allreduce `op` of d in place, its result promised on `stream`; the request completes at
+// once. `what` names the op in the failure.
+void allreduce_on_stream(hvd_tensor_t *d, const char *name, int32_t op, void *stream,
+                         const char *what) {
+    hvd_op_params_t p = mp_reduce_params(name, op);
+    p.field_mask |= HVD_OP_FIELD_STREAM;
+    p.stream = stream;
+    hvd_request_h req;
+    if (hvd_allreduce_enqueue(mp_ctx, d, d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+        mp_die("%s", what);
+    hvd_request_release(req);
+}
+
 // The input is written on the caller's stream and marked by a ready event; the result is read
 // on that stream with no host synchronisation before it.
 void test_ready_event_and_stream() {
@@ -315,13 +328,7 @@ void test_ready_event_and_stream() {
     hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
     d.field_mask |= HVD_TENSOR_FIELD_READY_EVENT;
     d.ready_event = ready;
-    hvd_op_params_t p = mp_reduce_params("streamed", HVD_OP_SUM);
-    p.field_mask |= HVD_OP_FIELD_STREAM;
-    p.stream = s;
-    hvd_request_h req;
-    if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
-        mp_die("allreduce with a ready event and a stream");
-    hvd_request_release(req);
+    allreduce_on_stream(&d, "streamed", HVD_OP_SUM, s, "allreduce with a ready event and a stream");
     cuda_ok(cudaMemcpyAsync(back.data(), t.ptr, back.size(), cudaMemcpyDeviceToHost, s), "read");
     cuda_ok(cudaStreamSynchronize(s), "sync");
     for (size_t i = 0; i < n; i += 997)
@@ -346,13 +353,8 @@ void test_stream_without_ready_event() {
     cuda_ok(cudaMemsetAsync(t.ptr, 0, h.size(), s), "memset");
     cuda_ok(cudaMemcpyAsync(t.ptr, pinned, h.size(), cudaMemcpyHostToDevice, s), "upload");
     hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
-    hvd_op_params_t p = mp_reduce_params("stream.no_event", HVD_OP_SUM);
-    p.field_mask |= HVD_OP_FIELD_STREAM;
-    p.stream = s;
-    hvd_request_h req;
-    if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
-        mp_die("allreduce on a stream without a ready event");
-    hvd_request_release(req);
+    allreduce_on_stream(&d, "stream.no_event", HVD_OP_SUM, s,
+                        "allreduce on a stream without a ready event");
     cuda_ok(cudaMemcpyAsync(pinned, t.ptr, h.size(), cudaMemcpyDeviceToHost, s), "read");
     cuda_ok(cudaStreamSynchronize(s), "sync");
     for (size_t i = 0; i < n; i += 997)
@@ -393,14 +395,10 @@ void test_many_streamed_ops() {
     DeviceTensor t(n * 4);
     t.upload(host_values(HVD_DTYPE_FLOAT32, n, mp_rank));
     hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
-    hvd_op_params_t p = mp_reduce_params("streamed.many", HVD_OP_AVERAGE);
-    p.field_mask |= HVD_OP_FIELD_STREAM;
-    p.stream = s;
     for (int k = 0; k < ops; ++k) {
-        hvd_request_h req;
-        if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
-            mp_die("allreduce %d of %d on the caller's stream", k, ops);
-        hvd_request_release(req);
+        char what[64];
+        std::snprintf(what, sizeof what, "allreduce %d of %d on the caller's stream", k, ops);
+        allreduce_on_stream(&d, "streamed.many", HVD_OP_AVERAGE, s, what);
     }
     std::vector<char> back(n * 4);
     cuda_ok(cudaMemcpyAsync(back.data(), t.ptr, back.size(), cudaMemcpyDeviceToHost, s), "read");

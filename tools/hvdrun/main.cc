@@ -22,6 +22,7 @@
 #include "hosts.h"
 #include "launch_plan.h"
 #include "network_interfaces.h"
+#include "numbers.h"
 #include "options.h"
 #include "rank_env.h"
 #include "remote_binding.h"
@@ -153,12 +154,8 @@ int peer_timeout(const std::vector<EnvVar> &settings) {
     std::string value = text != nullptr ? text : "";
     for (const EnvVar &v : settings)
         if (v.first == "HVD_PEER_TIMEOUT") value = v.second;
-    if (value.empty()) return kDefault;
-    char *end = nullptr;
-    errno = 0;
-    long n = std::strtol(value.c_str(), &end, 10);
-    if (errno != 0 || end == value.c_str() || *end != '\0' || n < 0 || n > 3600) return kDefault;
-    return static_cast<int>(n);
+    long long n = 0;
+    return parse_whole(value, 0, 3600, &n) ? static_cast<int>(n) : kDefault;
 }
 
 LaunchContext make_context(const Options &opts, const std::vector<Placement> &ranks,

@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 
 #include "cpu_binding.h"
+#include "numbers.h"
 #include "placement.h"
 
 namespace hvdrun {
@@ -27,10 +27,8 @@ std::string bind_spec(const BindPolicy &policy) {
 }
 
 bool parse_count(const char *text, int min, int *out) {
-    char *end = nullptr;
-    errno = 0;
-    long v = std::strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > INT_MAX) return false;
+    long long v = 0;
+    if (!parse_whole(text, min, INT_MAX, &v)) return false;
     *out = static_cast<int>(v);
     return true;
 }
