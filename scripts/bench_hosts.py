@@ -3,7 +3,7 @@
 """A collective across hosts: libhvd flat, hierarchical and its peers, on a namespace cluster.
 
     scripts/bench_hosts.py [--build DIR] [--collective allreduce|allgather|broadcast]
-                           [--hosts 3] [--ranks-per-host 2] [--reps 3]
+                           [--hosts 3] [--ranks-per-host 2|2,1,...] [--reps 3]
                            [--netem "delay 50us rate 10gbit"] [--sizes 4K,64K,1M,16M,64M]
                            [--peers mpi,gloo,torch,horovod] [--horovod-venv DIR]
                            [--shared-cpus auto|0|1] [--out DIR]
@@ -63,7 +63,8 @@ def parse_args():
     ap.add_argument("--collective", default="allreduce",
                     choices=("allreduce", "allgather", "broadcast"))
     ap.add_argument("--hosts", type=int, default=3)
-    ap.add_argument("--ranks-per-host", type=int, default=2)
+    ap.add_argument("--ranks-per-host", default="2",
+                    help="ranks on every host, or on each host in order (2,1)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--netem", default="")
     ap.add_argument("--sizes", default="4K,64K,1M,16M,64M")
@@ -78,6 +79,10 @@ def parse_args():
     ap.add_argument("--horovod-venv", default=None,
                     help="Horovod's virtual environment (default BUILD/horovod-venv)")
     args = ap.parse_args()
+    try:
+        runs.layout_of(args.ranks_per_host, args.hosts)
+    except ValueError as e:
+        ap.error(str(e))
     unknown = set(filter(None, args.peers.split(","))) - set(runs.PEERS)
     if unknown:
         ap.error("unknown --peers %s (known: %s)" % (",".join(sorted(unknown)),

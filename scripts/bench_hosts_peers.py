@@ -114,7 +114,7 @@ class Setup:
                  shared_cpus):
         self.cluster = cluster
         self.key = key
-        self.local = ranks_per_host
+        self.layout = layout_of(ranks_per_host, len(cluster.hosts))  # ranks on each host
         self.sizes = sizes  # "4K,64K,..." as the benchmarks' -x takes it
         self.seconds = seconds
         self.build = build
@@ -125,14 +125,22 @@ class Setup:
 
     @property
     def np(self):
-        return len(self.cluster.hosts) * self.local
+        return sum(self.layout)
 
     @property
     def first(self):
         return self.sizes.split(",")[0]
 
     def host_list(self):
-        return ",".join("%s:%d" % (h.name, self.local) for h in self.cluster.hosts)
+        return ",".join("%s:%d" % (h.name, n) for h, n in zip(self.cluster.hosts, self.layout))
+
+    def place(self, rank):
+        """Rank's host index and local rank (hosts in order, filled as hvdrun -H fills them)."""
+        for host, n in enumerate(self.layout):
+            if rank < n:
+                return host, rank
+            rank -= n
+        raise ValueError("rank beyond the layout")
 
     def sweep(self):
         """-b/-e/-x of hvd_bench and the C peers: exactly the sizes asked for."""
@@ -168,14 +176,15 @@ def mpi(setup, collective, timeout):
 
 
 def _per_rank(setup, argv_of, env_of, timeout):
-    """Starts rank r of each host directly in it (hosts in order, setup.local ranks each)."""
+    """Starts rank r of each host directly in it (hosts in order, setup.layout ranks each)."""
     logdir = tempfile.mkdtemp(prefix="run", dir=setup.cluster.state)
     try:
         starts = []
         for r in range(setup.np):
-            host = setup.cluster.hosts[r // setup.local]
-            env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(setup.np),
-                       LOCAL_RANK=str(r % setup.local), LOCAL_WORLD_SIZE=str(setup.local))
+            index, local = setup.place(r)
+            host = setup.cluster.hosts[index]
+            env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(setup.np), LOCAL_RANK=str(local),
+                       LOCAL_WORLD_SIZE=str(setup.layout[index]))
             env.update(env_of(logdir))
             starts.append((host, argv_of(host), env))
         return run_ranks(starts, logdir, timeout)
@@ -250,14 +259,31 @@ def shared_cpus(args):
     library can see from inside a namespace host."""
     if args.shared_cpus != "auto":
         return args.shared_cpus == "1"
-    return args.hosts * args.ranks_per_host > len(os.sched_getaffinity(0))
+    return sum(layout_of(args.ranks_per_host, args.hosts)) > len(os.sched_getaffinity(0))
+
+
+def layout_of(ranks_per_host, hosts):
+    """The ranks on each of `hosts` hosts from --ranks-per-host: one number for every host
+    ("2") or one per host ("2,1"); ValueError when it is neither."""
+    try:
+        counts = [int(n) for n in str(ranks_per_host).split(",")]
+    except ValueError:
+        counts = []
+    if len(counts) == 1:
+        counts *= hosts
+    if len(counts) != hosts or min(counts) < 1:
+        raise ValueError("--ranks-per-host %s: give one count of 1 or more, or one per host "
+                         "(%d)" % (ranks_per_host, hosts))
+    return counts
 
 
 def table_title(args, what, figure):
     """The first line of a table: what ran, on which hosts and settings, and the figure."""
-    return ("# %s, %d hosts x %d ranks on %d CPUs (shared-CPU settings: %s), %d reps, "
-            "median %s; netem: %s" %
-            (what, args.hosts, args.ranks_per_host, len(os.sched_getaffinity(0)),
+    layout = layout_of(args.ranks_per_host, args.hosts)
+    shape = ("%d hosts x %d ranks" % (args.hosts, layout[0]) if len(set(layout)) == 1 else
+             "%d hosts of %s ranks" % (args.hosts, "+".join(map(str, layout))))
+    return ("# %s, %s on %d CPUs (shared-CPU settings: %s), %d reps, median %s; netem: %s" %
+            (what, shape, len(os.sched_getaffinity(0)),
              "yes" if shared_cpus(args) else "no", args.reps, figure, args.netem or "none"))
 
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Synthetic training across hosts: hvd.torch against Horovod and DDP, on a namespace cluster.
 
-    scripts/bench_hosts_training.py [--build DIR] [--hosts 3] [--ranks-per-host 2] [--reps 3]
+    scripts/bench_hosts_training.py [--build DIR] [--hosts 3] [--ranks-per-host 2|2,1,...] [--reps 3]
                                     [--backends hvd,horovod,ddp] [--model cnn]
                                     [--bench-args "..."] [--netem "delay 50us rate 10gbit"]
                                     [--horovod-venv DIR] [--shared-cpus auto|0|1] [--out DIR]
@@ -47,7 +47,8 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
     ap.add_argument("--hosts", type=int, default=3)
-    ap.add_argument("--ranks-per-host", type=int, default=2)
+    ap.add_argument("--ranks-per-host", default="2",
+                    help="ranks on every host, or on each host in order (2,1)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--backends", default="hvd,horovod,ddp")
     ap.add_argument("--model", default="cnn")
@@ -60,6 +61,10 @@ def parse_args():
     ap.add_argument("--shared-cpus", default="auto", choices=("auto", "0", "1"))
     ap.add_argument("--out", default="", help="directory for every run's output")
     args = ap.parse_args()
+    try:
+        runs.layout_of(args.ranks_per_host, args.hosts)
+    except ValueError as e:
+        ap.error(str(e))
     backends = [b for b in args.backends.split(",") if b]
     unknown = set(backends) - set(BACKENDS)
     if unknown or "hvd" not in backends:

@@ -26,8 +26,8 @@ bool reducescatter_on_shared_memory(const Comm &comm, size_t bytes, Memory memor
     return on_shared_memory(comm, bytes, memory) && comm.size() >= 3;
 }
 
-// A job spanning hosts, from the hierarchy's size for the collective on (the allreduce's only
-// where every host runs as many ranks).
+// A job spanning hosts, from the hierarchy's size for the collective on (kHierarchyOff where
+// it does not apply).
 bool hierarchy_from(const Comm &comm, size_t bytes, Memory memory, size_t Hierarchy::*min_bytes) {
     return memory == Memory::kHost && comm.hierarchy != nullptr &&
            comm.hierarchy->*min_bytes != kHierarchyOff && bytes >= comm.hierarchy->*min_bytes;

@@ -36,10 +36,7 @@ std::vector<std::vector<int32_t>> ranks_by_host(const std::vector<std::string> &
 }
 
 bool hierarchy_applies(const std::vector<std::vector<int32_t>> &by_host) {
-    if (by_host.size() < 2 || by_host[0].size() < 2) return false;
-    for (const std::vector<int32_t> &host : by_host)
-        if (host.size() != by_host[0].size()) return false;
-    return true;
+    return spans_hosts(by_host, false);
 }
 
 bool spans_hosts(const std::vector<std::vector<int32_t>> &by_host, bool any_size) {

@@ -31,7 +31,7 @@ struct Hierarchy {
     std::vector<int32_t> cross_members;       // global ranks of local index local_index, host order
     int32_t cross_index = 0;                  // this rank's index in cross_members
     // Each collective runs hierarchically from this many bytes (0: every size; kHierarchyOff:
-    // never). The allreduce needs every host to run the same number of ranks.
+    // never).
     size_t allreduce_min_bytes = 0;
     size_t allgather_min_bytes = 0;
     size_t broadcast_min_bytes = 0;
@@ -58,8 +58,8 @@ struct Hierarchy {
 // lowest rank, each host's ranks in rank order. Pure.
 std::vector<std::vector<int32_t>> ranks_by_host(const std::vector<std::string> &hosts);
 
-// Whether every host runs the same number of ranks, at least two, on more than one host:
-// where the hierarchical allreduce applies. Pure.
+// Whether the hierarchical allreduce applies: more than one host, one of them running two
+// ranks or more (where every host runs one rank it would be the flat allreduce). Pure.
 bool hierarchy_applies(const std::vector<std::vector<int32_t>> &by_host);
 
 // Whether the hierarchical allgather and broadcast apply: more than one host. `any_size`:

@@ -185,8 +185,9 @@ const SettingInfo kTable[] = {
      "memory, "
      "then each of a host's ranks allreduces its share across hosts with the ranks of the same "
      "local rank, then the host gathers the shares; `0`: one ring or recursive doubling over "
-     "all ranks. Needs every host to run the same number of ranks (two or more), shared memory "
-     "on every host and the same value on every rank; otherwise the flat algorithms run."},
+     "all ranks. With uneven hosts the buffer is cut into as many shares as the smallest host "
+     "has ranks. Needs a host of two ranks or more, shared memory on every such host and the "
+     "same value on every rank; otherwise the flat algorithms run."},
     {Setting::kHierarchicalAllreduceMinBytes, "HIERARCHICAL_ALLREDUCE_MIN_BYTES", false, kInt,
      kTuning, 16384, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "With `HVD_HIERARCHICAL_ALLREDUCE=auto`, allreduces from this size run hierarchically."},

@@ -132,15 +132,15 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
     const char allreduce = hierarchical_mode(Setting::kHierarchicalAllreduce, rank);
     const char allgather = hierarchical_mode(Setting::kHierarchicalAllgather, rank);
     const char broadcast = hierarchical_mode(Setting::kHierarchicalBroadcast, rank);
-    const bool uniform = collectives::hierarchy_applies(by_host);
-    if (rank == 0 && !uniform && allreduce == '1')
+    const bool applies = collectives::hierarchy_applies(by_host);
+    if (rank == 0 && !applies && allreduce == '1')
         HVD_LOG(kWarning, rank,
-                "HVD_HIERARCHICAL_ALLREDUCE=1 needs the same number of ranks (two or more) "
-                "on every host: the allreduces run flat");
+                "HVD_HIERARCHICAL_ALLREDUCE=1 needs a host that runs two ranks or more: every "
+                "host runs one, so the allreduces run flat");
     std::unique_ptr<collectives::Hierarchy> h =
         std::make_unique<collectives::Hierarchy>(collectives::make_hierarchy(by_host, rank));
     h->allreduce_min_bytes =
-        min_bytes_of(allreduce, uniform, Setting::kHierarchicalAllreduceMinBytes);
+        min_bytes_of(allreduce, applies, Setting::kHierarchicalAllreduceMinBytes);
     h->allgather_min_bytes = allgather != '0' && collectives::spans_hosts(by_host, allgather == '1')
                                  ? 0
                                  : collectives::kHierarchyOff;
@@ -186,10 +186,13 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
     h->local_shm = group->get();
     if (h->allreduce_min_bytes != collectives::kHierarchyOff)
         HVD_LOG(kDebug, rank,
-                "hierarchical allreduce from %zu bytes: %zu hosts of %zu ranks (local %d, cross "
-                "%d)",
-                h->allreduce_min_bytes, by_host.size(), by_host[0].size(), h->local_index,
-                h->cross_index);
+                "hierarchical allreduce from %zu bytes: %zu hosts, %zu shares (this host %zu "
+                "ranks; local %d, %s)",
+                h->allreduce_min_bytes, by_host.size(), h->min_local_size(),
+                h->local_members.size(), h->local_index,
+                static_cast<size_t>(h->local_index) < h->min_local_size()
+                    ? ("cross " + std::to_string(h->cross_index)).c_str()
+                    : "no share");
     HVD_LOG(kDebug, rank,
             "hierarchical allgather from %s to %s bytes, broadcast from %s bytes: %zu hosts "
             "(this rank's host %d, of %zu ranks; local %d)",

@@ -170,7 +170,7 @@ HIERARCHICAL_ENV = {"HVD_HIERARCHICAL_ALLREDUCE": "1", "HVD_HIERARCHICAL_ALLGATH
 
 def expect_hierarchy_set_up(out):
     """Every one of the 6 ranks said (HVD_LOG_LEVEL=debug) that it runs all hierarchically."""
-    said = len(re.findall(r"hierarchical allreduce from 0 bytes: 3 hosts of 2 ranks", out))
+    said = len(re.findall(r"hierarchical allreduce from 0 bytes: 3 hosts, 2 shares", out))
     expect(said == 6, "%d of 6 ranks set the hierarchical allreduce up" % said)
     said = len(re.findall(r"hierarchical allgather from 0 to any bytes, broadcast from 0 bytes: 3 hosts",
                           out))

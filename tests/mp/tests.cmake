@@ -108,9 +108,10 @@ endforeach()
 
 # Jobs spanning "hosts" of one machine (hosts of MP_RANKS_PER_HOST ranks in rank order): every
 # allreduce runs hierarchically (HVD_HIERARCHICAL_ALLREDUCE=1; every rank says it will), with
-# 2 hosts of 2 and 2 hosts of 3 ranks; fused allreduces too. An uneven job (2 + 1 ranks) runs
-# flat and passes.
-foreach(spec "mp_collectives;4;2" "mp_collectives;6;3" "mp_join_and_fusion;4;2")
+# 2 hosts of 2, 2 hosts of 3, and hosts of 3 + 2 ranks; fused allreduces too. Hosts of 2 + 1
+# ranks (a host's ranks apart) run it too; where every host runs one rank it runs flat.
+foreach(spec "mp_collectives;4;2" "mp_collectives;6;3" "mp_collectives;5;3"
+             "mp_join_and_fusion;4;2")
   list(GET spec 0 prog)
   list(GET spec 1 np)
   list(GET spec 2 per_host)
@@ -123,11 +124,17 @@ foreach(spec "mp_collectives;4;2" "mp_collectives;6;3" "mp_join_and_fusion;4;2")
     "${HVD_MP_ENV};HVD_LOG_LEVEL=debug;HVD_HIERARCHICAL_ALLREDUCE=1;MP_RANKS_PER_HOST=${per_host}")
 endforeach()
 add_test(NAME mp.mp_more_collectives_uneven_hosts.np3
-  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "allreduces run flat" 1 --
-          $<TARGET_FILE:hvdrun> -np 3 ${CMAKE_CURRENT_SOURCE_DIR}/mp/host_by_parity.sh
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "hierarchical allreduce from 0 bytes" 3
+          -- $<TARGET_FILE:hvdrun> -np 3 ${CMAKE_CURRENT_SOURCE_DIR}/mp/host_by_parity.sh
           $<TARGET_FILE:mp_more_collectives>)
 set_tests_properties(mp.mp_more_collectives_uneven_hosts.np3 PROPERTIES LABELS mp TIMEOUT 300
-  ENVIRONMENT "${HVD_MP_ENV};HVD_HIERARCHICAL_ALLREDUCE=1")
+  ENVIRONMENT "${HVD_MP_ENV};HVD_LOG_LEVEL=debug;HVD_HIERARCHICAL_ALLREDUCE=1")
+add_test(NAME mp.mp_more_collectives_one_rank_hosts.np3
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "allreduces run flat" 1 --
+          $<TARGET_FILE:hvdrun> -np 3 ${CMAKE_CURRENT_SOURCE_DIR}/mp/host_by_block.sh
+          $<TARGET_FILE:mp_more_collectives>)
+set_tests_properties(mp.mp_more_collectives_one_rank_hosts.np3 PROPERTIES LABELS mp TIMEOUT 300
+  ENVIRONMENT "${HVD_MP_ENV};HVD_HIERARCHICAL_ALLREDUCE=1;MP_RANKS_PER_HOST=1")
 # Every allgather and broadcast hierarchical (HVD_HIERARCHICAL_ALLGATHER=1, _BROADCAST=1;
 # every rank says it will) on hosts of MP_RANKS_PER_HOST ranks: 2+2, 2+1, 3+1 and 1+1+1, with
 # the ragged, in-place and every-root suites.

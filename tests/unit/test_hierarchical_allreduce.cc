@@ -4,7 +4,8 @@
 // make_hierarchy builds, and the dispatcher must pick the hierarchical algorithm. Every dtype x
 // op x count (counts below, at and above the number of shares, uneven shares, many slot
 // rounds) against references computed independently of libhvd; hosts of 2 and 3 ranks, 2 and
-// 3 hosts, ranks of a host contiguous or interleaved. Also the hierarchy's shape and the
+// 3 hosts, ranks of a host contiguous or interleaved, hosts of different sizes (a host of one
+// rank among them). Also the hierarchy's shape and the
 // table's choice by size.
 // clang-format off
 #include <stdarg.h>
@@ -101,6 +102,12 @@ void test_interleaved_hosts(void **) {
     check_cases({"x", "y", "x", "y"});
 }
 
+void test_uneven_hosts(void **) {
+    check_cases({"a", "a", "b"});            // a host of one rank: one share
+    check_cases({"a", "a", "a", "b", "b"});  // local rank 2 of host a holds no share
+    check_cases({"x", "y", "x", "z", "y"});  // 2 + 2 + 1, a host's ranks apart
+}
+
 void test_hierarchy_shape(void **) {
     const auto by_host = hvd::collectives::ranks_by_host({"q", "p", "q", "p", "r", "r"});
     assert_int_equal(by_host.size(), 3);
@@ -113,13 +120,21 @@ void test_hierarchy_shape(void **) {
     assert_int_equal(h.local_index, 1);
     assert_true((h.cross_members == std::vector<int32_t>{2, 3, 5}));
     assert_int_equal(h.cross_index, 1);
-    // Where it does not apply: one host, a host of one rank, uneven hosts.
+    assert_int_equal(h.min_local_size(), 2);
+    // Uneven hosts: as many shares as the smallest host has ranks.
+    const auto uneven = hvd::collectives::ranks_by_host({"a", "a", "a", "b", "b"});
+    assert_true(hvd::collectives::hierarchy_applies(uneven));
+    Hierarchy u = hvd::collectives::make_hierarchy(uneven, 2);
+    assert_int_equal(u.min_local_size(), 2);
+    assert_int_equal(u.local_index, 2);
+    assert_true((u.cross_members == std::vector<int32_t>{2}));  // no rank 2 on host b
+    assert_true(
+        hvd::collectives::hierarchy_applies(hvd::collectives::ranks_by_host({"a", "a", "b"})));
+    // Where it does not apply: one host, every host of one rank.
     assert_false(hvd::collectives::hierarchy_applies(hvd::collectives::ranks_by_host({"a", "a"})));
     assert_false(hvd::collectives::hierarchy_applies(hvd::collectives::ranks_by_host({"a", "b"})));
     assert_false(
-        hvd::collectives::hierarchy_applies(hvd::collectives::ranks_by_host({"a", "a", "b"})));
-    assert_false(hvd::collectives::hierarchy_applies(
-        hvd::collectives::ranks_by_host({"a", "a", "b", "b", "b"})));
+        hvd::collectives::hierarchy_applies(hvd::collectives::ranks_by_host({"a", "b", "c"})));
 }
 
 void test_table_choice_by_size(void **) {
@@ -149,6 +164,7 @@ int main() {
         cmocka_unit_test(test_hierarchy_shape),    cmocka_unit_test(test_table_choice_by_size),
         cmocka_unit_test(test_two_hosts_of_two),   cmocka_unit_test(test_three_hosts_of_two),
         cmocka_unit_test(test_two_hosts_of_three), cmocka_unit_test(test_interleaved_hosts),
+        cmocka_unit_test(test_uneven_hosts),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
