@@ -388,6 +388,18 @@ case_bind() {
         expect_match err "\[[^]:]+:[0-9]+\] MCW rank 2 bound to socket [0-9]+\[core 1\[hwt"
         expect_match err "^\[[^]:]+:[0-9]+\] MCW rank 0 bound to socket [0-9]+\[core 0\[hwt"
     fi
+    # Elastic workers are pinned by their slot on the host: worker 1 fails, its host sits out a
+    # 1 s cooldown, and worker 2 takes slot 1 (core 1) while worker 0 holds slot 0.
+    if [ "$ncores" -ge 2 ]; then
+        run -np 2 --min-np 1 --max-np 2 --blacklist-cooldown-range 1 1 -H localhost:2 \
+            --bind-to core --report-bindings sh -c "$SHOW_CPUS"'
+            [ "$HVD_WORKER_ID" = 1 ] && exit 3; [ "$HVD_WORKER_ID" = 0 ] && sleep 4; exit 0'
+        expect_rc 0
+        expect_cpus 0 "$(calc --po -I pu core:0)"
+        expect_cpus 1 "$(calc --po -I pu core:1)"
+        expect_cpus 2 "$(calc --po -I pu core:1)"
+        expect_match err "\[[^]:]+:[0-9]+\] MCW rank 2 bound to socket [0-9]+\[core 1\[hwt"
+    fi
     # More ranks on that host than it has cores: its hvdrun says so, and the job fails.
     PATH="$T/bin:$PATH" run -np $((ncores + 2)) -H localhost:1,fakehost-b:$((ncores + 1)) \
         --bind-to core true

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "bootstrap/elastic_protocol.h"
+#include "remote_binding.h"
 
 namespace hvdrun {
 namespace {
@@ -76,15 +77,17 @@ void ElasticDriver::start_workers(int up_to) {
     const Clock::time_point now = Clock::now();
     for (const HostSlots &h : hosts_) {
         if (blacklist_.excluded(h.name, now)) continue;
-        int on_host = static_cast<int>(
-            std::count_if(live_host_.begin(), live_host_.end(),
-                          [&](const auto &entry) { return entry.second == h.name; }));
+        int on_host =
+            static_cast<int>(std::count_if(live_.begin(), live_.end(), [&](const auto &entry) {
+                return entry.second.host == h.name;
+            }));
         while (on_host < h.slots && membership_.live() < up_to) {
             const int id = next_id_++;
             const bool local = is_local_host(h.name, ctx_.this_host);
             ElasticWorker w{id, h.name, local ? "127.0.0.1" : service_addr_, server_->port(),
                             config_.timeout_seconds};
             std::vector<EnvVar> vars = worker_variables(w, ctx_.job);
+            const int slot = free_slot(h.name);
             if (config_.controlled) {
                 RankLaunch launch;
                 launch.rank = id;
@@ -92,14 +95,35 @@ void ElasticDriver::start_workers(int up_to) {
                 launch.vars = std::move(vars);
                 launch.vars.insert(launch.vars.end(), ctx_.exports.begin(), ctx_.exports.end());
                 launches_.push_back(std::move(launch));
+            } else if (config_.binding.bind_to != Level::kNone) {
+                Placement p;
+                p.rank = id;
+                p.host = h.name;
+                p.local_rank = slot;
+                p.local_size = std::max(h.slots, slot + 1);
+                launches_.push_back(
+                    plan_process(id, h.name, std::move(vars),
+                                 bound_command(config_.hvdrun_path, config_.binding, p,
+                                               config_.report_bindings, command_),
+                                 ctx_));
             } else {
                 launches_.push_back(plan_process(id, h.name, std::move(vars), command_, ctx_));
             }
             membership_.add_worker(id, h.name);
-            live_host_[id] = h.name;
+            live_[id] = LiveWorker{h.name, slot};
             ++on_host;
         }
     }
+}
+
+int ElasticDriver::free_slot(const std::string &host) const {
+    std::set<int> held;
+    for (const auto &[id, w] : live_)
+        if (w.host == host) held.insert(w.slot);
+    int slot = 0;
+    while (held.count(slot) != 0)
+        ++slot;
+    return slot;
 }
 
 void ElasticDriver::add_poll_fds(std::vector<pollfd> *fds) const {
@@ -166,9 +190,9 @@ void ElasticDriver::grow(const std::string &why) {
 void ElasticDriver::remove_gone_workers() {
     std::map<std::string, int> kept;
     std::vector<int> gone;
-    for (const auto &[id, host] : live_host_) {
-        if (kept[host] < slots_of(hosts_, host)) {
-            ++kept[host];
+    for (const auto &[id, w] : live_) {
+        if (kept[w.host] < slots_of(hosts_, w.host)) {
+            ++kept[w.host];
         } else {
             gone.push_back(id);
         }
@@ -179,8 +203,8 @@ void ElasticDriver::remove_gone_workers() {
         std::fprintf(stderr,
                      "hvdrun: host %s no longer offers worker %d a slot: it leaves the job at "
                      "its next commit (stopped within %g s)\n",
-                     live_host_[id].c_str(), id, config_.stop_grace_seconds);
-        live_host_.erase(id);
+                     live_[id].host.c_str(), id, config_.stop_grace_seconds);
+        live_.erase(id);
         membership_.worker_exited(id);
         leaving_[id] = Clock::now() + seconds<Clock::duration>(config_.stop_grace_seconds);
     }
@@ -312,9 +336,9 @@ void ElasticDriver::form_round() {
 
 std::string ElasticDriver::worker_exited(int id, int code) {
     if (leaving_.erase(id) != 0 || stopped_.erase(id) != 0) return "";  // its host left
-    auto it = live_host_.find(id);
-    std::string host = it != live_host_.end() ? it->second : "";
-    if (it != live_host_.end()) live_host_.erase(it);
+    auto it = live_.find(id);
+    std::string host = it != live_.end() ? it->second.host : "";
+    if (it != live_.end()) live_.erase(it);
     membership_.worker_exited(id);
     if (code == 0) {
         finished_one_ = true;

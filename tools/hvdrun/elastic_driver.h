@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "binding_policy.h"
 #include "host_blacklist.h"
 #include "host_discovery.h"
 #include "launch_plan.h"
@@ -52,6 +53,12 @@ struct ElasticConfig {
     double cooldown_max = -1.0;
     int default_slots = 1;            // --slots: a discovered host's slots when it gives none
     double stop_grace_seconds = 5.0;  // a removed host's worker: the wait for its next commit
+    // --bind-to (not under a controller): each worker runs through `hvdrun_path --exec-bound`
+    // on its host (remote_binding.h), pinned as local rank `slot` of the host's slots would be,
+    // its slot the lowest one no live worker of that host holds.
+    BindPolicy binding;
+    bool report_bindings = false;
+    std::string hvdrun_path;
 };
 
 class ElasticDriver {
@@ -89,6 +96,8 @@ class ElasticDriver {
     void on_join(int id, bool waiting);
     std::string on_status(const hvd::bootstrap::elastic::Request &request) const;
     void start_workers(int up_to);
+    // The lowest slot of `host` that no live worker holds.
+    int free_slot(const std::string &host) const;
     void grow(const std::string &why);
     void exclude_host(const std::string &host);
     void remove_gone_workers();
@@ -105,8 +114,12 @@ class ElasticDriver {
     LaunchContext ctx_;
     std::vector<std::string> command_;
     std::vector<HostSlots> hosts_;
-    HostBlacklist blacklist_;               // hosts where a worker failed
-    std::map<int, std::string> live_host_;  // worker id -> host, while it runs
+    HostBlacklist blacklist_;  // hosts where a worker failed
+    struct LiveWorker {
+        std::string host;
+        int slot = 0;  // its place among the host's slots
+    };
+    std::map<int, LiveWorker> live_;  // worker id -> where it runs, while it runs
     Membership membership_;
     std::unique_ptr<MembershipServer> server_;
     std::unique_ptr<HostDiscovery> discovery_;

@@ -256,11 +256,17 @@ int prepare(int argc, char **argv, Options *opts, Prepared *out) {
     }
     LaunchContext ctx = make_context(*opts, ranks, this_host, rdv_addr, std::move(settings));
     if (opts->elastic) {
-        if (opts->binding.bind_to != Level::kNone)
+        if (opts->binding.bind_to != Level::kNone && opts->elastic_controller)
             std::fprintf(stderr,
-                         "hvdrun: warning: --bind-to %s is not applied to elastic jobs "
-                         "(--min-np/--max-np): their workers run unpinned\n",
+                         "hvdrun: warning: --bind-to %s is not applied under "
+                         "--elastic-controller: the controller starts the workers\n",
                          level_name(opts->binding.bind_to));
+        if (opts->binding.bind_to != Level::kNone && own_executable().empty()) {
+            std::fprintf(stderr,
+                         "hvdrun: --bind-to: cannot find this hvdrun's path for the "
+                         "workers' binding\n");
+            return kUsageError;
+        }
         // Each round's rendezvous port is picked when the round forms.
         if (ctx.rdv_reservation >= 0) close(ctx.rdv_reservation);
         ctx.rdv_reservation = -1;
@@ -309,6 +315,9 @@ int run(int argc, char **argv) {
         ec.stop_grace_seconds = opts.grace_seconds;
         ec.discovery_script = opts.discovery_script;
         ec.controlled = opts.elastic_controller;
+        ec.binding = opts.binding;
+        ec.report_bindings = opts.report_bindings;
+        ec.hvdrun_path = own_executable();
         elastic = std::make_unique<ElasticDriver>(ec, std::move(prepared.ctx), opts.command,
                                                   std::move(prepared.hosts));
         if (opts.elastic_controller)
