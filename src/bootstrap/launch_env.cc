@@ -209,6 +209,20 @@ LaunchInfo detect(const Env &env) {
                       "port), or HVD_JOB_ID for a single-host job, or start the job with "
                       "hvdrun",
                       info.launcher.c_str()));
+    const bool one_host = info.size == 1 || info.local_size == info.size;
+    if (info.rdv_addr.empty() && !one_host && env.get("PMIX_NAMESPACE") && env.get("PMIX_RANK")) {
+        info.rdv_via_pmix = true;
+        std::string name;
+        if (const char *v = env.setting(config::Setting::kSecret, &name)) info.secret = v;
+        return info;
+    }
+    if (info.rdv_addr.empty() && info.local_size > 0 && !one_host)
+        invalid(strprintf(
+            "%s launch: the job spans hosts (local size %d of %d) and has no rendezvous "
+            "address; set HVD_RENDEZVOUS_ADDR and HVD_RENDEZVOUS_PORT (rank 0's host and a "
+            "free port) and HVD_SECRET, start the job with hvdrun, or with a launcher that "
+            "runs a PMIx server (mpirun, srun --mpi=pmix)",
+            info.launcher.c_str(), info.local_size, info.size));
     read_secret(env, &info);
     return info;
 }

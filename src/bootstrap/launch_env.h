@@ -30,6 +30,10 @@ struct LaunchInfo {
                                     // file named by job_id (rendezvous_file.h)
     std::string job_id;  // stable per job, names the rendezvous file; when rdv_addr is set and
                          // the launcher gives none, "rdv-<addr>:<port>"
+    bool rdv_via_pmix = false;  // true: rank 0 hands its server's address, port and secret
+                                // (HVD_SECRET, else a random one; `secret` holds HVD_SECRET or
+                                // "") to the others through the launcher's PMIx server
+                                // (pmix_exchange.h)
 };
 
 using EnvLookup = std::function<const char *(const char *name)>;
@@ -46,7 +50,10 @@ using EnvLookup = std::function<const char *(const char *name)>;
 //   torchrun style  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE
 // Rendezvous address: HVD_RENDEZVOUS_ADDR + HVD_RENDEZVOUS_PORT; else MASTER_ADDR +
 // MASTER_PORT, using port MASTER_PORT + 1 because torchrun's (and torch.distributed's) own
-// TCPStore already listens on MASTER_PORT; else none: single-host file rendezvous.
+// TCPStore already listens on MASTER_PORT; else, for a job that may span hosts (size > 1 and
+// the launcher's local size unknown or below the size) under a PMIx launcher
+// (PMIX_NAMESPACE and PMIX_RANK set), rdv_via_pmix; else none: single-host file rendezvous,
+// or an error where the launcher's local size says the job spans hosts.
 // Job id (first set): HVD_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
 // SLURM_JOB_ID + "." + SLURM_STEP_ID, PMI_KVSNAME, TORCHELASTIC_RUN_ID. Required when there
 // is no rendezvous address (it names the rendezvous file).

@@ -1,17 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/unique_id.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-
 #include <cstring>
 #include <mutex>
 #include <vector>
 
+#include "bootstrap/host_address.h"
 #include "bootstrap/secret.h"
 #include "common/error.h"
-#include "config/read.h"
-#include "topology/host_topology.h"
 
 namespace hvd::bootstrap {
 
@@ -35,28 +31,11 @@ struct ServerEntry {
 std::mutex g_mu;
 std::vector<ServerEntry> g_servers;  // servers started by hvd_get_unique_id in this process
 
-// The address other hosts should use: HVD_RENDEZVOUS_ADDR, else this host's name resolved to
-// IPv4, else loopback (a single-host job).
-std::string advertised_address() {
-    if (const char *a = config::get_string(config::Setting::kRendezvousAddr)) return a;
-    std::string host = topology::this_host_name();
-    struct addrinfo hints {};
-    hints.ai_family = AF_INET;
-    struct addrinfo *res = nullptr;
-    if (getaddrinfo(host.c_str(), nullptr, &hints, &res) == 0 && res != nullptr) {
-        char buf[INET_ADDRSTRLEN] = {0};
-        auto *sin = reinterpret_cast<struct sockaddr_in *>(res->ai_addr);
-        inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof buf);
-        freeaddrinfo(res);
-        return buf;
-    }
-    return "127.0.0.1";
-}
-
 }  // namespace
 
 hvd_unique_id_t make_unique_id(int64_t idle_timeout_ms) {
-    std::string addr = advertised_address();
+    bool listen_everywhere = false;  // it does: other hosts may reach it by any address
+    std::string addr = advertised_address(&listen_everywhere);
     if (addr.size() >= kAddrBytes)
         throw Error(HVD_ERR_INVALID_ARG,
                     strprintf("rendezvous address '%s' is longer than %zu bytes", addr.c_str(),

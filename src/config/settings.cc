@@ -248,11 +248,17 @@ const SettingInfo kTable[] = {
      NO_KEY,
      "Without a rendezvous address: the ranks of a single-host job meet through a private "
      "file named after it (unset: the launcher's job id)."},
+    {Setting::kPmixLibrary, "PMIX_LIBRARY", false, kString, kLaunch, 0, nullptr, 0, 0, kClamp, "",
+     nullptr, NO_KEY,
+     "The PMIx library through which ranks that a PMIx launcher (`mpirun`, `srun --mpi=pmix`) "
+     "spread over hosts find rank 0 when no rendezvous address is given; unset: "
+     "`libpmix.so.2` through the system's library search path."},
     {Setting::kSecret, "SECRET", true, kString, kLaunch, 0, nullptr, 0, 0, kClamp, "", nullptr,
      NO_KEY,
      "The key that authenticates rendezvous messages; the same value on every rank (unset: "
      "rank 0 makes a random one and hands it over through a private file when the job is on "
-     "one host, and `hvd_init` fails when it may span hosts)."},
+     "one host, or through the launcher's PMIx server, and `hvd_init` fails when the job may "
+     "span hosts and meets at a given rendezvous address)."},
     {Setting::kAllowUnauthenticated, "ALLOW_UNAUTHENTICATED", true, kBool, kLaunch, 0, nullptr, 0,
      1, kClamp, "", nullptr, NO_KEY,
      "1: a job that may span hosts and has no `SECRET` uses one derived from the job id and "

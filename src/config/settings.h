@@ -89,6 +89,7 @@ enum class Setting : int32_t {
     kRendezvousAddr,
     kRendezvousPort,
     kJobId,
+    kPmixLibrary,
     kSecret,
     kAllowUnauthenticated,
     kElasticAddr,

@@ -12,8 +12,10 @@
 
 #include "bootstrap/elastic_client.h"
 #include "bootstrap/hex.h"
+#include "bootstrap/host_address.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/loopback.h"
+#include "bootstrap/pmix_exchange.h"
 #include "bootstrap/rendezvous_file.h"
 #include "bootstrap/secret.h"
 #include "bootstrap/unique_id.h"
@@ -138,6 +140,10 @@ void Context::rendezvous(const Deadline &deadline) {
                     strprintf("init asked for rank %d of %d but the launcher (%s) says rank %d "
                               "of %d",
                               config_.rank, config_.size, li.launcher.c_str(), rank_, size_));
+    if (li.rdv_via_pmix) {
+        rendezvous_through_pmix(li, deadline);
+        return;
+    }
     if (!li.secret_from_file) {
         // HVD_SECRET, or (HVD_ALLOW_UNAUTHENTICATED=1) the derived one.
         if (li.secret_derived && rank_ == 0)
@@ -174,6 +180,29 @@ void Context::rendezvous(const Deadline &deadline) {
             std::this_thread::sleep_for(std::chrono::milliseconds(kFileRetryMs));
         }
     }
+}
+
+void Context::rendezvous_through_pmix(const bootstrap::LaunchInfo &li, const Deadline &deadline) {
+    // Every process initialises as often as the others, so the n-th rendezvous of each meets
+    // under the same key.
+    static std::atomic<uint64_t> rounds{0};
+    const uint64_t round = rounds.fetch_add(1);
+    bootstrap::RendezvousEndpoint mine;
+    if (rank_ == 0) {
+        bool everywhere = false;
+        mine.addr = bootstrap::advertised_address(&everywhere);
+        mine.secret = li.secret.empty() ? bootstrap::random_secret() : li.secret;
+        server_ = listen_rendezvous(everywhere ? "" : mine.addr, 0, mine.secret, size_,
+                                    config_.bootstrap_timeout_ms);
+        mine.port = server_->port();
+        HVD_LOG(kDebug, rank_, "rendezvous through PMIx: rank 0 listens at %s:%d%s",
+                mine.addr.c_str(), mine.port, everywhere ? " (every interface)" : "");
+    }
+    bootstrap::RendezvousEndpoint ep =
+        bootstrap::exchange_rendezvous_pmix(rank_, mine, round, deadline);
+    rendezvous_addr_ = ep.addr;
+    kv_ =
+        std::make_unique<bootstrap::KvClient>(ep.addr, ep.port, ep.secret, rank_, size_, deadline);
 }
 
 void Context::connect_transport(const std::vector<std::string> &hosts, const Deadline &deadline) {

@@ -12,6 +12,7 @@
 
 #include "bootstrap/elastic_client.h"
 #include "bootstrap/kv_store.h"
+#include "bootstrap/launch_env.h"
 #include "collectives/hierarchy.h"
 #include "config/runtime_config.h"
 #include "diagnostics/timeline.h"
@@ -77,6 +78,9 @@ class Context {
     // as the launch variables rendezvous() reads.
     void join_elastic_round();
     void rendezvous(const Deadline &deadline);
+    // rendezvous() for a job a PMIx launcher spread over hosts (LaunchInfo::rdv_via_pmix):
+    // rank 0 listens on this host's advertised address and hands it over through PMIx.
+    void rendezvous_through_pmix(const bootstrap::LaunchInfo &li, const Deadline &deadline);
     // Polling before sleeping pays off only while every local rank has a CPU of its own.
     // Hands the policy to the transport and the shared-memory group.
     void choose_spin_policy();

@@ -207,6 +207,10 @@ void launch_env() {
     write(t, "openmpi",
           "OMPI_COMM_WORLD_RANK=0\nOMPI_COMM_WORLD_SIZE=2\nOMPI_COMM_WORLD_LOCAL_RANK=0\n"
           "OMPI_COMM_WORLD_LOCAL_SIZE=2\nOMPI_MCA_ess_base_jobid=12345\n");
+    write(t, "openmpi_pmix",
+          "OMPI_COMM_WORLD_RANK=1\nOMPI_COMM_WORLD_SIZE=4\nOMPI_COMM_WORLD_LOCAL_RANK=1\n"
+          "OMPI_COMM_WORLD_LOCAL_SIZE=2\nOMPI_MCA_ess_base_jobid=12345\n"
+          "PMIX_NAMESPACE=12345\nPMIX_RANK=1\n");
     write(t, "slurm",
           "SLURM_PROCID=3\nSLURM_NTASKS=8\nSLURM_LOCALID=1\nSLURM_JOB_ID=991\nSLURM_STEP_ID=0\n"
           "MASTER_ADDR=node7\nMASTER_PORT=29500\nHVD_ALLOW_UNAUTHENTICATED=1\n");

@@ -4,6 +4,9 @@
 # Starts NP copies of PROGRAM the way another launcher would, with only that launcher's
 # environment variables (no HVD_* ones), and passes when every copy exits 0 within 120 s.
 #   openmpi   : the real `mpirun` of Open MPI
+#   openmpi_hosts : the same, but each rank told it is alone on its host (local size 1, a host
+#               name of its own), as when mpirun spreads a job over hosts: no rendezvous
+#               address, so the ranks meet through mpirun's PMIx server
 #   torchrun  : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
 #   torchrun_hosts : the same, but each rank told it is alone on its host (LOCAL_WORLD_SIZE=1),
 #               as when torchrun spreads a job over hosts
@@ -18,6 +21,12 @@ unset HVD_RANK HVD_SIZE HVD_RENDEZVOUS_ADDR HVD_RENDEZVOUS_PORT HVD_SECRET HVD_J
 if [ "$style" = openmpi ]; then
   command -v mpirun >/dev/null || { echo "launch_as: mpirun not installed" >&2; exit 1; }
   exec timeout 120 mpirun --allow-run-as-root --oversubscribe -np "$np" "$@"
+fi
+if [ "$style" = openmpi_hosts ]; then
+  command -v mpirun >/dev/null || { echo "launch_as: mpirun not installed" >&2; exit 1; }
+  exec timeout 120 mpirun --allow-run-as-root --oversubscribe -np "$np" sh -c \
+    'OMPI_COMM_WORLD_LOCAL_SIZE=1 OMPI_COMM_WORLD_LOCAL_RANK=0 \
+     HVD_HOSTNAME="host-$OMPI_COMM_WORLD_RANK" exec "$@"' sh "$@"
 fi
 
 free_port() {

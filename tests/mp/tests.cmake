@@ -191,6 +191,27 @@ foreach(style openmpi torchrun slurm pmi)
   endforeach()
 endforeach()
 
+# mpirun's ranks on (what look like) hosts of their own, with no rendezvous address and no
+# HVD_SECRET: rank 0 hands its endpoint and a random secret over through mpirun's PMIx server.
+if(PMIX_FOUND)
+  foreach(np 2 3)
+    add_test(NAME mp.launch_openmpi_hosts_pmix.np${np}
+      COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0
+              "rendezvous through PMIx: rank 0 listens" 1 --
+              ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh openmpi_hosts ${np}
+              $<TARGET_FILE:mp_collectives>)
+    set_tests_properties(mp.launch_openmpi_hosts_pmix.np${np} PROPERTIES
+      LABELS mp TIMEOUT 150 ENVIRONMENT "${HVD_MP_ENV};HVD_LOG_LEVEL=debug;MP_RANKS_PER_HOST=1")
+  endforeach()
+  # Without the PMIx library every rank's hvd_init fails at once, naming it.
+  add_test(NAME mp.launch_openmpi_hosts_no_pmix.np2
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh openmpi_hosts 2
+            $<TARGET_FILE:mp_init_fails> "cannot load /nonexistent/libpmix.so.2"
+            HVD_ERR_UNSUPPORTED)
+  set_tests_properties(mp.launch_openmpi_hosts_no_pmix.np2 PROPERTIES LABELS mp TIMEOUT 150
+    ENVIRONMENT "HVD_PMIX_LIBRARY=/nonexistent/libpmix.so.2")
+endif()
+
 # The response cache in process sets: each rank reads its engine's cache hits, so the program
 # links the internal archive.
 add_executable(mp_set_cache ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_set_cache.cc

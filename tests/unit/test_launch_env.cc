@@ -83,19 +83,21 @@ void test_horovod_aliases(void **) {
     assert_string_equal(info.secret.c_str(), "wins");
 }
 
-// Open MPI without an address: file rendezvous named by the job id.
+// Open MPI on one host without an address: file rendezvous named by the job id.
 void test_openmpi_file_rendezvous(void **) {
     LaunchInfo info = detect_ok({{"OMPI_COMM_WORLD_RANK", "3"},
                                  {"OMPI_COMM_WORLD_SIZE", "8"},
-                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+                                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "8"},
                                  {"OMPI_MCA_ess_base_jobid", "3141592653"},
-                                 {"PMIX_NAMESPACE", "prterun-host-123@1"}});
+                                 {"PMIX_NAMESPACE", "prterun-host-123@1"},
+                                 {"PMIX_RANK", "3"}});
     assert_string_equal(info.launcher.c_str(), "openmpi");
     assert_int_equal(info.rank, 3);
     assert_int_equal(info.size, 8);
-    assert_int_equal(info.local_rank, 1);
-    assert_int_equal(info.local_size, 4);
+    assert_int_equal(info.local_rank, 3);
+    assert_int_equal(info.local_size, 8);
+    assert_false(info.rdv_via_pmix);
     assert_string_equal(info.rdv_addr.c_str(), "");
     assert_int_equal(info.rdv_port, 0);
     assert_string_equal(info.job_id.c_str(), "3141592653");
@@ -119,13 +121,71 @@ void test_pmi_hydra(void **) {
                                  {"PMI_SIZE", "6"},
                                  {"MPI_LOCALRANKID", "2"},
                                  {"MPI_LOCALNRANKS", "3"},
-                                 {"PMI_KVSNAME", "kvs_4242_0"}});
+                                 {"PMI_KVSNAME", "kvs_4242_0"},
+                                 {"HVD_RENDEZVOUS_ADDR", "n1"},
+                                 {"HVD_RENDEZVOUS_PORT", "4000"},
+                                 {"HVD_SECRET", "s"}});
     assert_string_equal(info.launcher.c_str(), "pmi");
     assert_int_equal(info.rank, 5);
     assert_int_equal(info.size, 6);
     assert_int_equal(info.local_rank, 2);
     assert_int_equal(info.local_size, 3);
     assert_string_equal(info.job_id.c_str(), "kvs_4242_0");
+}
+
+// A PMIx launcher's job across hosts without an address: rank 0's endpoint goes through PMIx,
+// with HVD_SECRET when given; on one host, or with an address, it does not.
+void test_pmix_rendezvous(void **) {
+    Vars v = {{"OMPI_COMM_WORLD_RANK", "3"},
+              {"OMPI_COMM_WORLD_SIZE", "8"},
+              {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+              {"OMPI_MCA_ess_base_jobid", "77"},
+              {"PMIX_NAMESPACE", "77"},
+              {"PMIX_RANK", "3"}};
+    LaunchInfo info = detect_ok(v);
+    assert_true(info.rdv_via_pmix);
+    assert_false(info.secret_from_file);
+    assert_false(info.secret_derived);
+    assert_string_equal(info.secret.c_str(), "");
+    assert_string_equal(info.rdv_addr.c_str(), "");
+    Vars with_secret = v;
+    with_secret["HVD_SECRET"] = "given";
+    assert_string_equal(detect_ok(with_secret).secret.c_str(), "given");
+    // Slurm gives no local size: it may span hosts.
+    assert_true(detect_ok({{"SLURM_PROCID", "0"},
+                           {"SLURM_NTASKS", "2"},
+                           {"SLURM_JOB_ID", "5"},
+                           {"PMIX_NAMESPACE", "slurm.pmix.5.0"},
+                           {"PMIX_RANK", "0"}})
+                    .rdv_via_pmix);
+    Vars one_host = v;
+    one_host["OMPI_COMM_WORLD_LOCAL_SIZE"] = "8";
+    assert_false(detect_ok(one_host).rdv_via_pmix);
+    Vars addressed = v;
+    addressed["HVD_RENDEZVOUS_ADDR"] = "n1";
+    addressed["HVD_RENDEZVOUS_PORT"] = "4000";
+    addressed["HVD_SECRET"] = "s";
+    assert_false(detect_ok(addressed).rdv_via_pmix);
+    assert_false(detect_ok({{"OMPI_COMM_WORLD_RANK", "0"},
+                            {"OMPI_COMM_WORLD_SIZE", "1"},
+                            {"PMIX_NAMESPACE", "1"},
+                            {"PMIX_RANK", "0"}})
+                     .rdv_via_pmix);
+}
+
+// A job the launcher says spans hosts, with neither an address nor PMIx, fails at once
+// instead of waiting for a rendezvous file that the other hosts never see.
+void test_spanning_hosts_need_address(void **) {
+    Vars v = {{"OMPI_COMM_WORLD_RANK", "3"},
+              {"OMPI_COMM_WORLD_SIZE", "8"},
+              {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+              {"OMPI_MCA_ess_base_jobid", "77"}};
+    detect_fails(v, "spans hosts (local size 4 of 8)");
+    detect_fails(v, "HVD_RENDEZVOUS_ADDR");
+    detect_fails(v, "PMIx");
+    detect_fails(
+        {{"PMI_RANK", "0"}, {"PMI_SIZE", "4"}, {"MPI_LOCALNRANKS", "2"}, {"PMI_KVSNAME", "k"}},
+        "pmi launch: the job spans hosts");
 }
 
 void test_slurm(void **) {
@@ -352,6 +412,8 @@ int main(void) {
         cmocka_unit_test(test_openmpi_file_rendezvous),
         cmocka_unit_test(test_openmpi_pmix_namespace),
         cmocka_unit_test(test_pmi_hydra),
+        cmocka_unit_test(test_pmix_rendezvous),
+        cmocka_unit_test(test_spanning_hosts_need_address),
         cmocka_unit_test(test_slurm),
         cmocka_unit_test(test_torchrun),
         cmocka_unit_test(test_precedence),

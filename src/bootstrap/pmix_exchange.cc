@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "bootstrap/pmix_exchange.h"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "config/read.h"
+
+#ifdef HVD_HAVE_PMIX
+#include <pmix.h>
+#endif
+
+namespace hvd::bootstrap {
+
+bool pmix_offered(const EnvLookup &env) {
+    const char *ns = env("PMIX_NAMESPACE");
+    const char *rank = env("PMIX_RANK");
+    return ns != nullptr && *ns != '\0' && rank != nullptr && *rank != '\0';
+}
+
+#ifdef HVD_HAVE_PMIX
+
+namespace {
+
+// The PMIx functions libhvd calls, from the library loaded at run time.
+struct PmixTable {
+    decltype(&PMIx_Init) init = nullptr;
+    decltype(&PMIx_Finalize) finalize = nullptr;
+    decltype(&PMIx_Put) put = nullptr;
+    decltype(&PMIx_Commit) commit = nullptr;
+    decltype(&PMIx_Fence_nb) fence_nb = nullptr;
+    decltype(&PMIx_Get) get = nullptr;
+    decltype(&PMIx_Error_string) error_string = nullptr;
+    decltype(&PMIx_Value_destruct) value_destruct = nullptr;  // optional (PMIx >= 4)
+    std::string problem;                                      // why it is unusable, if it is
+};
+
+template <typename F>
+bool find(void *lib, const char *name, F *out, std::string *missing) {
+    *out = reinterpret_cast<F>(dlsym(lib, name));
+    if (*out == nullptr) *missing += std::string(missing->empty() ? "" : ", ") + name;
+    return *out != nullptr;
+}
+
+const PmixTable &pmix() {
+    static PmixTable table;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        const char *named = config::get_string(config::Setting::kPmixLibrary);
+        const std::string path = named != nullptr ? named : "libpmix.so.2";
+        void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+        if (lib == nullptr) {
+            const char *why = dlerror();
+            table.problem = "cannot load " + path + " (" + (why ? why : "unknown error") +
+                            (named != nullptr ? "; named by HVD_PMIX_LIBRARY)"
+                                              : "; Debian: libpmix2, or set HVD_PMIX_LIBRARY)");
+            return;
+        }
+        std::string missing;
+        find(lib, "PMIx_Init", &table.init, &missing);
+        find(lib, "PMIx_Finalize", &table.finalize, &missing);
+        find(lib, "PMIx_Put", &table.put, &missing);
+        find(lib, "PMIx_Commit", &table.commit, &missing);
+        find(lib, "PMIx_Fence_nb", &table.fence_nb, &missing);
+        find(lib, "PMIx_Get", &table.get, &missing);
+        find(lib, "PMIx_Error_string", &table.error_string, &missing);
+        table.value_destruct =
+            reinterpret_cast<decltype(table.value_destruct)>(dlsym(lib, "PMIx_Value_destruct"));
+        if (!missing.empty()) table.problem = path + " lacks " + missing;
+    });
+    return table;
+}
+
+std::string pmix_error(const PmixTable &t, const char *call, pmix_status_t st) {
+    const char *text = t.error_string != nullptr ? t.error_string(st) : nullptr;
+    return strprintf("%s failed: %s (PMIx status %d)", call, text != nullptr ? text : "unknown",
+                     static_cast<int>(st));
+}
+
+void fill_info(pmix_info_t *info, const char *key) {
+    std::memset(info, 0, sizeof *info);
+    std::strncpy(info->key, key, PMIX_MAX_KEYLEN);
+}
+
+// What the fence's callback reports; shared with it, so a callback after a timed-out wait
+// still has it to write to.
+struct FenceWait {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    pmix_status_t status = PMIX_SUCCESS;
+};
+
+void fence_done(pmix_status_t status, void *cbdata) {
+    auto *keep = static_cast<std::shared_ptr<FenceWait> *>(cbdata);
+    {
+        std::lock_guard<std::mutex> lock((*keep)->mu);
+        (*keep)->done = true;
+        (*keep)->status = status;
+    }
+    (*keep)->cv.notify_all();
+    delete keep;
+}
+
+// Process `rank` of the namespace of `me` (PMIX_RANK_WILDCARD: all of them).
+pmix_proc_t proc_of(const pmix_proc_t &me, pmix_rank_t rank) {
+    pmix_proc_t p;
+    std::memset(&p, 0, sizeof p);
+    std::memcpy(p.nspace, me.nspace, sizeof p.nspace);
+    p.rank = rank;
+    return p;
+}
+
+std::string endpoint_text(const RendezvousEndpoint &ep) {
+    return ep.addr + " " + std::to_string(ep.port) + " " + ep.secret;
+}
+
+RendezvousEndpoint parse_endpoint(const std::string &text) {
+    std::istringstream in(text);
+    RendezvousEndpoint ep;
+    if (!(in >> ep.addr >> ep.port >> ep.secret) || ep.port < 1 || ep.port > 65535)
+        throw Error(HVD_ERR_TRANSPORT, "rendezvous through PMIx: rank 0's entry is malformed");
+    return ep;
+}
+
+}  // namespace
+
+RendezvousEndpoint exchange_rendezvous_pmix(int32_t rank, const RendezvousEndpoint &mine,
+                                            uint64_t round, const Deadline &deadline) {
+    static std::mutex serial;
+    std::lock_guard<std::mutex> lock(serial);
+    const PmixTable &t = pmix();
+    if (!t.problem.empty())
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("rank %d: rendezvous through the launcher's PMIx server: %s", rank,
+                              t.problem.c_str()));
+    pmix_proc_t me;
+    std::memset(&me, 0, sizeof me);
+    pmix_status_t st = t.init(&me, nullptr, 0);
+    if (st != PMIX_SUCCESS) throw Error(HVD_ERR_TRANSPORT, pmix_error(t, "PMIx_Init", st));
+    const std::string key = "hvd.rendezvous." + std::to_string(round);
+    std::string failure;
+    hvd_status_t failed = HVD_OK;
+    if (rank == 0) {
+        std::string text = endpoint_text(mine);
+        pmix_value_t value;
+        std::memset(&value, 0, sizeof value);
+        value.type = PMIX_STRING;
+        value.data.string = text.data();
+        st = t.put(PMIX_GLOBAL, key.c_str(), &value);
+        if (st == PMIX_SUCCESS) st = t.commit();
+        if (st != PMIX_SUCCESS) {
+            failed = HVD_ERR_TRANSPORT;
+            failure = pmix_error(t, "PMIx_Put/PMIx_Commit", st);
+        }
+    }
+    // The fence: every process of the namespace, the data collected to every one of them.
+    if (failed == HVD_OK) {
+        pmix_proc_t all = proc_of(me, PMIX_RANK_WILDCARD);
+        pmix_info_t info[2];
+        fill_info(&info[0], PMIX_COLLECT_DATA);
+        info[0].value.type = PMIX_BOOL;
+        info[0].value.data.flag = true;
+        fill_info(&info[1], PMIX_TIMEOUT);
+        info[1].value.type = PMIX_INT;
+        info[1].value.data.integer =
+            static_cast<int>(deadline.remaining_ms(3600 * 1000) / 1000 + 1);
+        auto wait = std::make_shared<FenceWait>();
+        auto *cb = new std::shared_ptr<FenceWait>(wait);
+        st = t.fence_nb(&all, 1, info, 2, fence_done, cb);
+        if (st != PMIX_SUCCESS) {
+            delete cb;
+            failed = HVD_ERR_TRANSPORT;
+            failure = pmix_error(t, "PMIx_Fence", st);
+        } else {
+            std::unique_lock<std::mutex> l(wait->mu);
+            while (!wait->done && !deadline.expired())
+                wait->cv.wait_for(l, std::chrono::milliseconds(deadline.remaining_ms(100)));
+            if (!wait->done) {
+                // PMIx still holds the fence: stay connected, so it never calls back into a
+                // finalised library.
+                throw Error(HVD_ERR_TIMED_OUT,
+                            strprintf("rank %d: rendezvous through PMIx: not every rank of the "
+                                      "job reached hvd_init's fence before the timeout",
+                                      rank));
+            }
+            if (wait->status != PMIX_SUCCESS) {
+                failed = HVD_ERR_TRANSPORT;
+                failure = pmix_error(t, "PMIx_Fence", wait->status);
+            }
+        }
+    }
+    RendezvousEndpoint result = mine;
+    if (failed == HVD_OK && rank != 0) {
+        pmix_proc_t zero = proc_of(me, 0);
+        pmix_value_t *value = nullptr;
+        st = t.get(&zero, key.c_str(), nullptr, 0, &value);
+        if (st != PMIX_SUCCESS || value == nullptr || value->type != PMIX_STRING ||
+            value->data.string == nullptr) {
+            failed = HVD_ERR_TRANSPORT;
+            failure = st != PMIX_SUCCESS ? pmix_error(t, "PMIx_Get of rank 0's entry", st)
+                                         : "rank 0's entry is not a string";
+        } else {
+            std::string text = value->data.string;
+            try {
+                result = parse_endpoint(text);
+            } catch (const Error &e) {
+                failed = e.status();
+                failure = e.what();
+            }
+        }
+        if (value != nullptr) {
+            if (t.value_destruct != nullptr)
+                t.value_destruct(value);
+            else if (value->type == PMIX_STRING)
+                std::free(value->data.string);
+            std::free(value);
+        }
+    }
+    st = t.finalize(nullptr, 0);
+    if (st != PMIX_SUCCESS) HVD_LOG(kDebug, rank, "%s", pmix_error(t, "PMIx_Finalize", st).c_str());
+    if (failed != HVD_OK)
+        throw Error(failed, strprintf("rank %d: rendezvous through the launcher's PMIx server: %s",
+                                      rank, failure.c_str()));
+    return result;
+}
+
+#else  // !HVD_HAVE_PMIX
+
+RendezvousEndpoint exchange_rendezvous_pmix(int32_t rank, const RendezvousEndpoint &, uint64_t,
+                                            const Deadline &) {
+    throw Error(HVD_ERR_UNSUPPORTED,
+                strprintf("rank %d: rendezvous through the launcher's PMIx server: this libhvd "
+                          "was built without PMIx (its header was not found)",
+                          rank));
+}
+
+#endif  // HVD_HAVE_PMIX
+
+}  // namespace hvd::bootstrap
