@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "collectives/collectives.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "gpu/bounded_abort.h"
 
 namespace hvd::gpu {
 
@@ -80,7 +82,7 @@ void *NcclComms::get(collectives::Comm &comm, int32_t device, uint64_t devices_k
     std::memcpy(id, message, sizeof id);
     void *nc = nullptr;
     if (lib_->api->nccl_comm_init(device, comm.size(), comm.my_index, id, &nc, &err) != 0) {
-        if (nc != nullptr) lib_->api->nccl_comm_abort(nc, &err);
+        if (nc != nullptr) abort_within(lib_->api, {nc}, kAbortWait, rank_);
         throw Error(HVD_ERR_DEVICE, strprintf("rank %d: ncclCommInitRank in process set %u on "
                                               "CUDA device %d: %s",
                                               rank_, comm.set_id, device, err.text));
@@ -88,7 +90,7 @@ void *NcclComms::get(collectives::Comm &comm, int32_t device, uint64_t devices_k
     try {
         await_ready(*lib_, nc, comm, rank_);
     } catch (...) {
-        lib_->api->nccl_comm_abort(nc, &err);
+        abort_within(lib_->api, {nc}, kAbortWait, rank_);
         throw;
     }
     comms_[key] = nc;
@@ -102,34 +104,31 @@ void NcclComms::await_idle(void *nccl_comm, const collectives::Comm &comm) const
 void NcclComms::abort(void *nccl_comm) {
     for (auto it = comms_.begin(); it != comms_.end(); ++it) {
         if (it->second != nccl_comm) continue;
-        hvd_gpu_err_t err;
-        if (lib_->api->nccl_comm_abort(nccl_comm, &err) != 0)
-            HVD_LOG(kWarning, rank_, "ncclCommAbort: %s", err.text);
         comms_.erase(it);
+        abort_within(lib_->api, {nccl_comm}, kAbortWait, rank_);
         return;
     }
 }
 
 void NcclComms::forget_set(uint16_t set_id) {
+    std::vector<void *> gone;
     for (auto it = comms_.begin(); it != comms_.end();) {
         if (it->first.first != set_id) {
             ++it;
             continue;
         }
-        hvd_gpu_err_t err;
-        if (lib_->api->nccl_comm_abort(it->second, &err) != 0)
-            HVD_LOG(kWarning, rank_, "ncclCommAbort: %s", err.text);
+        gone.push_back(it->second);
         it = comms_.erase(it);
     }
+    abort_within(lib_->api, gone, kAbortWait, rank_);
 }
 
 void NcclComms::abort_all() {
-    for (auto &[key, nc] : comms_) {
-        hvd_gpu_err_t err;
-        if (lib_->api->nccl_comm_abort(nc, &err) != 0)
-            HVD_LOG(kWarning, rank_, "ncclCommAbort: %s", err.text);
-    }
+    std::vector<void *> all;
+    for (const auto &[key, nc] : comms_)
+        all.push_back(nc);
     comms_.clear();
+    abort_within(lib_->api, all, kAbortWait, rank_);
 }
 
 }  // namespace hvd::gpu

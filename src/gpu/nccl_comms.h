@@ -33,7 +33,8 @@ class NcclComms {
     // HVD_ERR_TIMED_OUT, the abort status).
     void await_idle(void *nccl_comm, const collectives::Comm &comm) const;
     // Aborts the communicator (after one of its ops failed: NCCL's state is then unknown) and
-    // forgets it. Never throws.
+    // forgets it. Never throws. Every abort here waits at most kAbortWait for NCCL
+    // (bounded_abort.h).
     void abort(void *nccl_comm);
     // Aborts the communicators of a process set that was destroyed.
     void forget_set(uint16_t set_id);

@@ -45,6 +45,13 @@ target_compile_options(test_device_watch PRIVATE ${HVD_WARNINGS}
 add_test(NAME unit.test_device_watch COMMAND test_device_watch)
 set_tests_properties(unit.test_device_watch PROPERTIES LABELS "unit;gpu" TIMEOUT 60)
 
+add_executable(test_bounded_abort ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_bounded_abort.cc)
+target_link_libraries(test_bounded_abort PRIVATE hvd_internal PkgConfig::CMOCKA)
+target_compile_options(test_bounded_abort PRIVATE ${HVD_WARNINGS}
+  -include ${CMAKE_CURRENT_SOURCE_DIR}/unit/cmocka_prelude.h)
+add_test(NAME unit.test_bounded_abort COMMAND test_bounded_abort)
+set_tests_properties(unit.test_bounded_abort PROPERTIES LABELS "unit;gpu;threads" TIMEOUT 60)
+
 add_executable(mp_cuda_refused ${CMAKE_CURRENT_SOURCE_DIR}/gpu/mp_cuda_refused.c
                                ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_check.c)
 target_link_libraries(mp_cuda_refused PRIVATE hvd PkgConfig::CMOCKA m)
