@@ -15,14 +15,17 @@ namespace hvd::bootstrap {
 
 namespace {
 
-// The first non-loopback IPv4 address `name` resolves to, or "".
-std::string resolved_address(const std::string &name) {
+// The first non-loopback IPv4 address `name` resolves to, or "" (*any: whether it resolves
+// at all).
+std::string resolved_address(const std::string &name, bool *any) {
     addrinfo hints = {};
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo *found = nullptr;
     std::string resolved;
+    *any = false;
     if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0) return "";
+    *any = found != nullptr;
     for (addrinfo *a = found; a != nullptr && resolved.empty(); a = a->ai_next) {
         char text[NI_MAXHOST] = {0};
         if (::getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0,
@@ -48,10 +51,11 @@ std::string advertised_address(bool *listen_everywhere) {
     char text[256] = {0};
     const std::string name =
         ::gethostname(text, sizeof text - 1) == 0 && text[0] != '\0' ? text : "localhost";
-    std::string resolved = resolved_address(name);
+    bool resolves = false;
+    std::string resolved = resolved_address(name, &resolves);
     if (!resolved.empty()) return resolved;
     *listen_everywhere = true;
-    return name;
+    return resolves ? name : "127.0.0.1";
 }
 
 }  // namespace hvd::bootstrap

@@ -210,10 +210,16 @@ LaunchInfo detect(const Env &env) {
                       "hvdrun",
                       info.launcher.c_str()));
     const bool one_host = info.size == 1 || info.local_size == info.size;
-    if (info.rdv_addr.empty() && !one_host && env.get("PMIX_NAMESPACE") && env.get("PMIX_RANK")) {
+    const char *pmix_rank = env.get("PMIX_RANK");
+    const bool pmix_launcher = info.launcher == "openmpi" || info.launcher == "slurm";
+    if (info.rdv_addr.empty() && !one_host && pmix_launcher && env.get("PMIX_NAMESPACE") &&
+        pmix_rank != nullptr && std::to_string(info.rank) == pmix_rank) {
         info.rdv_via_pmix = true;
         std::string name;
-        if (const char *v = env.setting(config::Setting::kSecret, &name)) info.secret = v;
+        if (const char *v = env.setting(config::Setting::kSecret, &name))
+            info.secret = v;
+        else if (info.local_size == 0)
+            info.secret_from_file = true;  // file rendezvous, should PMIx be missing
         return info;
     }
     if (info.rdv_addr.empty() && info.local_size > 0 && !one_host)

@@ -33,7 +33,8 @@ struct LaunchInfo {
     bool rdv_via_pmix = false;  // true: rank 0 hands its server's address, port and secret
                                 // (HVD_SECRET, else a random one; `secret` holds HVD_SECRET or
                                 // "") to the others through the launcher's PMIx server
-                                // (pmix_exchange.h)
+                                // (pmix_exchange.h); where the local size is unknown and PMIx
+                                // cannot be loaded, the ranks meet through the file instead
 };
 
 using EnvLookup = std::function<const char *(const char *name)>;
@@ -51,9 +52,10 @@ using EnvLookup = std::function<const char *(const char *name)>;
 // Rendezvous address: HVD_RENDEZVOUS_ADDR + HVD_RENDEZVOUS_PORT; else MASTER_ADDR +
 // MASTER_PORT, using port MASTER_PORT + 1 because torchrun's (and torch.distributed's) own
 // TCPStore already listens on MASTER_PORT; else, for a job that may span hosts (size > 1 and
-// the launcher's local size unknown or below the size) under a PMIx launcher
-// (PMIX_NAMESPACE and PMIX_RANK set), rdv_via_pmix; else none: single-host file rendezvous,
-// or an error where the launcher's local size says the job spans hosts.
+// the launcher's local size unknown or below the size) that Open MPI or Slurm started with a
+// PMIx server (PMIX_NAMESPACE set, PMIX_RANK equal to the rank), rdv_via_pmix; else none:
+// single-host file rendezvous (with HVD_SECRET when given), or an error where the launcher's
+// local size says the job spans hosts.
 // Job id (first set): HVD_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
 // SLURM_JOB_ID + "." + SLURM_STEP_ID, PMI_KVSNAME, TORCHELASTIC_RUN_ID. Required when there
 // is no rendezvous address (it names the rendezvous file).

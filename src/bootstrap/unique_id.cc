@@ -34,8 +34,11 @@ std::vector<ServerEntry> g_servers;  // servers started by hvd_get_unique_id in 
 }  // namespace
 
 hvd_unique_id_t make_unique_id(int64_t idle_timeout_ms) {
-    bool listen_everywhere = false;  // it does: other hosts may reach it by any address
-    std::string addr = advertised_address(&listen_everywhere);
+    bool from_name = false;  // the server listens on every interface anyway
+    std::string addr = advertised_address(&from_name);
+    // A host name too long for the id that resolves only to loopback here: the job is on
+    // this host, as far as this host can tell.
+    if (from_name && addr.size() >= kAddrBytes) addr = "127.0.0.1";
     if (addr.size() >= kAddrBytes)
         throw Error(HVD_ERR_INVALID_ARG,
                     strprintf("rendezvous address '%s' is longer than %zu bytes", addr.c_str(),

@@ -141,10 +141,18 @@ void Context::rendezvous(const Deadline &deadline) {
                               "of %d",
                               config_.rank, config_.size, li.launcher.c_str(), rank_, size_));
     if (li.rdv_via_pmix) {
-        rendezvous_through_pmix(li, deadline);
-        return;
+        try {
+            rendezvous_through_pmix(li, deadline);
+            return;
+        } catch (const Error &e) {
+            // A launcher that gives no local size (srun) may have run the job on one host:
+            // without PMIx here, the ranks still meet through the file.
+            if (e.status() != HVD_ERR_UNSUPPORTED || li.local_size > 0) throw;
+            HVD_LOG(kDebug, rank_, "%s; meeting through the single-host rendezvous file", e.what());
+            server_.reset();
+        }
     }
-    if (!li.secret_from_file) {
+    if (!li.rdv_addr.empty() && !li.secret_from_file) {
         // HVD_SECRET, or (HVD_ALLOW_UNAUTHENTICATED=1) the derived one.
         if (li.secret_derived && rank_ == 0)
             HVD_LOG(kWarning, rank_,
@@ -158,10 +166,10 @@ void Context::rendezvous(const Deadline &deadline) {
                                                     size_, deadline);
         return;
     }
-    // Single host, no secret from the launcher: rank 0 makes a random one and hands it over
-    // through a private file, with its server's address (the launcher's, if any).
+    // Single host: rank 0 hands its server's address (the launcher's, if any) and the secret
+    // (HVD_SECRET, else a random one) over through a private file.
     if (rank_ == 0) {
-        std::string secret = bootstrap::random_secret();
+        std::string secret = li.secret.empty() ? bootstrap::random_secret() : li.secret;
         std::string addr = li.rdv_addr.empty() ? "127.0.0.1" : li.rdv_addr;
         server_ = listen_rendezvous(addr, li.rdv_port, secret, size_, config_.bootstrap_timeout_ms);
         bootstrap::publish_rendezvous(li.job_id, {addr, server_->port(), secret});

@@ -43,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!info.rdv_addr.empty() && (info.rdv_port < 1 || info.rdv_port > 65535)) __builtin_trap();
     if (info.rdv_addr.empty() && (info.rdv_port != 0 || info.job_id.empty())) __builtin_trap();
     // Through PMIx rank 0 may make the secret (none given); else exactly one source of it.
-    if (info.rdv_via_pmix && (!info.rdv_addr.empty() || info.secret_from_file)) __builtin_trap();
-    if (!info.rdv_via_pmix && info.secret.empty() != info.secret_from_file) __builtin_trap();
+    if (info.rdv_via_pmix && !info.rdv_addr.empty()) __builtin_trap();
+    if (info.secret_from_file && !info.secret.empty()) __builtin_trap();
+    if (!info.rdv_via_pmix && info.secret.empty() && !info.secret_from_file) __builtin_trap();
     return 0;
 }

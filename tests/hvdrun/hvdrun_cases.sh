@@ -399,6 +399,17 @@ case_bind() {
         expect_cpus 1 "$(calc --po -I pu core:1)"
         expect_cpus 2 "$(calc --po -I pu core:1)"
         expect_match err "\[[^]:]+:[0-9]+\] MCW rank 2 bound to socket [0-9]+\[core 1\[hwt"
+        # A host that offers more slots later: its CPUs stay split among the slots it first
+        # offered (one, core 0), and the worker on the added slot runs unpinned.
+        printf '#!/bin/sh\nn=$(cat "%s/runs" 2>/dev/null || echo 0)\necho $((n + 1)) >"%s/runs"\n[ "$n" -ge 1 ] && echo localhost:2 || echo localhost:1\n' \
+            "$T" "$T" >"$T/discover.sh"
+        chmod +x "$T/discover.sh"
+        run -np 1 --min-np 1 --max-np 2 --bind-to core --host-discovery-script "$T/discover.sh" \
+            sh -c "$SHOW_CPUS"'; [ "$HVD_WORKER_ID" = 0 ] && sleep 4; exit 0'
+        expect_rc 0
+        expect_cpus 0 "$(calc --po -I pu core:0)"
+        expect_cpus 1 "$(expand "$cpus")"
+        expect_once err "hvdrun: warning: worker on slot 1 of host localhost runs unpinned: --bind-to split that host's CPUs among the 1 slot(s) it first offered"
     fi
     # More ranks on that host than it has cores: its hvdrun says so, and the job fails.
     PATH="$T/bin:$PATH" run -np $((ncores + 2)) -H localhost:1,fakehost-b:$((ncores + 1)) \

@@ -4,7 +4,9 @@
 # Starts NP copies of PROGRAM the way another launcher would, with only that launcher's
 # environment variables (no HVD_* ones), and passes when every copy exits 0 within 120 s.
 #   openmpi   : the real `mpirun` of Open MPI
-#   openmpi_hosts : the same, but each rank told it is alone on its host (local size 1, a host
+#   openmpi_secret : the real `mpirun` with HVD_SECRET exported to the ranks (mpirun -x), as
+#               the README tells users to; one host, so the ranks meet through the file
+#   openmpi_hosts : the same as openmpi, but each rank told it is alone on its host (local size 1, a host
 #               name of its own), as when mpirun spreads a job over hosts: no rendezvous
 #               address, so the ranks meet through mpirun's PMIx server
 #   torchrun  : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
@@ -21,6 +23,11 @@ unset HVD_RANK HVD_SIZE HVD_RENDEZVOUS_ADDR HVD_RENDEZVOUS_PORT HVD_SECRET HVD_J
 if [ "$style" = openmpi ]; then
   command -v mpirun >/dev/null || { echo "launch_as: mpirun not installed" >&2; exit 1; }
   exec timeout 120 mpirun --allow-run-as-root --oversubscribe -np "$np" "$@"
+fi
+if [ "$style" = openmpi_secret ]; then
+  command -v mpirun >/dev/null || { echo "launch_as: mpirun not installed" >&2; exit 1; }
+  HVD_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') exec timeout 120 \
+    mpirun --allow-run-as-root --oversubscribe -np "$np" -x HVD_SECRET "$@"
 fi
 if [ "$style" = openmpi_hosts ]; then
   command -v mpirun >/dev/null || { echo "launch_as: mpirun not installed" >&2; exit 1; }

@@ -181,7 +181,7 @@ foreach(np 2 3 4)
 endforeach()
 
 # The same program under the other launchers libhvd recognises (no hvdrun, no HVD_* env).
-foreach(style openmpi torchrun slurm pmi)
+foreach(style openmpi openmpi_secret torchrun slurm pmi)
   foreach(np 2 3)
     add_test(NAME mp.launch_${style}.np${np}
       COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh ${style} ${np}

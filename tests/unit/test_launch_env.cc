@@ -151,13 +151,27 @@ void test_pmix_rendezvous(void **) {
     Vars with_secret = v;
     with_secret["HVD_SECRET"] = "given";
     assert_string_equal(detect_ok(with_secret).secret.c_str(), "given");
-    // Slurm gives no local size: it may span hosts.
-    assert_true(detect_ok({{"SLURM_PROCID", "0"},
-                           {"SLURM_NTASKS", "2"},
-                           {"SLURM_JOB_ID", "5"},
-                           {"PMIX_NAMESPACE", "slurm.pmix.5.0"},
-                           {"PMIX_RANK", "0"}})
-                    .rdv_via_pmix);
+    // Slurm gives no local size: it may span hosts, or not (the file, should PMIx be missing).
+    LaunchInfo slurm = detect_ok({{"SLURM_PROCID", "0"},
+                                  {"SLURM_NTASKS", "2"},
+                                  {"SLURM_JOB_ID", "5"},
+                                  {"PMIX_NAMESPACE", "slurm.pmix.5.0"},
+                                  {"PMIX_RANK", "0"}});
+    assert_true(slurm.rdv_via_pmix);
+    assert_true(slurm.secret_from_file);
+    assert_string_equal(slurm.job_id.c_str(), "slurm.pmix.5.0");
+    // PMIx's rank is not this rank (a child of a rank, a remapped rank): not through PMIx.
+    Vars other_rank = v;
+    other_rank["PMIX_RANK"] = "0";
+    detect_fails(other_rank, "spans hosts");
+    // A launcher that is not Open MPI's nor Slurm's, with PMIx variables inherited.
+    LaunchInfo inherited = detect_ok({{"HVD_RANK", "1"},
+                                      {"HVD_SIZE", "2"},
+                                      {"HVD_JOB_ID", "j"},
+                                      {"PMIX_NAMESPACE", "77"},
+                                      {"PMIX_RANK", "1"}});
+    assert_false(inherited.rdv_via_pmix);
+    assert_true(inherited.secret_from_file);
     Vars one_host = v;
     one_host["OMPI_COMM_WORLD_LOCAL_SIZE"] = "8";
     assert_false(detect_ok(one_host).rdv_via_pmix);

@@ -95,12 +95,12 @@ void ElasticDriver::start_workers(int up_to) {
                 launch.vars = std::move(vars);
                 launch.vars.insert(launch.vars.end(), ctx_.exports.begin(), ctx_.exports.end());
                 launches_.push_back(std::move(launch));
-            } else if (config_.binding.bind_to != Level::kNone) {
+            } else if (config_.binding.bind_to != Level::kNone && bound_slot(h, slot)) {
                 Placement p;
                 p.rank = id;
                 p.host = h.name;
                 p.local_rank = slot;
-                p.local_size = std::max(h.slots, slot + 1);
+                p.local_size = bind_size_[h.name];
                 launches_.push_back(
                     plan_process(id, h.name, std::move(vars),
                                  bound_command(config_.hvdrun_path, config_.binding, p,
@@ -116,9 +116,21 @@ void ElasticDriver::start_workers(int up_to) {
     }
 }
 
+bool ElasticDriver::bound_slot(const HostSlots &h, int slot) {
+    const int size = bind_size_.emplace(h.name, h.slots).first->second;
+    if (slot < size) return true;
+    std::fprintf(stderr,
+                 "hvdrun: warning: worker on slot %d of host %s runs unpinned: --bind-to split "
+                 "that host's CPUs among the %d slot(s) it first offered\n",
+                 slot, h.name.c_str(), size);
+    return false;
+}
+
 int ElasticDriver::free_slot(const std::string &host) const {
     std::set<int> held;
     for (const auto &[id, w] : live_)
+        if (w.host == host) held.insert(w.slot);
+    for (const auto &[id, w] : leaving_slots_)
         if (w.host == host) held.insert(w.slot);
     int slot = 0;
     while (held.count(slot) != 0)
@@ -185,14 +197,20 @@ void ElasticDriver::grow(const std::string &why) {
 }
 
 // Workers beyond their host's discovered slots (all of a host no longer listed) leave the
-// membership now, the oldest of a host staying; each is stopped when it asks to join the
-// next round (it has left its round at a commit) or after stop_grace_seconds.
+// membership now, those of a host's lowest slots staying; each is stopped when it asks to join
+// the next round (it has left its round at a commit) or after stop_grace_seconds, and holds
+// its slot (its CPUs) until it exits.
 void ElasticDriver::remove_gone_workers() {
+    std::vector<std::pair<int, int>> by_slot;  // (slot, id)
+    for (const auto &[id, w] : live_)
+        by_slot.emplace_back(w.slot, id);
+    std::sort(by_slot.begin(), by_slot.end());
     std::map<std::string, int> kept;
     std::vector<int> gone;
-    for (const auto &[id, w] : live_) {
-        if (kept[w.host] < slots_of(hosts_, w.host)) {
-            ++kept[w.host];
+    for (const auto &[slot, id] : by_slot) {
+        const std::string &host = live_[id].host;
+        if (kept[host] < slots_of(hosts_, host)) {
+            ++kept[host];
         } else {
             gone.push_back(id);
         }
@@ -204,6 +222,7 @@ void ElasticDriver::remove_gone_workers() {
                      "hvdrun: host %s no longer offers worker %d a slot: it leaves the job at "
                      "its next commit (stopped within %g s)\n",
                      live_[id].host.c_str(), id, config_.stop_grace_seconds);
+        leaving_slots_[id] = live_[id];
         live_.erase(id);
         membership_.worker_exited(id);
         leaving_[id] = Clock::now() + seconds<Clock::duration>(config_.stop_grace_seconds);
@@ -335,6 +354,7 @@ void ElasticDriver::form_round() {
 }
 
 std::string ElasticDriver::worker_exited(int id, int code) {
+    leaving_slots_.erase(id);
     if (leaving_.erase(id) != 0 || stopped_.erase(id) != 0) return "";  // its host left
     auto it = live_.find(id);
     std::string host = it != live_.end() ? it->second.host : "";

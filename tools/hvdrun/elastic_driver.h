@@ -55,7 +55,7 @@ struct ElasticConfig {
     double stop_grace_seconds = 5.0;  // a removed host's worker: the wait for its next commit
     // --bind-to (not under a controller): each worker runs through `hvdrun_path --exec-bound`
     // on its host (remote_binding.h), pinned as local rank `slot` of the host's slots would be,
-    // its slot the lowest one no live worker of that host holds.
+    // its slot the lowest one no running worker of that host holds.
     BindPolicy binding;
     bool report_bindings = false;
     std::string hvdrun_path;
@@ -96,8 +96,12 @@ class ElasticDriver {
     void on_join(int id, bool waiting);
     std::string on_status(const hvd::bootstrap::elastic::Request &request) const;
     void start_workers(int up_to);
-    // The lowest slot of `host` that no live worker holds.
+    // The lowest slot of `host` that no running worker holds.
     int free_slot(const std::string &host) const;
+    // --bind-to: whether a worker on `slot` of h is pinned. A host's CPUs are split among the
+    // slots it first offered (so that no two workers' CPUs ever overlap); a slot beyond them
+    // runs unpinned, with a warning.
+    bool bound_slot(const HostSlots &h, int slot);
     void grow(const std::string &why);
     void exclude_host(const std::string &host);
     void remove_gone_workers();
@@ -120,6 +124,10 @@ class ElasticDriver {
         int slot = 0;  // its place among the host's slots
     };
     std::map<int, LiveWorker> live_;  // worker id -> where it runs, while it runs
+    // Workers that left the membership (their host no longer offers their slot) but still
+    // run: their slots stay taken until they exit.
+    std::map<int, LiveWorker> leaving_slots_;
+    std::map<std::string, int> bind_size_;  // --bind-to: the slots a host offered first
     Membership membership_;
     std::unique_ptr<MembershipServer> server_;
     std::unique_ptr<HostDiscovery> discovery_;
