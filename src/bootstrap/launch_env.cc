@@ -209,7 +209,15 @@ LaunchInfo detect(const Env &env) {
                       "port), or HVD_JOB_ID for a single-host job, or start the job with "
                       "hvdrun",
                       info.launcher.c_str()));
+    // srun gives no local size, but its step's node count tells one host from several.
+    const char *step_nodes = info.launcher == "slurm" ? env.get("SLURM_STEP_NUM_NODES") : nullptr;
+    const int64_t nodes = step_nodes ? env.integer("SLURM_STEP_NUM_NODES", 1, info.size) : 0;
+    if (nodes == 1) info.local_size = info.size;
     const bool one_host = info.size == 1 || info.local_size == info.size;
+    info.spans_hosts = nodes > 1 || (info.local_size > 0 && !one_host);
+    const std::string where = nodes > 1
+                                  ? strprintf("%lld nodes", static_cast<long long>(nodes))
+                                  : strprintf("local size %d of %d", info.local_size, info.size);
     const char *pmix_rank = env.get("PMIX_RANK");
     const bool pmix_launcher = info.launcher == "openmpi" || info.launcher == "slurm";
     if (info.rdv_addr.empty() && !one_host && pmix_launcher && env.get("PMIX_NAMESPACE") &&
@@ -218,17 +226,17 @@ LaunchInfo detect(const Env &env) {
         std::string name;
         if (const char *v = env.setting(config::Setting::kSecret, &name))
             info.secret = v;
-        else if (info.local_size == 0)
+        else if (!info.spans_hosts)
             info.secret_from_file = true;  // file rendezvous, should PMIx be missing
         return info;
     }
-    if (info.rdv_addr.empty() && info.local_size > 0 && !one_host)
+    if (info.rdv_addr.empty() && info.spans_hosts)
         invalid(strprintf(
-            "%s launch: the job spans hosts (local size %d of %d) and has no rendezvous "
-            "address; set HVD_RENDEZVOUS_ADDR and HVD_RENDEZVOUS_PORT (rank 0's host and a "
-            "free port) and HVD_SECRET, start the job with hvdrun, or with a launcher that "
-            "runs a PMIx server (mpirun, srun --mpi=pmix)",
-            info.launcher.c_str(), info.local_size, info.size));
+            "%s launch: the job spans hosts (%s) and has no rendezvous address; set "
+            "HVD_RENDEZVOUS_ADDR and HVD_RENDEZVOUS_PORT (rank 0's host and a free port) and "
+            "HVD_SECRET, start the job with hvdrun, or with a launcher that runs a PMIx "
+            "server (mpirun, srun --mpi=pmix)",
+            info.launcher.c_str(), where.c_str()));
     read_secret(env, &info);
     return info;
 }

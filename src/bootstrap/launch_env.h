@@ -30,11 +30,13 @@ struct LaunchInfo {
                                     // file named by job_id (rendezvous_file.h)
     std::string job_id;  // stable per job, names the rendezvous file; when rdv_addr is set and
                          // the launcher gives none, "rdv-<addr>:<port>"
+    bool spans_hosts = false;   // the launcher says the job runs on more than one host (a
+                                // local size below the size; srun: SLURM_STEP_NUM_NODES > 1)
     bool rdv_via_pmix = false;  // true: rank 0 hands its server's address, port and secret
                                 // (HVD_SECRET, else a random one; `secret` holds HVD_SECRET or
                                 // "") to the others through the launcher's PMIx server
-                                // (pmix_exchange.h); where the local size is unknown and PMIx
-                                // cannot be loaded, the ranks meet through the file instead
+                                // (pmix_exchange.h); unless spans_hosts, the ranks meet
+                                // through the file instead where PMIx cannot be loaded
 };
 
 using EnvLookup = std::function<const char *(const char *name)>;
@@ -47,7 +49,8 @@ using EnvLookup = std::function<const char *(const char *name)>;
 //   hvdrun / user   HVD_RANK, HVD_SIZE, HVD_LOCAL_RANK, HVD_LOCAL_SIZE
 //   Open MPI        OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
 //   MPICH / Hydra   PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS
-//   Slurm (srun)    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+//   Slurm (srun)    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (the local size is the size
+//                   where SLURM_STEP_NUM_NODES is 1)
 //   torchrun style  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE
 // Rendezvous address: HVD_RENDEZVOUS_ADDR + HVD_RENDEZVOUS_PORT; else MASTER_ADDR +
 // MASTER_PORT, using port MASTER_PORT + 1 because torchrun's (and torch.distributed's) own

@@ -147,7 +147,7 @@ void Context::rendezvous(const Deadline &deadline) {
         } catch (const Error &e) {
             // A launcher that gives no local size (srun) may have run the job on one host:
             // without PMIx here, the ranks still meet through the file.
-            if (e.status() != HVD_ERR_UNSUPPORTED || li.local_size > 0) throw;
+            if (e.status() != HVD_ERR_UNSUPPORTED || li.spans_hosts) throw;
             HVD_LOG(kDebug, rank_, "%s; meeting through the single-host rendezvous file", e.what());
             server_.reset();
         }

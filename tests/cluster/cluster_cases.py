@@ -381,7 +381,8 @@ def case_slurm(job):
     """Ranks started in each host with the variables srun gives its tasks (SLURM_PROCID,
     SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, ...) and the job's rendezvous settings."""
     common = dict(os.environ, **MP_ENV, **launch_env(job), SLURM_JOB_ID="4242",
-                  SLURM_STEP_ID="0", SLURM_NTASKS="6", SLURM_NNODES="3")
+                  SLURM_STEP_ID="0", SLURM_NTASKS="6", SLURM_NNODES="3",
+                  SLURM_STEP_NUM_NODES="3")
     procs = []
     for node, h in enumerate(job.cluster.hosts):
         for local in range(2):

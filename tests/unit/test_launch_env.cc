@@ -160,6 +160,29 @@ void test_pmix_rendezvous(void **) {
     assert_true(slurm.rdv_via_pmix);
     assert_true(slurm.secret_from_file);
     assert_string_equal(slurm.job_id.c_str(), "slurm.pmix.5.0");
+    // srun's step on one node: one host, so the file; on several without PMIx: an error.
+    LaunchInfo one_node = detect_ok({{"SLURM_PROCID", "1"},
+                                     {"SLURM_NTASKS", "2"},
+                                     {"SLURM_JOB_ID", "5"},
+                                     {"SLURM_STEP_NUM_NODES", "1"},
+                                     {"PMIX_NAMESPACE", "slurm.pmix.5.0"},
+                                     {"PMIX_RANK", "1"}});
+    assert_false(one_node.rdv_via_pmix);
+    assert_int_equal(one_node.local_size, 2);
+    assert_true(one_node.secret_from_file);
+    Vars nodes = {{"SLURM_PROCID", "1"},
+                  {"SLURM_NTASKS", "4"},
+                  {"SLURM_JOB_ID", "5"},
+                  {"SLURM_STEP_NUM_NODES", "2"}};
+    detect_fails(nodes, "slurm launch: the job spans hosts (2 nodes)");
+    nodes["PMIX_NAMESPACE"] = "slurm.pmix.5.0";
+    nodes["PMIX_RANK"] = "1";
+    LaunchInfo two_nodes = detect_ok(nodes);
+    assert_true(two_nodes.rdv_via_pmix);
+    assert_true(two_nodes.spans_hosts);
+    assert_false(two_nodes.secret_from_file);  // no file to fall back to across nodes
+    nodes["SLURM_STEP_NUM_NODES"] = "x";
+    detect_fails(nodes, "SLURM_STEP_NUM_NODES=x is not an integer");
     // PMIx's rank is not this rank (a child of a rank, a remapped rank): not through PMIx.
     Vars other_rank = v;
     other_rank["PMIX_RANK"] = "0";
