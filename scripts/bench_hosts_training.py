@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Synthetic training across hosts: hvd.torch against Horovod and DDP, on a namespace cluster.
 
-    scripts/bench_hosts_training.py [--build DIR] [--hosts 3] [--ranks-per-host 2|2,1,...] [--reps 3]
-                                    [--backends hvd,horovod,ddp] [--model cnn]
+    scripts/bench_hosts_training.py [--build DIR] [--hosts 3] [--ranks-per-host 2|2,1,...]
+                                    [--reps 3] [--backends hvd,horovod,ddp] [--model cnn]
                                     [--bench-args "..."] [--netem "delay 50us rate 10gbit"]
                                     [--horovod-venv DIR] [--shared-cpus auto|0|1] [--out DIR]
 

@@ -305,12 +305,17 @@ def case_elastic_grow(job):
     each); at step 4 rank 0 adds hostC to its file and waits until hvdrun has started a
     worker there over ssh; the commit of step 6 raises HostsUpdatedInterrupt and the three
     re-form, the new worker receiving rank 0's state, and all finish with the weights of the
-    reference run that grew to 3 ranks at step 6."""
+    reference run that grew to 3 ranks at step 6. With --bind-to core each worker is pinned
+    on its own host, the added one too, and says so (--report-bindings)."""
     with tempfile.TemporaryDirectory() as tmp:
         hosts, discover = discovery_files(tmp, HOSTS[:2])
-        elastic_run(job, ["--max-np", "3", "--host-discovery-script", discover],
-                    ["--hosts-file", hosts, "--add-host", HOSTS[2], "--add-step", "4"],
-                    {6: (3, False)}, (0, 1, 2), np=2)
+        out = elastic_run(job, ["--max-np", "3", "--host-discovery-script", discover,
+                                "--bind-to", "core", "--report-bindings"],
+                          ["--hosts-file", hosts, "--add-host", HOSTS[2], "--add-step", "4"],
+                          {6: (3, False)}, (0, 1, 2), np=2)
+    for worker, host in enumerate(HOSTS):
+        expect(re.search(r"\[%s:\d+\] MCW rank %d bound to socket \d+\[core 0\[" % (host, worker),
+                         out), "worker %d did not report its binding on %s" % (worker, host))
 
 
 def case_elastic_below_min(job):

@@ -6,9 +6,9 @@
 #   openmpi   : the real `mpirun` of Open MPI
 #   openmpi_secret : the real `mpirun` with HVD_SECRET exported to the ranks (mpirun -x), as
 #               the README tells users to; one host, so the ranks meet through the file
-#   openmpi_hosts : the same as openmpi, but each rank told it is alone on its host (local size 1, a host
-#               name of its own), as when mpirun spreads a job over hosts: no rendezvous
-#               address, so the ranks meet through mpirun's PMIx server
+#   openmpi_hosts : the same as openmpi, but each rank told it is alone on its host (local
+#               size 1, a host name of its own), as when mpirun spreads a job over hosts:
+#               no rendezvous address, so the ranks meet through mpirun's PMIx server
 #   torchrun  : RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT
 #   torchrun_hosts : the same, but each rank told it is alone on its host (LOCAL_WORLD_SIZE=1),
 #               as when torchrun spreads a job over hosts
