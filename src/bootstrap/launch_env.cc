@@ -197,6 +197,54 @@ void read_secret(const Env &env, LaunchInfo *info) {
     info->secret_derived = true;
 }
 
+// The first host of a Slurm host list ("node[07-09,12],gpu1" -> "node07"): the text before the
+// first comma outside brackets, each bracket group replaced by its first number (as written,
+// zero padding kept). "" when it is malformed.
+std::string first_slurm_host(const std::string &list) {
+    std::string host;
+    size_t i = 0;
+    while (i < list.size() && list[i] != ',') {
+        if (list[i] != '[') {
+            host += list[i++];
+            continue;
+        }
+        const size_t close = list.find(']', i);
+        if (close == std::string::npos) return "";
+        const std::string group = list.substr(i + 1, close - i - 1);
+        const std::string first = group.substr(0, group.find_first_of(",-"));
+        if (first.empty() || first.find_first_not_of("0123456789") != std::string::npos) return "";
+        host += first;
+        i = close + 1;
+    }
+    return host;
+}
+
+// srun across nodes without an address or PMIx: rank 0's node (the step's first: srun puts
+// task 0 there) and the first port Slurm reserved for the step (SLURM_STEP_RESV_PORTS, where
+// its MpiParams reserve ports), if it gives both.
+void read_slurm_rendezvous(const Env &env, LaunchInfo *info) {
+    const char *nodes = env.get("SLURM_STEP_NODELIST");
+    const char *ports = env.get("SLURM_STEP_RESV_PORTS");
+    if (nodes == nullptr || ports == nullptr) return;
+    const std::string host = first_slurm_host(nodes);
+    if (host.empty()) invalid(strprintf("SLURM_STEP_NODELIST=%s is not a Slurm host list", nodes));
+    const std::string text = ports;
+    const std::string first = text.substr(0, text.find_first_of(",-"));
+    char *end = nullptr;
+    const long port = std::strtol(first.c_str(), &end, 10);
+    if (first.empty() || *end != '\0' || port < 1 || port > 65535)
+        invalid(strprintf("SLURM_STEP_RESV_PORTS=%s is not a port range", ports));
+    const char *me = env.get("SLURMD_NODENAME");
+    if (info->rank == 0 && me != nullptr && host != me)
+        invalid(
+            strprintf("slurm launch: rank 0 runs on %s, not on the step's first node %s "
+                      "(SLURM_STEP_NODELIST), where the others look for it; set "
+                      "HVD_RENDEZVOUS_ADDR and HVD_RENDEZVOUS_PORT",
+                      me, host.c_str()));
+    info->rdv_addr = host;
+    info->rdv_port = static_cast<int32_t>(port);
+}
+
 LaunchInfo detect(const Env &env) {
     LaunchInfo info;
     read_ranks(env, *find_launcher(env), &info);
@@ -230,6 +278,8 @@ LaunchInfo detect(const Env &env) {
             info.secret_from_file = true;  // file rendezvous, should PMIx be missing
         return info;
     }
+    if (info.rdv_addr.empty() && info.spans_hosts && info.launcher == "slurm")
+        read_slurm_rendezvous(env, &info);
     if (info.rdv_addr.empty() && info.spans_hosts)
         invalid(strprintf(
             "%s launch: the job spans hosts (%s) and has no rendezvous address; set "

@@ -58,7 +58,9 @@ using EnvLookup = std::function<const char *(const char *name)>;
 // the launcher's local size unknown or below the size) that Open MPI or Slurm started with a
 // PMIx server (PMIX_NAMESPACE set, PMIX_RANK equal to the rank), rdv_via_pmix; else none:
 // single-host file rendezvous (with HVD_SECRET when given), or an error where the launcher's
-// local size says the job spans hosts.
+// local size says the job spans hosts. An srun step on several nodes without either takes
+// the step's first node (SLURM_STEP_NODELIST, where srun puts task 0) and the first port
+// Slurm reserved for it (SLURM_STEP_RESV_PORTS) when Slurm gives both.
 // Job id (first set): HVD_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
 // SLURM_JOB_ID + "." + SLURM_STEP_ID, PMI_KVSNAME, TORCHELASTIC_RUN_ID. Required when there
 // is no rendezvous address (it names the rendezvous file).

@@ -356,13 +356,6 @@ def case_elastic_remove(job):
 RDV_PORT = 29400  # the hosts are fresh namespaces: nothing else listens there
 
 
-def launch_env(job):
-    """What a job started by another launcher across hosts needs from libhvd's settings: rank
-    0's host and a port for the rendezvous, and the job's secret."""
-    return {"HVD_RENDEZVOUS_ADDR": HOSTS[0], "HVD_RENDEZVOUS_PORT": str(RDV_PORT),
-            "HVD_SECRET": secrets.token_hex(32)}
-
-
 def case_mpirun(job):
     """Open MPI's mpirun -H hostA:2,hostB:2,hostC:2 (its orted started over the same sshd),
     as a user runs it: no rendezvous address and no secret, so rank 0 hands its endpoint and
@@ -384,10 +377,12 @@ def case_mpirun(job):
 
 def case_slurm(job):
     """Ranks started in each host with the variables srun gives its tasks (SLURM_PROCID,
-    SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, ...) and the job's rendezvous settings."""
-    common = dict(os.environ, **MP_ENV, **launch_env(job), SLURM_JOB_ID="4242",
+    SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, the step's nodes and reserved ports, ...) and
+    HVD_SECRET only: rank 0's server is on the step's first node, at its first reserved port."""
+    common = dict(os.environ, **MP_ENV, HVD_SECRET=secrets.token_hex(32), SLURM_JOB_ID="4242",
                   SLURM_STEP_ID="0", SLURM_NTASKS="6", SLURM_NNODES="3",
-                  SLURM_STEP_NUM_NODES="3")
+                  SLURM_STEP_NUM_NODES="3", SLURM_STEP_NODELIST=",".join(HOSTS),
+                  SLURM_STEP_RESV_PORTS="%d-%d" % (RDV_PORT, RDV_PORT + 3))
     procs = []
     for node, h in enumerate(job.cluster.hosts):
         for local in range(2):

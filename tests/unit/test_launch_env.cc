@@ -210,6 +210,48 @@ void test_pmix_rendezvous(void **) {
                      .rdv_via_pmix);
 }
 
+// srun across nodes without PMIx or an address: the step's first node and reserved port, with
+// HVD_SECRET (an unauthenticated job otherwise).
+void test_slurm_step_rendezvous(void **) {
+    Vars v = {{"SLURM_PROCID", "0"},
+              {"SLURM_NTASKS", "4"},
+              {"SLURM_JOB_ID", "5"},
+              {"SLURM_STEP_NUM_NODES", "2"},
+              {"SLURM_STEP_NODELIST", "gpu[007-008,012]-ib,login1"},
+              {"SLURM_STEP_RESV_PORTS", "12000-12003"},
+              {"SLURMD_NODENAME", "gpu007-ib"},
+              {"HVD_SECRET", "s"}};
+    LaunchInfo info = detect_ok(v);
+    assert_string_equal(info.rdv_addr.c_str(), "gpu007-ib");
+    assert_int_equal(info.rdv_port, 12000);
+    assert_string_equal(info.secret.c_str(), "s");
+    assert_false(info.rdv_via_pmix);
+    v["SLURM_STEP_NODELIST"] = "rack[2-3]-node[10-11]";
+    v["SLURMD_NODENAME"] = "rack2-node10";
+    v["SLURM_STEP_RESV_PORTS"] = "13000";
+    info = detect_ok(v);
+    assert_string_equal(info.rdv_addr.c_str(), "rack2-node10");
+    assert_int_equal(info.rdv_port, 13000);
+    Vars elsewhere = v;
+    elsewhere["SLURMD_NODENAME"] = "rack3-node11";
+    detect_fails(elsewhere, "rank 0 runs on rack3-node11, not on the step's first node");
+    elsewhere["SLURM_PROCID"] = "1";  // only rank 0 can tell
+    assert_string_equal(detect_ok(elsewhere).rdv_addr.c_str(), "rack2-node10");
+    Vars no_secret = v;
+    no_secret.erase("HVD_SECRET");
+    detect_fails(no_secret, "HVD_SECRET");
+    Vars bad = v;
+    bad["SLURM_STEP_NODELIST"] = "node[a-b]";
+    detect_fails(bad, "SLURM_STEP_NODELIST=node[a-b] is not a Slurm host list");
+    bad = v;
+    bad["SLURM_STEP_RESV_PORTS"] = "70000-70003";
+    detect_fails(bad, "SLURM_STEP_RESV_PORTS=70000-70003 is not a port range");
+    // No reserved ports: no address to take.
+    Vars no_ports = v;
+    no_ports.erase("SLURM_STEP_RESV_PORTS");
+    detect_fails(no_ports, "the job spans hosts (2 nodes)");
+}
+
 // A job the launcher says spans hosts, with neither an address nor PMIx, fails at once
 // instead of waiting for a rendezvous file that the other hosts never see.
 void test_spanning_hosts_need_address(void **) {
@@ -451,6 +493,7 @@ int main(void) {
         cmocka_unit_test(test_pmi_hydra),
         cmocka_unit_test(test_pmix_rendezvous),
         cmocka_unit_test(test_spanning_hosts_need_address),
+        cmocka_unit_test(test_slurm_step_rendezvous),
         cmocka_unit_test(test_slurm),
         cmocka_unit_test(test_torchrun),
         cmocka_unit_test(test_precedence),
