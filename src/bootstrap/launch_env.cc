@@ -263,9 +263,6 @@ LaunchInfo detect(const Env &env) {
     if (nodes == 1) info.local_size = info.size;
     const bool one_host = info.size == 1 || info.local_size == info.size;
     info.spans_hosts = nodes > 1 || (info.local_size > 0 && !one_host);
-    const std::string where = nodes > 1
-                                  ? strprintf("%lld nodes", static_cast<long long>(nodes))
-                                  : strprintf("local size %d of %d", info.local_size, info.size);
     const char *pmix_rank = env.get("PMIX_RANK");
     const bool pmix_launcher = info.launcher == "openmpi" || info.launcher == "slurm";
     if (info.rdv_addr.empty() && !one_host && pmix_launcher && env.get("PMIX_NAMESPACE") &&
@@ -286,7 +283,9 @@ LaunchInfo detect(const Env &env) {
             "HVD_RENDEZVOUS_ADDR and HVD_RENDEZVOUS_PORT (rank 0's host and a free port) and "
             "HVD_SECRET, start the job with hvdrun, or with a launcher that runs a PMIx "
             "server (mpirun, srun --mpi=pmix)",
-            info.launcher.c_str(), where.c_str()));
+            info.launcher.c_str(),
+            nodes > 1 ? strprintf("%lld nodes", static_cast<long long>(nodes)).c_str()
+                      : strprintf("local size %d of %d", info.local_size, info.size).c_str()));
     read_secret(env, &info);
     return info;
 }

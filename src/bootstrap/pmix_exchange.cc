@@ -21,12 +21,6 @@
 
 namespace hvd::bootstrap {
 
-bool pmix_offered(const EnvLookup &env) {
-    const char *ns = env("PMIX_NAMESPACE");
-    const char *rank = env("PMIX_RANK");
-    return ns != nullptr && *ns != '\0' && rank != nullptr && *rank != '\0';
-}
-
 #ifdef HVD_HAVE_PMIX
 
 namespace {

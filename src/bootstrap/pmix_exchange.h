@@ -15,15 +15,10 @@
 #include <cstdint>
 #include <string>
 
-#include "bootstrap/launch_env.h"
 #include "bootstrap/rendezvous_file.h"
 #include "common/deadline.h"
 
 namespace hvd::bootstrap {
-
-// Whether the environment names a PMIx server for this process (PMIX_NAMESPACE and PMIX_RANK
-// set, as every PMIx launcher sets them).
-bool pmix_offered(const EnvLookup &env);
 
 // Every rank of the job calls this once per rendezvous, with the same `round` (which names
 // the key, so a process that initialises again uses a new one). Rank 0 passes its server's

@@ -126,16 +126,21 @@ bool any_local(const std::vector<RankLaunch> &plan) {
     return false;
 }
 
-// --bind-to: ranks on other hosts run the program through this hvdrun's --exec-bound there
-// (remote_binding.h), which pins them on that host's own topology.
-bool bind_remote_ranks(const Options &opts, const std::vector<Placement> &ranks,
-                       const LaunchContext &ctx, std::vector<RankLaunch> *plan, std::string *err) {
-    const std::string self = own_executable();
+// Why --bind-to cannot start ranks on other hosts, or elastic workers, through this hvdrun:
+// its own path (own_executable()) is unknown.
+constexpr const char *kNoOwnPath =
+    "--bind-to: cannot find this hvdrun's path (/proc/self/exe) to start ranks through it";
+
+// --bind-to: ranks on other hosts run the program through this hvdrun (at `self`) with
+// --exec-bound there (remote_binding.h), which pins them on that host's own topology.
+bool bind_remote_ranks(const Options &opts, const std::string &self,
+                       const std::vector<Placement> &ranks, const LaunchContext &ctx,
+                       std::vector<RankLaunch> *plan, std::string *err) {
     const int size = static_cast<int>(ranks.size());
     for (size_t i = 0; i < ranks.size() && i < plan->size(); ++i) {
         if (!(*plan)[i].remote) continue;
         if (self.empty()) {
-            *err = "--bind-to: cannot find this hvdrun's path for the ranks on other hosts";
+            *err = kNoOwnPath;
             return false;
         }
         const Placement &p = ranks[i];
@@ -213,6 +218,7 @@ struct Prepared {
     std::vector<RankLaunch> plan;
     std::vector<HostSlots> hosts;
     LaunchContext ctx;
+    std::string self;  // with --bind-to: this hvdrun's path, for ranks started through it
 };
 
 // Parses, places and plans; returns an exit code, or -1 to go on and launch.
@@ -255,16 +261,15 @@ int prepare(int argc, char **argv, Options *opts, Prepared *out) {
         return kUsageError;
     }
     LaunchContext ctx = make_context(*opts, ranks, this_host, rdv_addr, std::move(settings));
+    if (opts->binding.bind_to != Level::kNone) out->self = own_executable();
     if (opts->elastic) {
         if (opts->binding.bind_to != Level::kNone && opts->elastic_controller)
             std::fprintf(stderr,
                          "hvdrun: warning: --bind-to %s is not applied under "
                          "--elastic-controller: the controller starts the workers\n",
                          level_name(opts->binding.bind_to));
-        if (opts->binding.bind_to != Level::kNone && own_executable().empty()) {
-            std::fprintf(stderr,
-                         "hvdrun: --bind-to: cannot find this hvdrun's path for the "
-                         "workers' binding\n");
+        if (opts->binding.bind_to != Level::kNone && out->self.empty()) {
+            std::fprintf(stderr, "hvdrun: %s\n", kNoOwnPath);
             return kUsageError;
         }
         // Each round's rendezvous port is picked when the round forms.
@@ -279,7 +284,7 @@ int prepare(int argc, char **argv, Options *opts, Prepared *out) {
     if (opts->binding.bind_to != Level::kNone &&
         ((any_local(*plan) && !load_local_machine(&machine, &err)) ||
          !assign_cpus(machine, opts->binding, ranks, plan, &err) ||
-         !bind_remote_ranks(*opts, ranks, ctx, plan, &err))) {
+         !bind_remote_ranks(*opts, out->self, ranks, ctx, plan, &err))) {
         std::fprintf(stderr, "hvdrun: %s\n", err.c_str());
         return kUsageError;
     }
@@ -317,7 +322,7 @@ int run(int argc, char **argv) {
         ec.controlled = opts.elastic_controller;
         ec.binding = opts.binding;
         ec.report_bindings = opts.report_bindings;
-        ec.hvdrun_path = own_executable();
+        ec.hvdrun_path = prepared.self;
         elastic = std::make_unique<ElasticDriver>(ec, std::move(prepared.ctx), opts.command,
                                                   std::move(prepared.hosts));
         if (opts.elastic_controller)

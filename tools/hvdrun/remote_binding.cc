@@ -60,8 +60,8 @@ int exec_bound(int argc, char **argv) {
     };
     BindPolicy policy;
     int local_rank = 0, local_size = 0, report = 0;
-    if (argc > 6 && !parse_count(argv[6], 0, &rank)) rank = -1;
-    if (argc < 10 || std::strcmp(argv[8], "--") != 0 || !parse_count(argv[6], 0, &rank) ||
+    if (argc > 6 && !parse_count(argv[6], 0, &rank)) rank = -1;  // named in the usage error
+    if (argc < 10 || std::strcmp(argv[8], "--") != 0 || rank < 0 ||
         !parse_bind_to(argv[2], &policy) || !parse_map_by(argv[3], &policy) ||
         !parse_count(argv[5], 1, &local_size) || !parse_count(argv[4], 0, &local_rank) ||
         local_rank >= local_size || !parse_count(argv[7], 0, &report))
