@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "collectives/hierarchy.h"
 
+#include <algorithm>
 #include <map>
 
 #include "common/error.h"
@@ -46,7 +47,46 @@ bool spans_hosts(const std::vector<std::vector<int32_t>> &by_host, bool any_size
     return false;
 }
 
-Hierarchy make_hierarchy(const std::vector<std::vector<int32_t>> &by_host, int32_t rank) {
+std::vector<int32_t> choose_share_holders(const std::vector<RankPlace> &places, size_t shares) {
+    // Groups of local indices by NIC, each cut into groups by NUMA node (both in order of
+    // first appearance); each NIC's ranks taken in turn from its NUMA nodes, then the NICs in
+    // turn: the first `shares` of that order hold.
+    std::vector<std::string> nics;
+    std::vector<std::vector<std::vector<int32_t>>> groups;  // [nic][numa group] -> indices
+    std::vector<std::vector<int>> numas;                    // [nic] -> NUMA node of each group
+    for (size_t i = 0; i < places.size(); ++i) {
+        size_t n = std::find(nics.begin(), nics.end(), places[i].nic) - nics.begin();
+        if (n == nics.size()) {
+            nics.push_back(places[i].nic);
+            groups.emplace_back();
+            numas.emplace_back();
+        }
+        size_t g =
+            std::find(numas[n].begin(), numas[n].end(), places[i].numa_node) - numas[n].begin();
+        if (g == numas[n].size()) {
+            numas[n].push_back(places[i].numa_node);
+            groups[n].emplace_back();
+        }
+        groups[n][g].push_back(static_cast<int32_t>(i));
+    }
+    std::vector<std::vector<int32_t>> by_nic(nics.size());  // each NIC's ranks, NUMA in turn
+    for (size_t n = 0; n < nics.size(); ++n)
+        for (size_t round = 0;; ++round) {
+            size_t before = by_nic[n].size();
+            for (const std::vector<int32_t> &g : groups[n])
+                if (round < g.size()) by_nic[n].push_back(g[round]);
+            if (by_nic[n].size() == before) break;
+        }
+    std::vector<int32_t> holders;
+    for (size_t round = 0; holders.size() < shares; ++round)
+        for (size_t n = 0; n < by_nic.size() && holders.size() < shares; ++n)
+            if (round < by_nic[n].size()) holders.push_back(by_nic[n][round]);
+    std::sort(holders.begin(), holders.end());
+    return holders;
+}
+
+Hierarchy make_hierarchy(const std::vector<std::vector<int32_t>> &by_host, int32_t rank,
+                         const std::vector<RankPlace> &places) {
     Hierarchy h;
     h.hosts = by_host;
     for (size_t host = 0; host < by_host.size(); ++host) {
@@ -58,11 +98,25 @@ Hierarchy make_hierarchy(const std::vector<std::vector<int32_t>> &by_host, int32
             h.host_index = static_cast<int32_t>(host);
         }
     }
-    for (const std::vector<int32_t> &ranks : by_host) {
-        if (static_cast<size_t>(h.local_index) >= ranks.size()) continue;
-        if (ranks[h.local_index] == rank)
-            h.cross_index = static_cast<int32_t>(h.cross_members.size());
-        h.cross_members.push_back(ranks[h.local_index]);
+    const size_t shares = h.min_local_size();
+    // Every host's holders, in share order.
+    std::vector<std::vector<int32_t>> holders(by_host.size());
+    for (size_t host = 0; host < by_host.size(); ++host) {
+        std::vector<RankPlace> host_places(by_host[host].size());
+        for (size_t i = 0; i < host_places.size(); ++i)
+            if (static_cast<size_t>(by_host[host][i]) < places.size())
+                host_places[i] = places[by_host[host][i]];
+        holders[host] = choose_share_holders(host_places, shares);
+    }
+    h.local_share.assign(h.local_members.size(), -1);
+    const std::vector<int32_t> &mine = holders[h.host_index];
+    for (size_t s = 0; s < mine.size(); ++s)
+        h.local_share[mine[s]] = static_cast<int32_t>(s);
+    const int32_t share = h.my_share();
+    for (size_t host = 0; share >= 0 && host < by_host.size(); ++host) {
+        const int32_t holder = by_host[host][holders[host][share]];
+        if (holder == rank) h.cross_index = static_cast<int32_t>(h.cross_members.size());
+        h.cross_members.push_back(holder);
     }
     if (!hierarchy_applies(by_host)) h.allreduce_min_bytes = kHierarchyOff;
     return h;

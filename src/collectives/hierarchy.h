@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // A job's hosts as the hierarchical algorithms see them: every host's ranks, this rank's host
-// (its ranks, in rank order, with their shared-memory group) and its cross group (the rank of
-// the same local index on every host that has one, in host order). Built once at init for a
-// job that spans hosts (engine/host_groups.h); the same shape on every rank.
+// (its ranks, in rank order, with their shared-memory group), which of them hold a share of
+// the data across hosts, and this rank's cross group (the holders of its share on every host,
+// in host order). Built once at init for a job that spans hosts (engine/host_groups.h), from
+// every rank's host and place on it; the same shape on every rank.
 #pragma once
 
 #include <cstddef>
@@ -22,14 +23,25 @@ namespace hvd::collectives {
 // A collective that never runs hierarchically.
 constexpr size_t kHierarchyOff = std::numeric_limits<size_t>::max();
 
+// Where a rank sits on its host, as far as choosing share holders goes: the NIC nearest to
+// it and its NUMA node (topology/rank_locality.h); "" and -1 when unknown.
+struct RankPlace {
+    std::string nic;
+    int numa_node = -1;
+};
+
 struct Hierarchy {
     std::vector<std::vector<int32_t>> hosts;  // every host's ranks (ranks_by_host)
     int32_t host_index = 0;                   // this rank's host in hosts
     std::vector<int32_t> local_members;       // global ranks of this host, in rank order
     int32_t local_index = 0;                  // this rank's index in local_members
     shm::Group *local_shm = nullptr;          // the host's group: exactly local_members, in order
-    std::vector<int32_t> cross_members;       // global ranks of local index local_index, host order
-    int32_t cross_index = 0;                  // this rank's index in cross_members
+    // The share (of min_local_size()) each local index of this host holds, -1 for none: shares
+    // 0, 1, ... in ascending local index, so that the shares lie in the buffer in local order.
+    std::vector<int32_t> local_share;
+    std::vector<int32_t> cross_members;  // the holders of this rank's share, in host order;
+                                         // empty where this rank holds none
+    int32_t cross_index = 0;             // this rank's index in cross_members
     // Each collective runs hierarchically from this many bytes (0: every size; kHierarchyOff:
     // never).
     size_t allreduce_min_bytes = 0;
@@ -41,6 +53,8 @@ struct Hierarchy {
     // The fewest ranks any host runs: the number of shares a host's data is cut into, one per
     // local index that every host has.
     size_t min_local_size() const;
+    // The share this rank holds, -1 for none.
+    int32_t my_share() const { return local_share.at(static_cast<size_t>(local_index)); }
     // The Comm of `members` (global ranks; this rank at `index`) within `comm`, over `shm` (or
     // the transport where null), without the hierarchy.
     static Comm sub_comm(const Comm &comm, const std::vector<int32_t> &members, int32_t index,
@@ -67,9 +81,18 @@ bool hierarchy_applies(const std::vector<std::vector<int32_t>> &by_host);
 // hosts). Pure.
 bool spans_hosts(const std::vector<std::vector<int32_t>> &by_host, bool any_size);
 
-// The hierarchy of `rank` (which must be in by_host); local_shm and the sizes are left for
-// the caller (every size, but the allreduce off where !hierarchy_applies()). Pure.
-Hierarchy make_hierarchy(const std::vector<std::vector<int32_t>> &by_host, int32_t rank);
+// Which of a host's ranks hold its `shares` shares (places: theirs, in local order; shares <=
+// places.size()): ascending local indices, spread first over the NICs nearest to them and
+// then over their NUMA nodes, so that the flows across hosts leave through every NIC and the
+// reductions run on every NUMA node; the lowest local indices where that does not tell them
+// apart. Pure.
+std::vector<int32_t> choose_share_holders(const std::vector<RankPlace> &places, size_t shares);
+
+// The hierarchy of `rank` (which must be in by_host), every rank's place on its host given by
+// `places` (indexed by rank; empty: none known); local_shm and the sizes are left for the
+// caller (every size, but the allreduce off where !hierarchy_applies()). Pure.
+Hierarchy make_hierarchy(const std::vector<std::vector<int32_t>> &by_host, int32_t rank,
+                         const std::vector<RankPlace> &places = {});
 
 // HVD_OK where comm has a hierarchy that describes its members (every rank of the job, in
 // rank order) with the host's shared-memory group wherever the host runs more than one rank;

@@ -5,8 +5,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "collectives/comm.h"
+#include "topology/local_topology.h"
 
 namespace hvd::collectives {
 
@@ -39,7 +41,13 @@ void *ScratchBuffer::get(size_t bytes) {
     void *fresh = std::aligned_alloc(huge ? kHugePage : kAlignment, want);
     if (fresh == nullptr)
         throw Error(HVD_ERR_NO_MEMORY, strprintf("cannot allocate %zu bytes of scratch", want));
-    if (huge) ::madvise(fresh, want, MADV_HUGEPAGE);  // advice only: failure is harmless
+    if (huge) {
+        ::madvise(fresh, want, MADV_HUGEPAGE);  // advice only: failure is harmless
+        // Its pages on this rank's NUMA node (preferred, not strict: a full node spills over);
+        // smaller buffers may share pages with other allocations and are left to first touch.
+        std::string why;
+        (void)topology::bind_memory(fresh, want, topology::this_process_locality().numa_node, &why);
+    }
     // Touch every page now, so the transfers that use it do not take the page faults.
     std::memset(fresh, 0, want);
     std::free(data_);

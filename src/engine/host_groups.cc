@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "config/read.h"
+#include "topology/local_topology.h"
 
 namespace hvd::engine {
 
@@ -60,6 +61,29 @@ char hierarchical_mode(config::Setting setting, int32_t rank) {
 size_t min_bytes_of(char mode, bool applies, config::Setting min_bytes) {
     if (!applies || mode == '0') return collectives::kHierarchyOff;
     return mode == '1' ? 0 : static_cast<size_t>(config::get_int(min_bytes));
+}
+
+// Separates the settings from the place in the "hierarchy" exchange.
+constexpr char kPlaceMark = '|';
+
+// This rank's place on its host, for choosing share holders: "<NUMA node> <nearest NIC>"
+// ("-1 " when unknown).
+std::string place_text() {
+    const topology::RankLocality loc = topology::this_process_locality();
+    return std::to_string(loc.numa_node) + " " + loc.nic;
+}
+
+// place_text()'s value; unknown parts where malformed (a rank of another build).
+collectives::RankPlace parse_place(const std::string &text) {
+    collectives::RankPlace place;
+    const size_t space = text.find(' ');
+    try {
+        place.numa_node = std::stoi(text.substr(0, space));
+    } catch (const std::exception &) {
+        return place;
+    }
+    if (space != std::string::npos) place.nic = text.substr(space + 1);
+    return place;
 }
 
 std::string size_text(size_t min_bytes) {
@@ -161,15 +185,21 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
     std::string problem;
     *group = attach_host_group(kv, rank, h->local_members, wanted, deadline, &problem);
     const bool ready = *group != nullptr || alone;
-    // Every rank must pick the same algorithm for a size: the settings travel with the answer.
+    // Every rank must pick the same algorithm for a size: the settings travel with the answer,
+    // followed by this rank's place on its host.
     std::string mine = std::string(ready ? "1" : "0") + allreduce + allgather + broadcast + " " +
                        size_text(h->allreduce_min_bytes) + " " + size_text(h->allgather_min_bytes) +
                        "-" + size_text(h->allgather_max_bytes) + " " +
                        size_text(h->broadcast_min_bytes);
-    std::vector<std::string> answers = kv.all_gather("hierarchy", mine, deadline);
+    std::vector<std::string> answers =
+        kv.all_gather("hierarchy", mine + kPlaceMark + place_text(), deadline);
     bool agree = true;
-    for (const std::string &a : answers)
-        agree = agree && a == mine;
+    std::vector<collectives::RankPlace> places(answers.size());
+    for (size_t r = 0; r < answers.size(); ++r) {
+        const size_t mark = answers[r].find(kPlaceMark);
+        agree = agree && answers[r].compare(0, mark, mine) == 0 && mark == mine.size();
+        if (mark != std::string::npos) places[r] = parse_place(answers[r].substr(mark + 1));
+    }
     if (!agree || !ready || !any) {
         if (wanted && !ready)
             HVD_LOG(kWarning, rank,
@@ -183,16 +213,22 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
         group->reset();
         return nullptr;
     }
+    collectives::Hierarchy placed = collectives::make_hierarchy(by_host, rank, places);
+    h->local_share = placed.local_share;
+    h->cross_members = placed.cross_members;
+    h->cross_index = placed.cross_index;
     h->local_shm = group->get();
     if (h->allreduce_min_bytes != collectives::kHierarchyOff)
         HVD_LOG(kDebug, rank,
                 "hierarchical allreduce from %zu bytes: %zu hosts, %zu shares (this host %zu "
-                "ranks; local %d, %s)",
+                "ranks; local %d, %s; place %s)",
                 h->allreduce_min_bytes, by_host.size(), h->min_local_size(),
                 h->local_members.size(), h->local_index,
-                static_cast<size_t>(h->local_index) < h->min_local_size()
-                    ? ("cross " + std::to_string(h->cross_index)).c_str()
-                    : "no share");
+                h->my_share() >= 0 ? ("share " + std::to_string(h->my_share()) + ", cross " +
+                                      std::to_string(h->cross_index))
+                                         .c_str()
+                                   : "no share",
+                place_text().c_str());
     HVD_LOG(kDebug, rank,
             "hierarchical allgather from %s to %s bytes, broadcast from %s bytes: %zu hosts "
             "(this rank's host %d, of %zu ranks; local %d)",

@@ -21,7 +21,8 @@ const Machine *local_machine();
 RankLocality this_process_locality();
 
 // Binds the pages of [addr, addr + bytes) to NUMA node `numa_node` (logical index), moving
-// those already there where the kernel allows. True when done, or nothing to do (one NUMA
+// those already there where the kernel allows; the node is preferred, not strict (Linux's
+// MPOL_PREFERRED): pages go elsewhere when it is full. True when done, or nothing to do (one NUMA
 // node on the host, or numa_node < 0); false with *why when the OS refuses (no NUMA support,
 // a restricted container, a topology that is not this machine's), which leaves the memory
 // where it is: callers treat that as no failure.

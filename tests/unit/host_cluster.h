@@ -21,19 +21,34 @@ constexpr int32_t kAllDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_DTYP
                                   HVD_DTYPE_FLOAT16, HVD_DTYPE_FLOAT32, HVD_DTYPE_FLOAT64,
                                   HVD_DTYPE_BOOL,    HVD_DTYPE_BFLOAT16};
 
-// The hosts of each rank of the layouts both the allgather and broadcast tests run: 2+2, 2+1,
-// 3+1, 1+1+1, 1+1, and 2+2+1 with a host's ranks apart.
-inline std::vector<std::vector<std::string>> host_layouts() {
-    return {{"a", "a", "b", "b"}, {"a", "a", "b"}, {"a", "a", "a", "b"},
-            {"a", "b", "c"},      {"a", "b"},      {"x", "y", "x", "z", "y"}};
+// Each rank's host and place on it (none known where places is empty).
+struct HostLayout {
+    std::vector<std::string> host_of;
+    std::vector<hvd::collectives::RankPlace> places;
+};
+
+// The layouts both the allgather and broadcast tests run: 2+2, 2+1, 3+1, 1+1+1, 1+1, 2+2+1
+// with a host's ranks apart, and 3+2 whose first host's shares are held by its local ranks 0
+// and 2 (by NIC), and by 0 and 2 again with its ranks apart (by NUMA node).
+inline std::vector<HostLayout> host_layouts() {
+    return {{{"a", "a", "b", "b"}, {}},
+            {{"a", "a", "b"}, {}},
+            {{"a", "a", "a", "b"}, {}},
+            {{"a", "b", "c"}, {}},
+            {{"a", "b"}, {}},
+            {{"x", "y", "x", "z", "y"}, {}},
+            {{"a", "a", "a", "b", "b"}, {{"eth0", 0}, {"eth0", 0}, {"eth1", 1}, {}, {}}},
+            {{"x", "y", "x", "y", "x"},
+             {{"eth0", 0}, {"eth0", 1}, {"eth0", 0}, {"eth0", 0}, {"eth0", 1}}}};
 }
 
-// A layout as text for failure messages: "a a b".
-inline std::string layout_name(const std::vector<std::string> &host_of) {
+// A layout as text for failure messages: "a a b", "a a a b b (placed)".
+inline std::string layout_name(const std::vector<std::string> &host_of,
+                               const std::vector<hvd::collectives::RankPlace> &places = {}) {
     std::string text;
     for (const std::string &h : host_of)
         text += (text.empty() ? "" : " ") + h;
-    return text;
+    return places.empty() ? text : text + " (placed)";
 }
 
 // The name of the algorithm `table` picks for `bytes` in host memory ("none" when none does).
@@ -45,9 +60,11 @@ std::string chosen_name(const std::vector<hvd::collectives::Algorithm<Run>> &tab
 }
 
 struct HostCluster {
-    // Rank r runs on host host_of[r]. single_copy_from > 0: the hosts' groups read by single
-    // copy from that many bytes on (else only through their slots).
-    explicit HostCluster(const std::vector<std::string> &host_of, size_t single_copy_from = 0)
+    // Rank r runs on host host_of[r], at places[r] on it (none known where empty).
+    // single_copy_from > 0: the hosts' groups read by single copy from that many bytes on
+    // (else only through their slots).
+    explicit HostCluster(const std::vector<std::string> &host_of, size_t single_copy_from = 0,
+                         const std::vector<hvd::collectives::RankPlace> &places = {})
         : world(static_cast<int32_t>(host_of.size())) {
         const auto by_host = hvd::collectives::ranks_by_host(host_of);
         hvd::shm::Settings settings;
@@ -69,7 +86,7 @@ struct HostCluster {
                 groups[r]->enable_single_copy(single_copy_from > 0);
         }
         for (int32_t r = 0; r < world.size(); ++r) {
-            hierarchies.push_back(hvd::collectives::make_hierarchy(by_host, r));
+            hierarchies.push_back(hvd::collectives::make_hierarchy(by_host, r, places));
             hierarchies.back().local_shm = groups[r].get();
         }
     }

@@ -34,20 +34,20 @@ void expect_choices(const std::vector<hvd::collectives::Algorithm<Run>> &table,
     }
 }
 
-// A collective's cases on the hosts of host_of (host_cluster.h's HostCluster with the same
+// A collective's cases on a layout (host_cluster.h's HostCluster with the same
 // single_copy_from).
-using LayoutCheck = void (*)(const std::vector<std::string> &host_of, size_t single_copy_from);
+using LayoutCheck = void (*)(const HostLayout &layout, size_t single_copy_from);
 
 inline LayoutCheck g_layout_check = nullptr;
 
 inline void test_host_layouts(void **) {
-    for (const std::vector<std::string> &host_of : host_layouts())
-        g_layout_check(host_of, 0);
+    for (const HostLayout &layout : host_layouts())
+        g_layout_check(layout, 0);
 }
 
 inline void test_host_layouts_single_copy(void **) {
-    for (const std::vector<std::string> &host_of : host_layouts())
-        g_layout_check(host_of, kLayoutSingleCopyFrom);
+    for (const HostLayout &layout : host_layouts())
+        g_layout_check(layout, kLayoutSingleCopyFrom);
 }
 
 // main() of such a test: table_choice, then `check` on every layout, both ways.

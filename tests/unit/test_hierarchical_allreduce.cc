@@ -5,8 +5,8 @@
 // op x count (counts below, at and above the number of shares, uneven shares, many slot
 // rounds) against references computed independently of libhvd; hosts of 2 and 3 ranks, 2 and
 // 3 hosts, ranks of a host contiguous or interleaved, hosts of different sizes (a host of one
-// rank among them). Also the hierarchy's shape and the
-// table's choice by size.
+// rank among them), share holders chosen by place. Also the hierarchy's shape, the choice of
+// share holders and the table's choice by size.
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,8 +43,9 @@ struct Case {
     size_t count;
 };
 
-void check_cases(const std::vector<std::string> &host_of) {
-    HostCluster c(host_of);
+void check_cases(const std::vector<std::string> &host_of,
+                 const std::vector<hvd::collectives::RankPlace> &places = {}) {
+    HostCluster c(host_of, 0, places);
     const int32_t n = c.world.size();
     std::vector<Case> cases;
     for (int32_t dtype : kAllDtypes)
@@ -106,6 +107,49 @@ void test_uneven_hosts(void **) {
     check_cases({"a", "a", "b"});            // a host of one rank: one share
     check_cases({"a", "a", "a", "b", "b"});  // local rank 2 of host a holds no share
     check_cases({"x", "y", "x", "z", "y"});  // 2 + 2 + 1, a host's ranks apart
+    // Local ranks 0 and 2 of host a hold the shares (rank 2 has a NIC of its own), 1 none.
+    check_cases({"a", "a", "a", "b", "b"}, {{"eth0", 0}, {"eth0", 0}, {"eth1", 1}, {}, {}});
+    // Host x (ranks 0, 2, 4; one NIC): ranks 0 and 4, on NUMA nodes 0 and 1, hold.
+    check_cases({"x", "y", "x", "y", "x"},
+                {{"eth0", 0}, {"eth0", 1}, {"eth0", 0}, {"eth0", 0}, {"eth0", 1}});
+}
+
+void test_share_holders(void **) {
+    using hvd::collectives::choose_share_holders;
+    using hvd::collectives::RankPlace;
+    using V = std::vector<int32_t>;
+    // Nothing known, or all alike: the lowest local indices.
+    assert_true((choose_share_holders({{}, {}, {}, {}}, 2) == V{0, 1}));
+    assert_true((choose_share_holders({{"ib0", 0}, {"ib0", 0}, {"ib0", 0}}, 3) == V{0, 1, 2}));
+    // Two NICs, ranks placed in blocks: one holder on each.
+    const std::vector<RankPlace> blocks = {{"mlx5_0", 0}, {"mlx5_0", 0}, {"mlx5_0", 0},
+                                           {"mlx5_1", 1}, {"mlx5_1", 1}, {"mlx5_1", 1}};
+    assert_true((choose_share_holders(blocks, 2) == V{0, 3}));
+    assert_true((choose_share_holders(blocks, 4) == V{0, 1, 3, 4}));
+    assert_true((choose_share_holders(blocks, 1) == V{0}));
+    // One NIC, two NUMA nodes: NUMA nodes in turn.
+    assert_true(
+        (choose_share_holders({{"eth0", 0}, {"eth0", 0}, {"eth0", 1}, {"eth0", 1}}, 2) == V{0, 2}));
+    // NICs first, then NUMA nodes within each NIC's ranks.
+    const std::vector<RankPlace> mixed = {{"a", 0}, {"a", 0}, {"a", 1}, {"b", 2}, {"b", 2}};
+    assert_true((choose_share_holders(mixed, 2) == V{0, 3}));
+    assert_true((choose_share_holders(mixed, 3) == V{0, 2, 3}));
+    assert_true((choose_share_holders(mixed, 4) == V{0, 2, 3, 4}));
+    // The hierarchy they make: host a's holders 0 and 2 (ranks 0, 2), host b's both.
+    const auto by_host = hvd::collectives::ranks_by_host({"a", "a", "a", "b", "b"});
+    const std::vector<RankPlace> places = {{"e0", 0}, {"e0", 0}, {"e1", 0}, {}, {}};
+    Hierarchy h2 = hvd::collectives::make_hierarchy(by_host, 2, places);
+    assert_true((h2.local_share == V{0, -1, 1}));
+    assert_int_equal(h2.my_share(), 1);
+    assert_true((h2.cross_members == V{2, 4}));
+    assert_int_equal(h2.cross_index, 0);
+    Hierarchy h1 = hvd::collectives::make_hierarchy(by_host, 1, places);
+    assert_int_equal(h1.my_share(), -1);
+    assert_true(h1.cross_members.empty());
+    Hierarchy h3 = hvd::collectives::make_hierarchy(by_host, 3, places);
+    assert_true((h3.local_share == V{0, 1}));
+    assert_true((h3.cross_members == V{0, 3}));
+    assert_int_equal(h3.cross_index, 1);
 }
 
 void test_hierarchy_shape(void **) {
@@ -127,7 +171,8 @@ void test_hierarchy_shape(void **) {
     Hierarchy u = hvd::collectives::make_hierarchy(uneven, 2);
     assert_int_equal(u.min_local_size(), 2);
     assert_int_equal(u.local_index, 2);
-    assert_true((u.cross_members == std::vector<int32_t>{2}));  // no rank 2 on host b
+    assert_int_equal(u.my_share(), -1);  // the host's first two ranks hold the shares
+    assert_true(u.cross_members.empty());
     assert_true(
         hvd::collectives::hierarchy_applies(hvd::collectives::ranks_by_host({"a", "a", "b"})));
     // Where it does not apply: one host, every host of one rank.
@@ -164,7 +209,7 @@ int main() {
         cmocka_unit_test(test_hierarchy_shape),    cmocka_unit_test(test_table_choice_by_size),
         cmocka_unit_test(test_two_hosts_of_two),   cmocka_unit_test(test_three_hosts_of_two),
         cmocka_unit_test(test_two_hosts_of_three), cmocka_unit_test(test_interleaved_hosts),
-        cmocka_unit_test(test_uneven_hosts),
+        cmocka_unit_test(test_uneven_hosts),       cmocka_unit_test(test_share_holders),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -41,8 +41,8 @@ double value(int32_t root, size_t i, int32_t dtype) {
     return static_cast<double>(input_value(root, i, dtype, HVD_OP_MAX));
 }
 
-void check_cases(const std::vector<std::string> &host_of, size_t single_copy_from) {
-    HostCluster c(host_of, single_copy_from);
+void check_cases(const HostLayout &layout, size_t single_copy_from) {
+    HostCluster c(layout.host_of, single_copy_from, layout.places);
     const int32_t n = c.world.size();
     std::vector<Case> cases;
     int32_t root = 0;
@@ -83,8 +83,9 @@ void check_cases(const std::vector<std::string> &host_of, size_t single_copy_fro
                     fail_msg(
                         "hosts %s%s: %s count %zu from rank %d: rank %d element %zu is %g, "
                         "want %g",
-                        layout_name(host_of).c_str(), single_copy_from > 0 ? " (single copy)" : "",
-                        hvd::dtype_name(cs.dtype), cs.count, cs.root, r, i, got, want);
+                        layout_name(layout.host_of, layout.places).c_str(),
+                        single_copy_from > 0 ? " (single copy)" : "", hvd::dtype_name(cs.dtype),
+                        cs.count, cs.root, r, i, got, want);
             }
     }
 }

@@ -4,13 +4,13 @@
 // in the output as one range per run of consecutive ranks):
 //  1. within each host, through its shared-memory group, the host's ranks gather the host's
 //     block into their places in the output;
-//  2. every host's block is cut into L shares; local rank i (i < L) gathers share i of every
-//     host's block with the ranks of local rank i on the other hosts (ring over the
-//     transport), straight into the output, so the ranks of a host carry its bytes across the
-//     network at once, one flow each;
+//  2. every host's block is cut into L shares; the holder of share i (L local ranks hold one
+//     each, Hierarchy::local_share) gathers share i of every host's block with the holders of
+//     share i on the other hosts (ring over the transport), straight into the output, so the
+//     ranks of a host carry its bytes across the network at once, one flow each;
 //  3. within each host the ranks gather the other hosts' shares that crossed, each read from
-//     the output of the rank that received it into the same places of the others' (local
-//     ranks from L on, on hosts with more than L ranks, have none to give).
+//     the output of the rank that received it into the same places of the others' (the local
+//     ranks that hold no share, on hosts with more than L ranks, have none to give).
 // No step stages a copy: each byte is written into the output once per rank. Any ranks per
 // host and any placement of ranks on hosts.
 #include <algorithm>
@@ -48,7 +48,7 @@ hvd_status_t allgatherv_hierarchical(Comm &comm, const void *in, void *out,
     if (st != HVD_OK) return st;
     const Hierarchy &h = *comm.hierarchy;
     const size_t hosts = h.hosts.size(), shares = h.min_local_size();
-    const size_t li = static_cast<size_t>(h.local_index), mine = static_cast<size_t>(h.host_index);
+    const size_t mine = static_cast<size_t>(h.host_index);
     const size_t local_n = h.local_members.size();
     std::vector<size_t> out_at(bytes.size());
     size_t total = 0;
@@ -78,21 +78,22 @@ hvd_status_t allgatherv_hierarchical(Comm &comm, const void *in, void *out,
             for (size_t i = 0; i < shares; ++i)
                 add_host_ranges(h.hosts[hh], bytes, out_at, at[i], len[i], &share[hh][i]);
         }
-        // Step 2: share li of every host's block, across hosts.
-        if (s == HVD_OK && li < shares) {
+        // Step 2: this rank's share of every host's block, across hosts.
+        if (s == HVD_OK && h.my_share() >= 0) {
             Comm cross = h.cross_comm(comm);
             std::vector<Ranges> cross_parts(hosts);
             for (size_t hh = 0; hh < hosts; ++hh)
-                cross_parts[hh] = share[hh][li];
+                cross_parts[hh] = share[hh][h.my_share()];
             s = allgather_ranges_ring(cross, o, cross_parts);
         }
         if (s != HVD_OK || local_n == 1) return s;
         // Step 3: the other hosts' shares, from the local rank that received each.
         for (size_t m = 0; m < local_n; ++m) {
             parts[m].clear();
-            for (size_t hh = 0; hh < hosts && m < shares; ++hh)
+            const int32_t held = h.local_share[m];
+            for (size_t hh = 0; hh < hosts && held >= 0; ++hh)
                 if (hh != mine)
-                    for (const ByteRange &r : share[hh][m])
+                    for (const ByteRange &r : share[hh][held])
                         add_range(&parts[m], r.at, r.len);
         }
         return allgather_ranges_shm(local, o, total, parts);

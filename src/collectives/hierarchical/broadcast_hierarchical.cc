@@ -4,9 +4,9 @@
 // by the flat broadcast among those leaders, then each host's leader broadcasts through the
 // host's shared memory; a message crosses the network once per host. Above it, in shares (L:
 // the fewest ranks any host runs): the root's host first receives the message through its
-// shared memory; then local rank i (i < L) of the root's host broadcasts share i (1/L of the
-// message) to local rank i of every other host, all at once (one flow per local rank); then
-// every other host gathers the shares through its shared memory.
+// shared memory; then the holder of share i (1/L of the message; Hierarchy::local_share) on
+// the root's host broadcasts it to the holders of share i on every other host, all at once
+// (one flow per holder); then every other host gathers the shares through its shared memory.
 #include "collectives/collectives.h"
 #include "collectives/hierarchy.h"
 
@@ -34,10 +34,15 @@ hvd_status_t by_leaders(Comm &comm, const Hierarchy &h, char *buf, size_t bytes,
 
 hvd_status_t in_shares(Comm &comm, const Hierarchy &h, char *buf, size_t bytes, int32_t root_host,
                        int32_t root_local) {
-    std::vector<size_t> share_at, share_len;
-    cut_shares(bytes, h.min_local_size(), &share_at, &share_len);
-    share_at.resize(h.local_members.size(), bytes);  // local ranks beyond L: no share
-    share_len.resize(h.local_members.size(), 0);
+    std::vector<size_t> cut_at, cut_len;
+    cut_shares(bytes, h.min_local_size(), &cut_at, &cut_len);
+    const size_t local_n = h.local_members.size();
+    std::vector<size_t> share_at(local_n, bytes), share_len(local_n, 0);  // per local rank
+    for (size_t i = 0; i < local_n; ++i)
+        if (h.local_share[i] >= 0) {
+            share_at[i] = cut_at[h.local_share[i]];
+            share_len[i] = cut_len[h.local_share[i]];
+        }
     const size_t li = static_cast<size_t>(h.local_index);
     Comm local = h.local_comm(comm);
     hvd_status_t st = HVD_OK;
