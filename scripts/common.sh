@@ -12,6 +12,7 @@ HVD_APT_PACKAGES=(
   libucx-dev libhwloc-dev libcmocka-dev
   openmpi-bin libopenmpi-dev   # mpirun: a launcher the tests run libhvd under
   libpmix-dev                  # PMIx's header: rendezvous through mpirun's or srun's PMIx server
+  mpich                        # mpiexec.hydra: MPICH's launcher and its PMI-1 server
   openssh-server iproute2      # the cluster tests: an sshd in each network-namespace host
   hwloc                        # hwloc-calc, hwloc-bind: hwloc's own view in the hvdrun tests
   clang-format

@@ -250,6 +250,13 @@ LaunchInfo detect(const Env &env) {
     read_ranks(env, *find_launcher(env), &info);
     read_rendezvous(env, &info);
     info.job_id = read_job_id(env);
+    if (info.rdv_addr.empty() && info.launcher == "pmi" && env.get("PMI_FD") != nullptr) {
+        info.pmi_fd = static_cast<int32_t>(env.integer("PMI_FD", 0, INT32_MAX));
+        info.spans_hosts = info.local_size > 0 && info.local_size < info.size;
+        std::string name;
+        if (const char *v = env.setting(config::Setting::kSecret, &name)) info.secret = v;
+        return info;
+    }
     if (info.rdv_addr.empty() && info.job_id.empty())
         invalid(
             strprintf("%s launch: no rendezvous address and no job id; set "
@@ -282,7 +289,7 @@ LaunchInfo detect(const Env &env) {
             "%s launch: the job spans hosts (%s) and has no rendezvous address; set "
             "HVD_RENDEZVOUS_ADDR and HVD_RENDEZVOUS_PORT (rank 0's host and a free port) and "
             "HVD_SECRET, start the job with hvdrun, or with a launcher that runs a PMIx "
-            "server (mpirun, srun --mpi=pmix)",
+            "server (mpirun, srun --mpi=pmix) or PMI-1 server (MPICH's mpiexec)",
             info.launcher.c_str(),
             nodes > 1 ? strprintf("%lld nodes", static_cast<long long>(nodes)).c_str()
                       : strprintf("local size %d of %d", info.local_size, info.size).c_str()));

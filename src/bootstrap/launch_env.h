@@ -37,6 +37,8 @@ struct LaunchInfo {
                                 // "") to the others through the launcher's PMIx server
                                 // (pmix_exchange.h); unless spans_hosts, the ranks meet
                                 // through the file instead where PMIx cannot be loaded
+    int32_t pmi_fd = -1;        // >= 0: the same through the launcher's PMI-1 server on this socket
+                                // (PMI_FD, from MPICH's Hydra; pmi1_exchange.h)
 };
 
 using EnvLookup = std::function<const char *(const char *name)>;
@@ -58,9 +60,11 @@ using EnvLookup = std::function<const char *(const char *name)>;
 // the launcher's local size unknown or below the size) that Open MPI or Slurm started with a
 // PMIx server (PMIX_NAMESPACE set, PMIX_RANK equal to the rank), rdv_via_pmix; else none:
 // single-host file rendezvous (with HVD_SECRET when given), or an error where the launcher's
-// local size says the job spans hosts. An srun step on several nodes without either takes
-// the step's first node (SLURM_STEP_NODELIST, where srun puts task 0) and the first port
-// Slurm reserved for it (SLURM_STEP_RESV_PORTS) when Slurm gives both.
+// local size says the job spans hosts. Under MPICH's Hydra (PMI_RANK with PMI_FD, which
+// names the socket to its process manager) a job without a rendezvous address always meets
+// through that manager (pmi_fd), on one host or several: Hydra gives no job id. An srun step on
+// several nodes without either takes the step's first node (SLURM_STEP_NODELIST, where srun puts
+// task 0) and the first port Slurm reserved for it (SLURM_STEP_RESV_PORTS) when Slurm gives both.
 // Job id (first set): HVD_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
 // SLURM_JOB_ID + "." + SLURM_STEP_ID, PMI_KVSNAME, TORCHELASTIC_RUN_ID. Required when there
 // is no rendezvous address (it names the rendezvous file).

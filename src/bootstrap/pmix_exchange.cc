@@ -9,7 +9,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -118,14 +117,9 @@ pmix_proc_t proc_of(const pmix_proc_t &me, pmix_rank_t rank) {
     return p;
 }
 
-std::string endpoint_text(const RendezvousEndpoint &ep) {
-    return ep.addr + " " + std::to_string(ep.port) + " " + ep.secret;
-}
-
 RendezvousEndpoint parse_endpoint(const std::string &text) {
-    std::istringstream in(text);
     RendezvousEndpoint ep;
-    if (!(in >> ep.addr >> ep.port >> ep.secret) || ep.port < 1 || ep.port > 65535)
+    if (!parse_endpoint_text(text, &ep))
         throw Error(HVD_ERR_TRANSPORT, "rank 0's entry is malformed");
     return ep;
 }

@@ -186,8 +186,17 @@ bool read_private_file(const DirHandle &dir, const std::string &name, std::strin
 
 // "addr port secret\n"; false while the content is not a complete, valid line.
 bool parse_endpoint(const std::string &content, RendezvousEndpoint *ep) {
-    if (content.empty() || content.back() != '\n') return false;
-    std::istringstream in(content);
+    return !content.empty() && content.back() == '\n' && parse_endpoint_text(content, ep);
+}
+
+}  // namespace
+
+std::string endpoint_text(const RendezvousEndpoint &ep) {
+    return ep.addr + " " + std::to_string(ep.port) + " " + ep.secret;
+}
+
+bool parse_endpoint_text(const std::string &text, RendezvousEndpoint *ep) {
+    std::istringstream in(text);
     RendezvousEndpoint e;
     std::string extra;
     if (!(in >> e.addr >> e.port >> e.secret) || (in >> extra)) return false;
@@ -195,8 +204,6 @@ bool parse_endpoint(const std::string &content, RendezvousEndpoint *ep) {
     *ep = e;
     return true;
 }
-
-}  // namespace
 
 std::string rendezvous_file_path(const std::string &job_id) {
     return rendezvous_dir().path() + "/" + file_name(job_id);
@@ -211,7 +218,7 @@ void publish_rendezvous(const std::string &job_id, const RendezvousEndpoint &ep)
     const std::string name = file_name(job_id);
     const std::string tmp =
         name + ".tmp." + std::to_string(::getpid()) + "." + random_secret().substr(0, 8);
-    write_private_file(dir, tmp, ep.addr + " " + std::to_string(ep.port) + " " + ep.secret + "\n");
+    write_private_file(dir, tmp, endpoint_text(ep) + "\n");
     // Replaces whatever has the name (a stale file; a link is replaced, never followed).
     if (::renameat(dir.fd(), tmp.c_str(), dir.fd(), name.c_str()) != 0) {
         int e = errno;

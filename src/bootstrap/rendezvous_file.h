@@ -21,6 +21,12 @@ struct RendezvousEndpoint {
     std::string secret;
 };
 
+// "addr port secret", as the file and the launchers' key-value stores hold an endpoint
+// (addr and secret hold no whitespace); and back: false unless the text is exactly that,
+// with a port in 1..65535 (a trailing newline allowed).
+std::string endpoint_text(const RendezvousEndpoint &ep);
+bool parse_endpoint_text(const std::string &text, RendezvousEndpoint *ep);
+
 // "<dir>/hvd-rdv-<sanitised job id>". dir: $XDG_RUNTIME_DIR if it is set, absolute and a
 // directory of this user's with no access for group or others; else the first of
 // $TMPDIR/hvd-<uid>, $TMPDIR/hvd-<uid>.1, ... $TMPDIR/hvd-<uid>.7 (TMPDIR defaulting to /tmp)

@@ -266,7 +266,7 @@ std::string peer_name(int fd) {
 void send_all(int fd, const std::string &data, const Deadline &deadline, const std::string &what) {
     size_t off = 0;
     while (off < data.size()) {
-        ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+        ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             off += static_cast<size_t>(n);
             continue;

@@ -61,7 +61,7 @@ void set_nonblocking(int fd);
 // The peer's "address:port", or "?" if unknown, for log lines.
 std::string peer_name(int fd);
 
-// Sends all of data on a non-blocking socket, waiting for buffer space until the deadline.
+// Sends all of data on a socket (blocking or not), waiting for buffer space until the deadline.
 // Throws hvd::Error: HVD_ERR_TIMED_OUT, or HVD_ERR_TRANSPORT (connection lost) with `what`
 // (e.g. "rendezvous at host:port") in the message. Never raises SIGPIPE.
 void send_all(int fd, const std::string &data, const Deadline &deadline, const std::string &what);

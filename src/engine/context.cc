@@ -15,6 +15,7 @@
 #include "bootstrap/host_address.h"
 #include "bootstrap/launch_env.h"
 #include "bootstrap/loopback.h"
+#include "bootstrap/pmi1_exchange.h"
 #include "bootstrap/pmix_exchange.h"
 #include "bootstrap/rendezvous_file.h"
 #include "bootstrap/secret.h"
@@ -140,9 +141,17 @@ void Context::rendezvous(const Deadline &deadline) {
                     strprintf("init asked for rank %d of %d but the launcher (%s) says rank %d "
                               "of %d",
                               config_.rank, config_.size, li.launcher.c_str(), rank_, size_));
+    if (li.pmi_fd >= 0) {
+        rendezvous_through_launcher(li, "PMI-1", deadline, [&](auto &mine, auto round) {
+            return bootstrap::exchange_rendezvous_pmi1(rank_, li.pmi_fd, mine, round, deadline);
+        });
+        return;
+    }
     if (li.rdv_via_pmix) {
         try {
-            rendezvous_through_pmix(li, deadline);
+            rendezvous_through_launcher(li, "PMIx", deadline, [&](auto &mine, auto round) {
+                return bootstrap::exchange_rendezvous_pmix(rank_, mine, round, deadline);
+            });
             return;
         } catch (const Error &e) {
             // A launcher that gives no local size (srun) may have run the job on one host:
@@ -190,7 +199,9 @@ void Context::rendezvous(const Deadline &deadline) {
     }
 }
 
-void Context::rendezvous_through_pmix(const bootstrap::LaunchInfo &li, const Deadline &deadline) {
+void Context::rendezvous_through_launcher(const bootstrap::LaunchInfo &li, const char *channel,
+                                          const Deadline &deadline,
+                                          const LauncherExchange &exchange) {
     // Every process initialises as often as the others, so the n-th rendezvous of each meets
     // under the same key.
     static std::atomic<uint64_t> rounds{0};
@@ -203,11 +214,10 @@ void Context::rendezvous_through_pmix(const bootstrap::LaunchInfo &li, const Dea
         server_ = listen_rendezvous(everywhere ? "" : mine.addr, 0, mine.secret, size_,
                                     config_.bootstrap_timeout_ms);
         mine.port = server_->port();
-        HVD_LOG(kDebug, rank_, "rendezvous through PMIx: rank 0 listens at %s:%d%s",
+        HVD_LOG(kDebug, rank_, "rendezvous through %s: rank 0 listens at %s:%d%s", channel,
                 mine.addr.c_str(), mine.port, everywhere ? " (every interface)" : "");
     }
-    bootstrap::RendezvousEndpoint ep =
-        bootstrap::exchange_rendezvous_pmix(rank_, mine, round, deadline);
+    bootstrap::RendezvousEndpoint ep = exchange(mine, round);
     rendezvous_addr_ = ep.addr;
     kv_ =
         std::make_unique<bootstrap::KvClient>(ep.addr, ep.port, ep.secret, rank_, size_, deadline);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "bootstrap/elastic_client.h"
 #include "bootstrap/kv_store.h"
 #include "bootstrap/launch_env.h"
+#include "bootstrap/rendezvous_file.h"
 #include "collectives/hierarchy.h"
 #include "config/runtime_config.h"
 #include "diagnostics/timeline.h"
@@ -78,9 +80,15 @@ class Context {
     // as the launch variables rendezvous() reads.
     void join_elastic_round();
     void rendezvous(const Deadline &deadline);
-    // rendezvous() for a job a PMIx launcher spread over hosts (LaunchInfo::rdv_via_pmix):
-    // rank 0 listens on this host's advertised address and hands it over through PMIx.
-    void rendezvous_through_pmix(const bootstrap::LaunchInfo &li, const Deadline &deadline);
+    // Hands rank 0's endpoint (given on rank 0) to every rank through the launcher's store for
+    // the given rendezvous round; returns rank 0's endpoint.
+    using LauncherExchange = std::function<bootstrap::RendezvousEndpoint(
+        const bootstrap::RendezvousEndpoint &mine, uint64_t round)>;
+    // rendezvous() for a job whose launcher offers a key-value store and no rendezvous address
+    // (LaunchInfo::rdv_via_pmix, pmi_fd): rank 0 listens on this host's advertised address
+    // and hands it over through `exchange` (`channel` names it in the log).
+    void rendezvous_through_launcher(const bootstrap::LaunchInfo &li, const char *channel,
+                                     const Deadline &deadline, const LauncherExchange &exchange);
     // Polling before sleeping pays off only while every local rank has a CPU of its own.
     // Hands the policy to the transport and the shared-memory group.
     void choose_spin_policy();

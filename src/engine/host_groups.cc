@@ -86,6 +86,13 @@ collectives::RankPlace parse_place(const std::string &text) {
     return place;
 }
 
+// "NUMA node 0, NIC eth0", "no NUMA node, no NIC": for the log.
+std::string place_name(const collectives::RankPlace &place) {
+    return (place.numa_node < 0 ? std::string("no NUMA node")
+                                : "NUMA node " + std::to_string(place.numa_node)) +
+           (place.nic.empty() ? ", no NIC" : ", NIC " + place.nic);
+}
+
 std::string size_text(size_t min_bytes) {
     return min_bytes == collectives::kHierarchyOff ? "never" : std::to_string(min_bytes);
 }
@@ -228,7 +235,7 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
                                       std::to_string(h->cross_index))
                                          .c_str()
                                    : "no share",
-                place_text().c_str());
+                place_name(parse_place(place_text())).c_str());
     HVD_LOG(kDebug, rank,
             "hierarchical allgather from %s to %s bytes, broadcast from %s bytes: %zu hosts "
             "(this rank's host %d, of %zu ranks; local %d)",

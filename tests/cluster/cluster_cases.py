@@ -367,12 +367,37 @@ def case_mpirun(job):
     for k, v in dict(MP_ENV, HVD_LOG_LEVEL="debug").items():
         argv += ["-x", "%s=%s" % (k, v)]
     rc, out, _ = job.timed(job.cluster.hosts[0], argv + [job.program("mp_collectives")], 60)
-    expect(rc == 0, "mpirun exited %d" % rc)
-    said = re.findall(r"rendezvous through PMIx: rank 0 listens at (\S+):", out)
+    expect_met_through(job, "mpirun", rc, out, "PMIx")
+
+
+def expect_met_through(job, launcher, rc, out, channel):
+    """The launcher's job passed, rank 0 said once that it listens at hostA's address for a
+    rendezvous through `channel`, and nothing is left running."""
+    expect(rc == 0, "%s exited %d" % (launcher, rc))
+    said = re.findall(r"rendezvous through %s: rank 0 listens at (\S+):" % channel, out)
     expect(said == [job.cluster.hosts[0].mgmt_addr],
            "rank 0 said it listens at %s, not once at "
            "hostA's address %s" % (said, job.cluster.hosts[0].mgmt_addr))
     job.wait_no_leftovers()
+
+
+def case_hydra(job):
+    """MPICH's mpiexec.hydra -hosts hostA:2,hostB:2,hostC:2 (its proxies started over the same
+    sshd), as a user runs it: no rendezvous address, no secret and no job id, so rank 0 hands
+    its endpoint and a random secret to the others through Hydra's PMI-1 server."""
+    if shutil.which("mpiexec.hydra") is None:
+        raise Skip("no mpiexec.hydra (Debian: mpich)")
+    with tempfile.TemporaryDirectory() as tmp:
+        ssh = os.path.join(tmp, "ssh")
+        with open(ssh, "w") as f:
+            f.write('#!/bin/sh\nexec ssh -i "%s" "$@"\n' % job.key)
+        os.chmod(ssh, 0o755)
+        argv = ["mpiexec.hydra", "-n", "6", "-hosts", ",".join("%s:2" % h for h in HOSTS),
+                "-launcher", "ssh", "-launcher-exec", ssh]
+        for k, v in dict(MP_ENV, HVD_LOG_LEVEL="debug").items():
+            argv += ["-genv", k, v]
+        rc, out, _ = job.timed(job.cluster.hosts[0], argv + [job.program("mp_collectives")], 60)
+    expect_met_through(job, "mpiexec.hydra", rc, out, "PMI-1")
 
 
 def case_slurm(job):

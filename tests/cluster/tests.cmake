@@ -3,7 +3,7 @@
 # (tests/cluster/netns_cluster.py, ssh_hosts.py) and runs one case of cluster_cases.py on them.
 # Skipped (exit 77) where namespaces cannot be made (not root, no iproute2) or sshd is missing.
 set(HVD_CLUSTER_CASES hvdrun bind hierarchical congested congested_flat hvdrun_stopped mpirun
-    slurm interfaces unreachable blackholed shaped lossy)
+    hydra slurm interfaces unreachable blackholed shaped lossy)
 find_package(Python3 COMPONENTS Interpreter)
 foreach(case ${HVD_CLUSTER_CASES})
   if(NOT Python3_Interpreter_FOUND)

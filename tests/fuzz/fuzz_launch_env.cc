@@ -41,10 +41,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (info.local_rank < -1 || (info.local_size > 0 && info.local_rank >= info.local_size))
         __builtin_trap();
     if (!info.rdv_addr.empty() && (info.rdv_port < 1 || info.rdv_port > 65535)) __builtin_trap();
-    if (info.rdv_addr.empty() && (info.rdv_port != 0 || info.job_id.empty())) __builtin_trap();
-    // Through PMIx rank 0 may make the secret (none given); else exactly one source of it.
-    if (info.rdv_via_pmix && !info.rdv_addr.empty()) __builtin_trap();
+    // Without an address: a job id names the file, or Hydra's PMI-1 server hands it over.
+    if (info.rdv_addr.empty() && (info.rdv_port != 0 || (info.job_id.empty() && info.pmi_fd < 0)))
+        __builtin_trap();
+    // Through PMIx or PMI-1 rank 0 may make the secret (none given); else exactly one source
+    // of it.
+    const bool via_launcher = info.rdv_via_pmix || info.pmi_fd >= 0;
+    if (via_launcher && !info.rdv_addr.empty()) __builtin_trap();
+    if (info.rdv_via_pmix && info.pmi_fd >= 0) __builtin_trap();
     if (info.secret_from_file && !info.secret.empty()) __builtin_trap();
-    if (!info.rdv_via_pmix && info.secret.empty() && !info.secret_from_file) __builtin_trap();
+    if (!via_launcher && info.secret.empty() && !info.secret_from_file) __builtin_trap();
     return 0;
 }

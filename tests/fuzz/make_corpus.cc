@@ -216,6 +216,9 @@ void launch_env() {
           "MASTER_ADDR=node7\nMASTER_PORT=29500\nHVD_ALLOW_UNAUTHENTICATED=1\n");
     write(t, "pmi",
           "PMI_RANK=0\nPMI_SIZE=1\nMPI_LOCALRANKID=0\nMPI_LOCALNRANKS=1\nPMI_KVSNAME=kvs_1\n");
+    write(t, "hydra",
+          "PMI_RANK=2\nPMI_SIZE=4\nPMI_FD=6\nMPI_LOCALRANKID=0\nMPI_LOCALNRANKS=2\n"
+          "MPIR_CVAR_CH3_INTERFACE_HOSTNAME=node2\n");
     write(t, "torchrun",
           "RANK=2\nWORLD_SIZE=4\nLOCAL_RANK=0\nLOCAL_WORLD_SIZE=2\nMASTER_ADDR=10.1.1.1\n"
           "MASTER_PORT=65534\nTORCHELASTIC_RUN_ID=run9\nHOROVOD_SECRET=s\n");

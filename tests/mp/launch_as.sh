@@ -14,6 +14,12 @@
 #               as when torchrun spreads a job over hosts
 #   slurm     : SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_ID, SLURM_STEP_ID
 #   pmi       : PMI_RANK, PMI_SIZE (MPICH/Hydra) plus HVD_JOB_ID
+#   hydra     : the real `mpiexec.hydra` of MPICH: no job id, so the ranks meet through its
+#               PMI-1 server (PMI_FD)
+#   hydra_hosts : the same, but each rank told it is alone on its host (MPI_LOCALNRANKS=1, a
+#               host name of its own), as when mpiexec spreads a job over hosts
+#   hydra_missing : hydra_hosts, but the last rank exits at once without calling hvd_init
+#   hydra_bad_fd : hydra_hosts, but PMI_FD names no open file
 set -u
 style=$1 np=$2
 shift 2
@@ -35,6 +41,22 @@ if [ "$style" = openmpi_hosts ]; then
     'OMPI_COMM_WORLD_LOCAL_SIZE=1 OMPI_COMM_WORLD_LOCAL_RANK=0 \
      HVD_HOSTNAME="host-$OMPI_COMM_WORLD_RANK" exec "$@"' sh "$@"
 fi
+case $style in
+  hydra|hydra_hosts|hydra_missing|hydra_bad_fd)
+    command -v mpiexec.hydra >/dev/null ||
+      { echo "launch_as: mpiexec.hydra not installed" >&2; exit 1; }
+    # The ranks' own setup, run by each rank before the program (MISSING: a rank that exits).
+    case $style in
+      hydra) setup='' ;;
+      hydra_hosts) setup='export MPI_LOCALNRANKS=1 MPI_LOCALRANKID=0 HVD_HOSTNAME=host-$PMI_RANK' ;;
+      hydra_missing) setup='export MPI_LOCALNRANKS=1 MPI_LOCALRANKID=0 HVD_HOSTNAME=host-$PMI_RANK
+                            [ "$PMI_RANK" -eq $((PMI_SIZE - 1)) ] && exit 0' ;;
+      hydra_bad_fd) setup='export MPI_LOCALNRANKS=1 MPI_LOCALRANKID=0 HVD_HOSTNAME=host-$PMI_RANK
+                           export PMI_FD=999' ;;
+    esac
+    exec timeout 120 mpiexec.hydra -n "$np" sh -c "$setup"'
+      exec "$@"' sh "$@" ;;
+esac
 
 free_port() {
   python3 "$(dirname "${BASH_SOURCE[0]}")/../../scripts/free_port.py"

@@ -212,6 +212,42 @@ if(PMIX_FOUND)
     ENVIRONMENT "HVD_PMIX_LIBRARY=/nonexistent/libpmix.so.2")
 endif()
 
+# MPICH's mpiexec (Hydra) gives no job id and no rendezvous address: the ranks always meet
+# through its PMI-1 server (PMI_FD), on one host or (as each rank is told) on hosts of their
+# own. A rank that never calls hvd_init leaves the others timing out in the barrier, named;
+# a PMI_FD that names no open file fails at once.
+find_program(HVD_MPIEXEC_HYDRA mpiexec.hydra)
+if(HVD_MPIEXEC_HYDRA)
+  foreach(style hydra hydra_hosts)
+    foreach(np 2 3)
+      add_test(NAME mp.launch_${style}.np${np}
+        COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0
+                "rendezvous through PMI-1: rank 0 listens" 1 --
+                ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh ${style} ${np}
+                $<TARGET_FILE:mp_collectives>)
+      set(hydra_env "${HVD_MP_ENV};HVD_LOG_LEVEL=debug")
+      if(style STREQUAL hydra_hosts)
+        set(hydra_env "${hydra_env};MP_RANKS_PER_HOST=1")
+      endif()
+      set_tests_properties(mp.launch_${style}.np${np} PROPERTIES
+        LABELS mp TIMEOUT 150 ENVIRONMENT "${hydra_env}")
+    endforeach()
+  endforeach()
+  add_test(NAME mp.launch_hydra_missing_rank.np3
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0
+            "not every rank of the job reached hvd_init" 2 --
+            ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh hydra_missing 3
+            $<TARGET_FILE:mp_init_fails> "no barrier_out" HVD_ERR_TIMED_OUT)
+  set_tests_properties(mp.launch_hydra_missing_rank.np3 PROPERTIES LABELS mp TIMEOUT 150
+    ENVIRONMENT "HVD_START_TIMEOUT=3")
+  add_test(NAME mp.launch_hydra_bad_fd.np2
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0
+            "PMI_FD 999 is not an open file descriptor" 2 --
+            ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh hydra_bad_fd 2
+            $<TARGET_FILE:mp_init_fails> "PMI_FD 999" HVD_ERR_TRANSPORT)
+  set_tests_properties(mp.launch_hydra_bad_fd.np2 PROPERTIES LABELS mp TIMEOUT 150)
+endif()
+
 # The response cache in process sets: each rank reads its engine's cache hits, so the program
 # links the internal archive.
 add_executable(mp_set_cache ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_set_cache.cc

@@ -131,6 +131,41 @@ void test_pmi_hydra(void **) {
     assert_int_equal(info.local_rank, 2);
     assert_int_equal(info.local_size, 3);
     assert_string_equal(info.job_id.c_str(), "kvs_4242_0");
+    assert_int_equal(info.pmi_fd, -1);  // an address given: no use for the PMI server
+}
+
+void test_pmi_hydra_pmi_fd(void **) {
+    // What mpiexec.hydra gives its ranks: no job id, no address; the PMI server's socket.
+    LaunchInfo info = detect_ok({{"PMI_RANK", "1"},
+                                 {"PMI_SIZE", "4"},
+                                 {"PMI_FD", "6"},
+                                 {"MPI_LOCALRANKID", "1"},
+                                 {"MPI_LOCALNRANKS", "2"}});
+    assert_string_equal(info.launcher.c_str(), "pmi");
+    assert_int_equal(info.pmi_fd, 6);
+    assert_true(info.spans_hosts);
+    assert_false(info.rdv_via_pmix);
+    assert_string_equal(info.rdv_addr.c_str(), "");
+    assert_string_equal(info.secret.c_str(), "");  // rank 0 makes one
+    assert_false(info.secret_from_file);
+    // One host: the same channel (Hydra names no job id for a file).
+    info = detect_ok({{"PMI_RANK", "0"},
+                      {"PMI_SIZE", "2"},
+                      {"PMI_FD", "3"},
+                      {"MPI_LOCALRANKID", "0"},
+                      {"MPI_LOCALNRANKS", "2"},
+                      {"HVD_SECRET", "mine"}});
+    assert_int_equal(info.pmi_fd, 3);
+    assert_false(info.spans_hosts);
+    assert_string_equal(info.secret.c_str(), "mine");
+    // PMI_FD without PMI_RANK (another launcher's ranks): not Hydra's.
+    info = detect_ok({{"OMPI_COMM_WORLD_RANK", "0"},
+                      {"OMPI_COMM_WORLD_SIZE", "1"},
+                      {"PMI_FD", "3"},
+                      {"HVD_JOB_ID", "j"}});
+    assert_int_equal(info.pmi_fd, -1);
+    detect_fails({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"PMI_FD", "six"}}, "PMI_FD=six");
+    detect_fails({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"PMI_FD", "-1"}}, "PMI_FD=-1");
 }
 
 // A PMIx launcher's job across hosts without an address: rank 0's endpoint goes through PMIx,
@@ -502,6 +537,7 @@ int main(void) {
         cmocka_unit_test(test_secret_single_host_via_file),
         cmocka_unit_test(test_secret_multi_host_needs_secret),
         cmocka_unit_test(test_secret_unauthenticated_opt_out),
+        cmocka_unit_test(test_pmi_hydra_pmi_fd),
         cmocka_unit_test(test_error_no_launcher),
         cmocka_unit_test(test_error_half_set),
         cmocka_unit_test(test_error_malformed_numbers),

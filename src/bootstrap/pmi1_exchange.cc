@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "bootstrap/pmi1_exchange.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "bootstrap/pmi1_wire.h"
+#include "bootstrap/socket_io.h"
+#include "common/error.h"
+
+namespace hvd::bootstrap {
+
+namespace {
+
+constexpr int64_t kFinalizeWaitMs = 5000;
+constexpr size_t kMaxAnswer = 4096;  // PMI-1 answers are a few hundred bytes at most
+
+using Fields = std::map<std::string, std::string>;
+
+// The process's standing with the process manager: introduced once, kept until exit.
+struct Client {
+    int fd = -1;
+    std::string kvsname;
+    size_t keylen_max = 64;  // PMI-1's usual limits until the manager tells its own
+    size_t vallen_max = 1024;
+};
+
+std::mutex &serial() {
+    static std::mutex *m = new std::mutex;  // never destroyed: the exit handler takes it
+    return *m;
+}
+
+Client &client() {
+    static Client *c = new Client;
+    return *c;
+}
+
+// One line from the manager, read a byte at a time so that nothing after it is taken from
+// the socket (an MPI in this process may be the next to read it).
+std::string read_line(int fd, const Deadline &deadline, const std::string &awaited) {
+    std::string line;
+    for (;;) {
+        char c = 0;
+        ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT);
+        if (n == 1) {
+            if (c == '\n') return line;
+            line += c;
+            if (line.size() > kMaxAnswer)
+                throw Error(HVD_ERR_TRANSPORT,
+                            strprintf("the process manager's answer on PMI_FD %d is longer than "
+                                      "%zu bytes",
+                                      fd, kMaxAnswer));
+            continue;
+        }
+        if (n == 0)
+            throw Error(HVD_ERR_TRANSPORT,
+                        strprintf("the process manager closed PMI_FD %d (waiting for %s)", fd,
+                                  awaited.c_str()));
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            throw Error(HVD_ERR_TRANSPORT,
+                        strprintf("reading PMI_FD %d: %s", fd, std::strerror(errno)));
+        if (deadline.expired())
+            throw Error(
+                HVD_ERR_TIMED_OUT,
+                strprintf("no %s from the process manager before the timeout%s", awaited.c_str(),
+                          awaited == "barrier_out" ? " (not every rank of the job reached hvd_init)"
+                                                   : ""));
+        wait_readable(fd, deadline, 100);
+    }
+}
+
+// An answer for messages: its command, rc and msg (never a value, which may be a secret).
+std::string describe(const Fields &f, const std::string &raw) {
+    if (f.empty()) return "'" + raw.substr(0, 80) + "'";
+    std::string text = "cmd=" + f.at("cmd");
+    for (const char *key : {"rc", "msg"})
+        if (f.count(key) != 0) text += std::string(" ") + key + "=" + f.at(key);
+    return text;
+}
+
+// Sends one command and reads its answer, which must be `expect` with rc=0 where it has one.
+Fields command(int fd, const std::string &name, const std::string &line, const std::string &expect,
+               const Deadline &deadline) {
+    send_all(fd, line, deadline, "PMI_FD " + std::to_string(fd));
+    const std::string raw = read_line(fd, deadline, expect);
+    Fields f;
+    if (!pmi1_parse(raw, &f)) f.clear();
+    if (f.empty() || f["cmd"] != expect)
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("PMI-1 %s: the process manager answered %s, "
+                              "not %s",
+                              name.c_str(), describe(f, raw).c_str(), expect.c_str()));
+    auto rc = f.find("rc");
+    if (rc != f.end() && rc->second != "0")
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("PMI-1 %s failed: %s", name.c_str(), describe(f, raw).c_str()));
+    return f;
+}
+
+size_t limit_of(const Fields &f, const char *key, size_t fallback) {
+    auto it = f.find(key);
+    if (it == f.end()) return fallback;
+    char *end = nullptr;
+    unsigned long v = std::strtoul(it->second.c_str(), &end, 10);
+    return end != it->second.c_str() && *end == '\0' && v > 0 ? v : fallback;
+}
+
+void finalize_at_exit() {
+    // A thread still inside an exchange holds the lock: then it is no moment to talk.
+    std::unique_lock<std::mutex> lock(serial(), std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    Client &c = client();
+    try {
+        command(c.fd, "finalize", pmi1_line("finalize"), "finalize_ack",
+                Deadline::after_ms(kFinalizeWaitMs));
+    } catch (const Error &) {
+        // The manager is gone or already done with this process: nothing left to tell it.
+    }
+}
+
+// Introduces the process to the manager on `fd` (once per process).
+void introduce(int fd, const Deadline &deadline) {
+    Client &c = client();
+    if (c.fd >= 0) {
+        if (c.fd != fd)
+            throw Error(HVD_ERR_INVALID_ARG,
+                        strprintf("PMI_FD changed from %d to %d in this process", c.fd, fd));
+        return;
+    }
+    if (::fcntl(fd, F_GETFD) < 0)
+        throw Error(HVD_ERR_TRANSPORT, strprintf("PMI_FD %d is not an open file descriptor: %s", fd,
+                                                 std::strerror(errno)));
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("PMI_FD %d is not a socket: %s", fd, std::strerror(errno)));
+    command(fd, "init", pmi1_line("init", {{"pmi_version", "1"}, {"pmi_subversion", "1"}}),
+            "response_to_init", deadline);
+    // From here the manager expects a finalize before the process exits.
+    c.fd = fd;
+    std::atexit(finalize_at_exit);
+    Fields maxes = command(fd, "get_maxes", pmi1_line("get_maxes"), "maxes", deadline);
+    c.keylen_max = limit_of(maxes, "keylen_max", c.keylen_max);
+    c.vallen_max = limit_of(maxes, "vallen_max", c.vallen_max);
+    Fields name =
+        command(fd, "get_my_kvsname", pmi1_line("get_my_kvsname"), "my_kvsname", deadline);
+    c.kvsname = name["kvsname"];
+    if (c.kvsname.empty())
+        throw Error(HVD_ERR_TRANSPORT, "PMI-1 get_my_kvsname: the process manager named none");
+}
+
+RendezvousEndpoint exchange(int32_t rank, int fd, const RendezvousEndpoint &mine, uint64_t round,
+                            const Deadline &deadline) {
+    introduce(fd, deadline);
+    const Client &c = client();
+    const std::string key = "hvd-rdv-" + std::to_string(round);
+    std::string put_failure;
+    if (rank == 0) {
+        const std::string value = pmi1_value_text(endpoint_text(mine));
+        if (key.size() > c.keylen_max || value.size() > c.vallen_max) {
+            put_failure = strprintf(
+                "rank 0's entry (%zu bytes) exceeds the process manager's "
+                "limit of %zu",
+                value.size(), c.vallen_max);
+        } else {
+            try {
+                command(fd, "put",
+                        pmi1_line("put", {{"kvsname", c.kvsname}, {"key", key}, {"value", value}}),
+                        "put_result", deadline);
+            } catch (const Error &e) {
+                if (e.status() == HVD_ERR_TIMED_OUT) throw;
+                // Rank 0 joins the barrier even so: the others then fail at once, finding no
+                // entry, instead of waiting for it until their timeout.
+                put_failure = e.what();
+            }
+        }
+    }
+    command(fd, "barrier", pmi1_line("barrier_in"), "barrier_out", deadline);
+    if (!put_failure.empty()) throw Error(HVD_ERR_TRANSPORT, put_failure);
+    if (rank == 0) return mine;
+    Fields got;
+    try {
+        got = command(fd, "get", pmi1_line("get", {{"kvsname", c.kvsname}, {"key", key}}),
+                      "get_result", deadline);
+    } catch (const Error &e) {
+        if (e.status() == HVD_ERR_TIMED_OUT) throw;
+        throw Error(HVD_ERR_TRANSPORT,
+                    std::string(e.what()) +
+                        " (rank 0 could not publish its entry, or it is not PMI rank 0)");
+    }
+    std::string text;
+    RendezvousEndpoint ep;
+    if (!pmi1_value_bytes(got["value"], &text) || !parse_endpoint_text(text, &ep))
+        throw Error(HVD_ERR_TRANSPORT, "rank 0's entry is malformed");
+    return ep;
+}
+
+}  // namespace
+
+RendezvousEndpoint exchange_rendezvous_pmi1(int32_t rank, int fd, const RendezvousEndpoint &mine,
+                                            uint64_t round, const Deadline &deadline) {
+    std::lock_guard<std::mutex> lock(serial());
+    try {
+        return exchange(rank, fd, mine, round, deadline);
+    } catch (const Error &e) {
+        throw Error(e.status(), strprintf("rank %d: rendezvous through the launcher's PMI-1 server "
+                                          "(PMI_FD %d): %s",
+                                          rank, fd, e.what()));
+    }
+}
+
+}  // namespace hvd::bootstrap
