@@ -13,6 +13,7 @@ HVD_APT_PACKAGES=(
   openmpi-bin libopenmpi-dev   # mpirun: a launcher the tests run libhvd under
   libpmix-dev                  # PMIx's header: rendezvous through mpirun's or srun's PMIx server
   mpich                        # mpiexec.hydra: MPICH's launcher and its PMI-1 server
+  slurmctld slurmd slurm-client munge   # a real Slurm (srun) on the cluster tests' hosts
   openssh-server iproute2      # the cluster tests: an sshd in each network-namespace host
   hwloc                        # hwloc-calc, hwloc-bind: hwloc's own view in the hvdrun tests
   clang-format

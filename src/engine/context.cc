@@ -80,14 +80,19 @@ Context::Context(const InitConfig &config) : config_(config) {
 static std::shared_ptr<bootstrap::KvServer> listen_rendezvous(const std::string &addr, int port,
                                                               const std::string &secret,
                                                               int32_t size, int64_t timeout_ms) {
+    std::shared_ptr<bootstrap::KvServer> server;
+    std::string bound = addr.empty() ? "*" : addr;
     try {
-        return std::make_shared<bootstrap::KvServer>(addr, port, secret, size, timeout_ms);
+        server = std::make_shared<bootstrap::KvServer>(addr, port, secret, size, timeout_ms);
     } catch (const Error &e) {
         if (e.status() != HVD_ERR_TRANSPORT || bootstrap::is_loopback_address(addr)) throw;
         HVD_LOG(kDebug, 0, "rendezvous: cannot bind %s (%s); listening on every interface",
                 addr.c_str(), e.what());
-        return std::make_shared<bootstrap::KvServer>("", port, secret, size, timeout_ms);
+        server = std::make_shared<bootstrap::KvServer>("", port, secret, size, timeout_ms);
+        bound = "*";
     }
+    HVD_LOG(kDebug, 0, "rendezvous server listening on %s:%d", bound.c_str(), server->port());
+    return server;
 }
 
 void Context::join_elastic_round() {

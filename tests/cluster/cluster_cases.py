@@ -24,6 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from netns_cluster import SKIP, Cluster, Skip, install_signal_teardown  # noqa: E402
+from slurm_hosts import start_slurm  # noqa: E402
 from ssh_hosts import start_sshd  # noqa: E402
 
 HOSTS = ["hostA", "hostB", "hostC"]
@@ -63,11 +64,11 @@ class Job:
         argv += list(extra) + [self.program(program)]
         return self.timed(self.cluster.hosts[0], argv, timeout)
 
-    def timed(self, host, argv, timeout):
+    def timed(self, host, argv, timeout, env=None):
         start = time.monotonic()
         print("$ %s" % " ".join(argv), flush=True)
         try:
-            r = host.run(argv, timeout=timeout)
+            r = host.run(argv, timeout=timeout, env=env)
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
             raise Failed("%s(still running after %d s: killed)" % (out, timeout))
@@ -101,12 +102,16 @@ class Job:
         return ["%s: pid %s (%s)" % (h.name, pid, comm) for h in self.cluster.hosts
                 for pid, comm in self.processes(h) if comm != "sshd"]
 
-    def wait_no_leftovers(self, within=10.0):
+    def wait_no_leftovers(self, within=10.0, daemons=()):
+        """Fails unless, within `within` s, only sshd and `daemons` (names of what the case
+        started in the hosts) still run there."""
+        def left():
+            return [p for p in self.leftovers()
+                    if p.rsplit("(", 1)[-1].rstrip(")") not in daemons]
         deadline = time.monotonic() + within
-        while self.leftovers() and time.monotonic() < deadline:
+        while left() and time.monotonic() < deadline:
             time.sleep(0.2)
-        left = self.leftovers()
-        expect(not left, "processes left on the hosts after the job: %s" % left)
+        expect(not left(), "processes left on the hosts after the job: %s" % left())
 
     def link_bytes(self, iface):
         """Bytes received from every host's iface, as the bridge side of its veth counts them."""
@@ -370,15 +375,15 @@ def case_mpirun(job):
     expect_met_through(job, "mpirun", rc, out, "PMIx")
 
 
-def expect_met_through(job, launcher, rc, out, channel):
+def expect_met_through(job, launcher, rc, out, channel, daemons=()):
     """The launcher's job passed, rank 0 said once that it listens at hostA's address for a
-    rendezvous through `channel`, and nothing is left running."""
+    rendezvous through `channel`, and nothing but `daemons` is left running."""
     expect(rc == 0, "%s exited %d" % (launcher, rc))
     said = re.findall(r"rendezvous through %s: rank 0 listens at (\S+):" % channel, out)
     expect(said == [job.cluster.hosts[0].mgmt_addr],
            "rank 0 said it listens at %s, not once at "
            "hostA's address %s" % (said, job.cluster.hosts[0].mgmt_addr))
-    job.wait_no_leftovers()
+    job.wait_no_leftovers(daemons=daemons)
 
 
 def case_hydra(job):
@@ -416,6 +421,48 @@ def case_slurm(job):
             procs.append(h.start([job.program("mp_collectives")], env=env))
     codes = [p.wait(timeout=60) for p in procs]
     expect(codes == [0] * 6, "rank exit codes %s" % codes)
+
+
+SLURM_DAEMONS = ("slurmctld", "slurmd", "slurmscriptd")
+
+
+def srun(job, args, env=None, timeout=60):
+    """srun ARGS on hostA against the cluster's own Slurm (slurm_hosts.py); returns (exit
+    code, output)."""
+    slurm = start_slurm(job.cluster)
+    argv = ["srun", "-N", str(len(HOSTS)), "-n", str(2 * len(HOSTS))] + list(args)
+    run_env = dict(os.environ, **MP_ENV, **slurm, HVD_LOG_LEVEL="debug", **(env or {}))
+    rc, out, _ = job.timed(job.cluster.hosts[0], argv + [job.program("mp_collectives")],
+                           timeout, run_env)
+    return rc, out
+
+
+def case_srun_pmix(job):
+    """A real srun --mpi=pmix across the three hosts (slurmd in each): srun names no
+    rendezvous address, so rank 0 hands its endpoint and a random secret to the others
+    through Slurm's PMIx server."""
+    rc, out = srun(job, ["--mpi=pmix"])
+    expect_met_through(job, "srun --mpi=pmix", rc, out, "PMIx", SLURM_DAEMONS)
+
+
+def case_srun_pmi2(job):
+    """A real srun --mpi=pmi2: its plugin serves PMI-1's commands on PMI_FD, through which
+    the ranks meet as under MPICH's mpiexec."""
+    rc, out = srun(job, ["--mpi=pmi2"])
+    expect_met_through(job, "srun --mpi=pmi2", rc, out, "PMI-1", SLURM_DAEMONS)
+
+
+def case_srun_resv_ports(job):
+    """A real srun without a PMI (--mpi=none) but with the ports Slurm reserves for the step
+    (MpiParams=ports) and HVD_SECRET: rank 0 listens on the step's first node at the first
+    reserved port, where the others look for it."""
+    rc, out = srun(job, ["--mpi=none"], env={"HVD_SECRET": secrets.token_hex(32)})
+    expect(rc == 0, "srun exited %d" % rc)
+    ports = re.findall(r"rendezvous server listening on \S+:(\d+)", out)
+    print("rank 0's server ports: %s" % ports)
+    expect(len(ports) == 1 and 12000 <= int(ports[0]) <= 12999,
+           "rank 0's server did not listen once at a reserved port (%s)" % ports)
+    job.wait_no_leftovers(daemons=SLURM_DAEMONS)
 
 
 def case_interfaces(job):

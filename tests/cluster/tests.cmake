@@ -2,8 +2,11 @@
 # Multi-host tests (label cluster): each builds hosts as network namespaces with a real sshd
 # (tests/cluster/netns_cluster.py, ssh_hosts.py) and runs one case of cluster_cases.py on them.
 # Skipped (exit 77) where namespaces cannot be made (not root, no iproute2) or sshd is missing.
+# The srun_* cases run a real Slurm on the hosts (slurm_hosts.py), skipped where it is not
+# installed.
 set(HVD_CLUSTER_CASES hvdrun bind hierarchical congested congested_flat hvdrun_stopped mpirun
-    hydra slurm interfaces unreachable blackholed shaped lossy)
+    hydra slurm srun_pmix srun_pmi2 srun_resv_ports interfaces unreachable blackholed shaped
+    lossy)
 find_package(Python3 COMPONENTS Interpreter)
 foreach(case ${HVD_CLUSTER_CASES})
   if(NOT Python3_Interpreter_FOUND)
