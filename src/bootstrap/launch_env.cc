@@ -166,6 +166,19 @@ bool env_bool(const Env &env, config::Setting s) {
     invalid(strprintf("%s=%s is not a boolean (1 or 0)", name.c_str(), v));
 }
 
+// HVD_SECRET (or HOROVOD_SECRET) for a rendezvous through the launcher's key-value store,
+// which carries "address port secret": none when unset; one with whitespace is refused.
+std::string launcher_store_secret(const Env &env) {
+    std::string name;
+    const char *v = env.setting(config::Setting::kSecret, &name);
+    if (v == nullptr) return "";
+    if (std::string(v).find_first_of(" \t\n\r\f\v") != std::string::npos)
+        invalid(name +
+                " holds whitespace, which the launcher's key-value store cannot carry "
+                "with rank 0's address (the value is not shown)");
+    return v;
+}
+
 void read_secret(const Env &env, LaunchInfo *info) {
     std::string name;
     if (const char *v = env.setting(config::Setting::kSecret, &name)) {
@@ -253,8 +266,7 @@ LaunchInfo detect(const Env &env) {
     if (info.rdv_addr.empty() && info.launcher == "pmi" && env.get("PMI_FD") != nullptr) {
         info.pmi_fd = static_cast<int32_t>(env.integer("PMI_FD", 0, INT32_MAX));
         info.spans_hosts = info.local_size > 0 && info.local_size < info.size;
-        std::string name;
-        if (const char *v = env.setting(config::Setting::kSecret, &name)) info.secret = v;
+        info.secret = launcher_store_secret(env);
         return info;
     }
     if (info.rdv_addr.empty() && info.job_id.empty())
@@ -275,10 +287,8 @@ LaunchInfo detect(const Env &env) {
     if (info.rdv_addr.empty() && !one_host && pmix_launcher && env.get("PMIX_NAMESPACE") &&
         pmix_rank != nullptr && std::to_string(info.rank) == pmix_rank) {
         info.rdv_via_pmix = true;
-        std::string name;
-        if (const char *v = env.setting(config::Setting::kSecret, &name))
-            info.secret = v;
-        else if (!info.spans_hosts)
+        info.secret = launcher_store_secret(env);
+        if (info.secret.empty() && !info.spans_hosts)
             info.secret_from_file = true;  // file rendezvous, should PMIx be missing
         return info;
     }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bootstrap/pmi1_exchange.h"
 
-#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +28,12 @@ using Fields = std::map<std::string, std::string>;
 
 // The process's standing with the process manager: introduced once, kept until exit.
 struct Client {
-    int fd = -1;
+    int fd = -1;    // >= 0 once init was sent: the manager then expects a finalize
+    pid_t pid = 0;  // the process that sent it (a forked child must not finalize it)
+    dev_t dev = 0;  // and the socket's identity, should the descriptor be reused
+    ino_t ino = 0;
+    bool ready = false;  // init answered, limits and key-value space known
+    std::string broken;  // why an earlier exchange failed, leaving the protocol's state unknown
     std::string kvsname;
     size_t keylen_max = 64;  // PMI-1's usual limits until the manager tells its own
     size_t vallen_max = 1024;
@@ -79,7 +86,7 @@ std::string read_line(int fd, const Deadline &deadline, const std::string &await
 
 // An answer for messages: its command, rc and msg (never a value, which may be a secret).
 std::string describe(const Fields &f, const std::string &raw) {
-    if (f.empty()) return "'" + raw.substr(0, 80) + "'";
+    if (f.empty()) return "'" + raw.substr(0, std::min<size_t>(80, raw.find(" value="))) + "'";
     std::string text = "cmd=" + f.at("cmd");
     for (const char *key : {"rc", "msg"})
         if (f.count(key) != 0) text += std::string(" ") + key + "=" + f.at(key);
@@ -113,11 +120,21 @@ size_t limit_of(const Fields &f, const char *key, size_t fallback) {
     return end != it->second.c_str() && *end == '\0' && v > 0 ? v : fallback;
 }
 
+// Whether fd is still the socket init was sent on, in the process that sent it.
+bool same_connection(const Client &c) {
+    struct stat st;
+    return c.fd >= 0 && ::getpid() == c.pid && ::fstat(c.fd, &st) == 0 && st.st_dev == c.dev &&
+           st.st_ino == c.ino;
+}
+
 void finalize_at_exit() {
     // A thread still inside an exchange holds the lock: then it is no moment to talk.
     std::unique_lock<std::mutex> lock(serial(), std::try_to_lock);
     if (!lock.owns_lock()) return;
     Client &c = client();
+    // A forked child, or a descriptor an MPI closed (finalizing itself) and the number reused:
+    // not this process's connection to tell.
+    if (!same_connection(c)) return;
     try {
         command(c.fd, "finalize", pmi1_line("finalize"), "finalize_ack",
                 Deadline::after_ms(kFinalizeWaitMs));
@@ -129,25 +146,28 @@ void finalize_at_exit() {
 // Introduces the process to the manager on `fd` (once per process).
 void introduce(int fd, const Deadline &deadline) {
     Client &c = client();
-    if (c.fd >= 0) {
-        if (c.fd != fd)
-            throw Error(HVD_ERR_INVALID_ARG,
-                        strprintf("PMI_FD changed from %d to %d in this process", c.fd, fd));
-        return;
-    }
-    if (::fcntl(fd, F_GETFD) < 0)
+    if (c.fd >= 0 && c.fd != fd)
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("PMI_FD changed from %d to %d in this process", c.fd, fd));
+    if (c.ready) return;
+    struct stat st;
+    if (::fstat(fd, &st) != 0)
         throw Error(HVD_ERR_TRANSPORT, strprintf("PMI_FD %d is not an open file descriptor: %s", fd,
                                                  std::strerror(errno)));
     int type = 0;
     socklen_t len = sizeof type;
-    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
-        throw Error(HVD_ERR_TRANSPORT,
-                    strprintf("PMI_FD %d is not a socket: %s", fd, std::strerror(errno)));
+    if (!S_ISSOCK(st.st_mode) || ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        type != SOCK_STREAM)
+        throw Error(HVD_ERR_TRANSPORT, strprintf("PMI_FD %d is not a stream socket", fd));
+    // Once init is sent the manager expects a finalize before the process exits, answered or
+    // not.
+    c.fd = fd;
+    c.pid = ::getpid();
+    c.dev = st.st_dev;
+    c.ino = st.st_ino;
+    std::atexit(finalize_at_exit);
     command(fd, "init", pmi1_line("init", {{"pmi_version", "1"}, {"pmi_subversion", "1"}}),
             "response_to_init", deadline);
-    // From here the manager expects a finalize before the process exits.
-    c.fd = fd;
-    std::atexit(finalize_at_exit);
     Fields maxes = command(fd, "get_maxes", pmi1_line("get_maxes"), "maxes", deadline);
     c.keylen_max = limit_of(maxes, "keylen_max", c.keylen_max);
     c.vallen_max = limit_of(maxes, "vallen_max", c.vallen_max);
@@ -156,6 +176,7 @@ void introduce(int fd, const Deadline &deadline) {
     c.kvsname = name["kvsname"];
     if (c.kvsname.empty())
         throw Error(HVD_ERR_TRANSPORT, "PMI-1 get_my_kvsname: the process manager named none");
+    c.ready = true;
 }
 
 RendezvousEndpoint exchange(int32_t rank, int fd, const RendezvousEndpoint &mine, uint64_t round,
@@ -166,11 +187,15 @@ RendezvousEndpoint exchange(int32_t rank, int fd, const RendezvousEndpoint &mine
     std::string put_failure;
     if (rank == 0) {
         const std::string value = pmi1_value_text(endpoint_text(mine));
-        if (key.size() > c.keylen_max || value.size() > c.vallen_max) {
+        // The manager's limits count the terminating NUL.
+        if (key.size() >= c.keylen_max) {
+            put_failure = strprintf("the key %s is longer than the process manager takes (%zu)",
+                                    key.c_str(), c.keylen_max - 1);
+        } else if (value.size() >= c.vallen_max) {
             put_failure = strprintf(
-                "rank 0's entry (%zu bytes) exceeds the process manager's "
-                "limit of %zu",
-                value.size(), c.vallen_max);
+                "rank 0's entry (%zu bytes) is longer than the process "
+                "manager takes (%zu)",
+                value.size(), c.vallen_max - 1);
         } else {
             try {
                 command(fd, "put",
@@ -209,8 +234,20 @@ RendezvousEndpoint exchange(int32_t rank, int fd, const RendezvousEndpoint &mine
 RendezvousEndpoint exchange_rendezvous_pmi1(int32_t rank, int fd, const RendezvousEndpoint &mine,
                                             uint64_t round, const Deadline &deadline) {
     std::lock_guard<std::mutex> lock(serial());
+    Client &c = client();
     try {
-        return exchange(rank, fd, mine, round, deadline);
+        if (!c.broken.empty())
+            throw Error(HVD_ERR_TRANSPORT,
+                        "an earlier rendezvous through it failed, leaving its state unknown (" +
+                            c.broken + ")");
+        try {
+            return exchange(rank, fd, mine, round, deadline);
+        } catch (const Error &e) {
+            // An answer may still be on its way, a barrier half entered: nothing said on the
+            // socket from here would be understood.
+            if (c.fd >= 0) c.broken = e.what();
+            throw;
+        }
     } catch (const Error &e) {
         throw Error(e.status(), strprintf("rank %d: rendezvous through the launcher's PMI-1 server "
                                           "(PMI_FD %d): %s",

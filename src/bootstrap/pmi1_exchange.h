@@ -22,11 +22,13 @@ namespace hvd::bootstrap {
 // Blocks until every process of the job has entered the barrier, or the deadline
 // (HVD_ERR_TIMED_OUT). The first call introduces the process to the manager (PMI-1 init),
 // which then expects a PMI-1 finalize before the process exits: it is sent when the process
-// exits (waiting at most 5 s for the answer). The socket is never closed, so that an MPI in
-// the same process can use it too. Thread safety: one call at a time per process
-// (serialised inside). Errors (hvd::Error, naming the rank): HVD_ERR_TRANSPORT when the
-// socket fails or closes, or the manager refuses a command or answers out of protocol
-// (naming the command and the answer), HVD_ERR_TIMED_OUT.
+// exits (waiting at most 5 s for the answer), by the process that sent init and only while
+// the descriptor is still that socket. The socket is never closed, so that an MPI in the same
+// process can use it too. Thread safety: one call at a time per process (serialised inside).
+// Errors (hvd::Error, naming the rank): HVD_ERR_TRANSPORT when PMI_FD is no stream socket, the
+// socket fails or closes, or the manager refuses a command or answers out of protocol (naming
+// the command and the answer), HVD_ERR_TIMED_OUT. After a failure the protocol's state is
+// unknown: later calls in the process fail at once with HVD_ERR_TRANSPORT, saying so.
 RendezvousEndpoint exchange_rendezvous_pmi1(int32_t rank, int fd, const RendezvousEndpoint &mine,
                                             uint64_t round, const Deadline &deadline);
 

@@ -78,7 +78,7 @@ std::vector<int32_t> choose_share_holders(const std::vector<RankPlace> &places, 
             if (by_nic[n].size() == before) break;
         }
     std::vector<int32_t> holders;
-    for (size_t round = 0; holders.size() < shares; ++round)
+    for (size_t round = 0; holders.size() < shares && round < places.size(); ++round)
         for (size_t n = 0; n < by_nic.size() && holders.size() < shares; ++n)
             if (round < by_nic[n].size()) holders.push_back(by_nic[n][round]);
     std::sort(holders.begin(), holders.end());
@@ -129,6 +129,8 @@ hvd_status_t check_hierarchy(const Comm &comm, const char *algorithm) {
         problem = "no host hierarchy";
     } else if (h->local_members.size() > 1 && h->local_shm == nullptr) {
         problem = "no shared memory on this host";
+    } else if (h->local_share.size() != h->local_members.size()) {
+        problem = "no share holders for this host";
     } else {
         size_t ranks = 0;
         for (const std::vector<int32_t> &host : h->hosts)

@@ -214,7 +214,9 @@ void Context::rendezvous_through_launcher(const bootstrap::LaunchInfo &li, const
     bootstrap::RendezvousEndpoint mine;
     if (rank_ == 0) {
         bool everywhere = false;
-        mine.addr = bootstrap::advertised_address(&everywhere);
+        // A launcher that says every rank is on this host: no need to listen beyond it.
+        const bool one_host = li.local_size > 0 && li.local_size == li.size;
+        mine.addr = one_host ? "127.0.0.1" : bootstrap::advertised_address(&everywhere);
         mine.secret = li.secret.empty() ? bootstrap::random_secret() : li.secret;
         server_ = listen_rendezvous(everywhere ? "" : mine.addr, 0, mine.secret, size_,
                                     config_.bootstrap_timeout_ms);

@@ -423,17 +423,22 @@ def case_slurm(job):
     expect(codes == [0] * 6, "rank exit codes %s" % codes)
 
 
-SLURM_DAEMONS = ("slurmctld", "slurmd", "slurmscriptd")
+SLURM_DAEMONS = ("slurmctld", "slurmd", "slurmscriptd", "slurmstepd", "munged")
+# An outer launcher's variables (this test run itself under Slurm or mpirun) would reach the
+# ranks or confuse srun.
+OUTER_LAUNCHER_PREFIXES = ("SLURM_", "SLURMD_", "PMI_", "PMIX_", "OMPI_", "PRTE_", "HVD_",
+                           "HOROVOD_")
 
 
-def srun(job, args, env=None, timeout=60):
-    """srun ARGS on hostA against the cluster's own Slurm (slurm_hosts.py); returns (exit
-    code, output)."""
+def srun(job, options, command=None, env=None, timeout=40):
+    """srun OPTIONS COMMAND (default: mp_collectives) on hostA against the cluster's own Slurm
+    (slurm_hosts.py), 2 tasks per host; returns (exit code, output)."""
     slurm = start_slurm(job.cluster)
-    argv = ["srun", "-N", str(len(HOSTS)), "-n", str(2 * len(HOSTS))] + list(args)
-    run_env = dict(os.environ, **MP_ENV, **slurm, HVD_LOG_LEVEL="debug", **(env or {}))
-    rc, out, _ = job.timed(job.cluster.hosts[0], argv + [job.program("mp_collectives")],
-                           timeout, run_env)
+    argv = (["srun", "-N", str(len(HOSTS)), "-n", str(2 * len(HOSTS))] + list(options) +
+            (command or [job.program("mp_collectives")]))
+    base = {k: v for k, v in os.environ.items() if not k.startswith(OUTER_LAUNCHER_PREFIXES)}
+    run_env = {**base, **MP_ENV, **slurm, "HVD_LOG_LEVEL": "debug", **(env or {})}
+    rc, out, _ = job.timed(job.cluster.hosts[0], argv, timeout, run_env)
     return rc, out
 
 
@@ -456,12 +461,16 @@ def case_srun_resv_ports(job):
     """A real srun without a PMI (--mpi=none) but with the ports Slurm reserves for the step
     (MpiParams=ports) and HVD_SECRET: rank 0 listens on the step's first node at the first
     reserved port, where the others look for it."""
-    rc, out = srun(job, ["--mpi=none"], env={"HVD_SECRET": secrets.token_hex(32)})
+    show = 'echo "task $SLURM_PROCID reserved ports $SLURM_STEP_RESV_PORTS"; exec "$@"'
+    rc, out = srun(job, ["--mpi=none"],
+                   ["sh", "-c", show, "sh", job.program("mp_collectives")],
+                   env={"HVD_SECRET": secrets.token_hex(32)})
     expect(rc == 0, "srun exited %d" % rc)
-    ports = re.findall(r"rendezvous server listening on \S+:(\d+)", out)
-    print("rank 0's server ports: %s" % ports)
-    expect(len(ports) == 1 and 12000 <= int(ports[0]) <= 12999,
-           "rank 0's server did not listen once at a reserved port (%s)" % ports)
+    reserved = re.findall(r"task 0 reserved ports (\d+)", out)
+    ports = re.findall(r"rendezvous server listening on (\S+):(\d+)", out)
+    print("step's first reserved port: %s; rank 0's server: %s" % (reserved, ports))
+    expect(len(reserved) == 1 and ports == [("hostA", reserved[0])],
+           "rank 0's server did not listen once on hostA at the step's first reserved port")
     job.wait_no_leftovers(daemons=SLURM_DAEMONS)
 
 

@@ -59,10 +59,12 @@ fi
 set +e
 """
 
-# Each host's slurmd (and the tasks it starts) gets a /tmp of its own, as separate machines
-# have: Slurm's PMIx plugin makes a directory per step there, under the same name on every
-# node.
-PRIVATE_TMP = "mount -t tmpfs -o mode=1777 tmpfs /tmp\n"
+# Slurm's PMIx plugin makes a directory per step under PMIxCliTmpDirBase, under the same name
+# on every node: each host's slurmd mounts a directory of its own there, as separate machines
+# have (only there: the program under test may live anywhere, /tmp included).
+PRIVATE_PMIX_TMP = "mount -t tmpfs -o mode=1777 tmpfs \"$PMIX_TMP\"\n"
+
+MPI_CONF = "PMIxCliTmpDirBase={pmix_tmp}\n"
 
 
 def start_slurm(cluster, cpus_per_host=2, timeout=30.0):
@@ -75,20 +77,22 @@ def start_slurm(cluster, cpus_per_host=2, timeout=30.0):
                    ", ".join(missing))
     state = cluster.state
     os.makedirs(os.path.join(state, "slurmctld"), mode=0o700)
+    pmix_tmp = os.path.join(state, "pmix-tmp")
+    os.makedirs(pmix_tmp, mode=0o755)
     key = os.path.join(state, "munge.key")
     with open(key, "wb") as f:
         f.write(os.urandom(128))
     os.chmod(key, 0o600)
-    log = open(os.path.join(state, "munged.out"), "w")
-    munged = subprocess.Popen(
+    first = cluster.hosts[0]
+    # In the first host, so that the cluster's teardown stops it with the hosts; its socket is
+    # a file every host reaches.
+    munged = first.start(
         ["munged", "--foreground", "--force", "--key-file", key,
          "--socket", os.path.join(state, "munge.socket"),
          "--pid-file", os.path.join(state, "munged.pid"),
          "--log-file", os.path.join(state, "munged.log"),
          "--seed-file", os.path.join(state, "munged.seed")],
-        stdout=log, stderr=log, start_new_session=True)
-    cluster.processes.append(munged)
-    first = cluster.hosts[0]
+        stdout=_log(state, "munged"), stderr=subprocess.STDOUT)
     conf = os.path.join(state, "slurm.conf")
     with open(conf, "w") as f:
         f.write(SLURM_CONF.format(
@@ -96,16 +100,30 @@ def start_slurm(cluster, cpus_per_host=2, timeout=30.0):
             nodes="\n".join("NodeName=%s NodeAddr=%s CPUs=%d State=UNKNOWN" %
                             (h.name, h.mgmt_addr, cpus_per_host) for h in cluster.hosts),
             names=",".join(h.name for h in cluster.hosts)))
-    env = dict(os.environ, SLURM_CONF=conf)
+    with open(os.path.join(state, "mpi.conf"), "w") as f:
+        f.write(MPI_CONF.format(pmix_tmp=pmix_tmp))
+    env = dict(os.environ, SLURM_CONF=conf, PMIX_TMP=pmix_tmp)
+    plugins = subprocess.run(["srun", "--mpi=list"], capture_output=True, text=True,
+                             timeout=20, env=env)
+    listed = plugins.stdout + plugins.stderr
+    if "pmix" not in listed or "pmi2" not in listed:
+        raise Skip("srun --mpi=list offers no pmix or pmi2 plugin: %s" % listed.strip())
     _wait_for_file(os.path.join(state, "munge.socket"), munged, timeout)
-    first.start(["slurmctld", "-D", "-i"], env=env, stdout=log, stderr=log)
+    daemons = [first.start(["slurmctld", "-D", "-i"], env=env,
+                           stdout=_log(state, "slurmctld"), stderr=subprocess.STDOUT)]
     for h in cluster.hosts:
         os.makedirs(os.path.join(state, "slurmd-" + h.name), mode=0o700)
-        h.start(["sh", "-c", MOUNT_CGROUPS + PRIVATE_TMP + 'exec "$@"', "sh", "slurmd", "-D",
-                 "-N", h.name],
-                env=env, stdout=log, stderr=log)
-    _wait_idle(first, env, len(cluster.hosts), state, timeout)
+        daemons.append(h.start(
+            ["sh", "-c", MOUNT_CGROUPS + PRIVATE_PMIX_TMP + 'exec "$@"', "sh", "slurmd", "-D",
+             "-N", h.name],
+            env=env, stdout=_log(state, "slurmd-" + h.name), stderr=subprocess.STDOUT))
+    _wait_idle(first, env, len(cluster.hosts), state, daemons + [munged], timeout)
     return {"SLURM_CONF": conf}
+
+
+def _log(state, name):
+    """The file a daemon's own output goes to (its log file is apart); the daemon keeps it."""
+    return open(os.path.join(state, name + ".out"), "w")
 
 
 def _wait_for_file(path, process, timeout):
@@ -117,11 +135,19 @@ def _wait_for_file(path, process, timeout):
         time.sleep(0.05)
 
 
-def _wait_idle(host, env, count, state, timeout):
+def _wait_idle(host, env, count, state, daemons, timeout):
+    """Waits until sinfo shows `count` idle nodes; fails at once, with the logs, where a daemon
+    exited (a mount or a plugin refused), and after `timeout` s."""
     deadline = time.monotonic() + timeout
     states = ""
     while time.monotonic() < deadline:
-        r = host.run(["sinfo", "-h", "-N", "-o", "%N %T"], timeout=10, env=env)
+        if any(d.poll() is not None for d in daemons):
+            states = "a daemon exited"
+            break
+        try:
+            r = host.run(["sinfo", "-h", "-N", "-o", "%N %T"], timeout=10, env=env)
+        except subprocess.TimeoutExpired:
+            continue
         states = r.stdout.strip()
         idle = [line for line in states.splitlines() if line.split()[-1:] == ["idle"]]
         if r.returncode == 0 and len(idle) == count:
@@ -132,5 +158,4 @@ def _wait_idle(host, env, count, state, timeout):
         if name.endswith(".log") or name.endswith(".out"):
             with open(os.path.join(state, name)) as f:
                 logs.append("--- %s\n%s" % (name, f.read()[-2000:]))
-    raise RuntimeError("Slurm's nodes are not all idle after %.0f s: %s\n%s" %
-                       (timeout, states, "\n".join(logs)))
+    raise RuntimeError("Slurm's nodes are not all idle: %s\n%s" % (states, "\n".join(logs)))

@@ -2,11 +2,8 @@
 # Multi-host tests (label cluster): each builds hosts as network namespaces with a real sshd
 # (tests/cluster/netns_cluster.py, ssh_hosts.py) and runs one case of cluster_cases.py on them.
 # Skipped (exit 77) where namespaces cannot be made (not root, no iproute2) or sshd is missing.
-# The srun_* cases run a real Slurm on the hosts (slurm_hosts.py), skipped where it is not
-# installed.
 set(HVD_CLUSTER_CASES hvdrun bind hierarchical congested congested_flat hvdrun_stopped mpirun
-    hydra slurm srun_pmix srun_pmi2 srun_resv_ports interfaces unreachable blackholed shaped
-    lossy)
+    hydra slurm interfaces unreachable blackholed shaped lossy)
 find_package(Python3 COMPONENTS Interpreter)
 foreach(case ${HVD_CLUSTER_CASES})
   if(NOT Python3_Interpreter_FOUND)
@@ -16,6 +13,20 @@ foreach(case ${HVD_CLUSTER_CASES})
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cluster_cases.py --deadline 50
             --hvdrun $<TARGET_FILE:hvdrun> --programs $<TARGET_FILE_DIR:mp_collectives> ${case})
   set_tests_properties(cluster.${case} PROPERTIES LABELS cluster TIMEOUT 60 SKIP_RETURN_CODE 77)
+endforeach()
+
+# A real Slurm on the hosts (slurm_hosts.py: munged, slurmctld and a slurmd per host) under
+# srun --mpi=pmix, --mpi=pmi2 and with reserved ports; skipped where it is not installed.
+# Alone on the machine: its daemons and 6 ranks share the CPUs.
+foreach(case srun_pmix srun_pmi2 srun_resv_ports)
+  if(NOT Python3_Interpreter_FOUND)
+    break()
+  endif()
+  add_test(NAME cluster.${case}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/cluster_cases.py --deadline 110
+            --hvdrun $<TARGET_FILE:hvdrun> --programs $<TARGET_FILE_DIR:mp_collectives> ${case})
+  set_tests_properties(cluster.${case} PROPERTIES LABELS cluster TIMEOUT 120
+    SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 endforeach()
 
 # Elastic jobs across the hosts (hvd.torch.elastic under hvdrun --min-np): a worker's host

@@ -49,6 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const bool via_launcher = info.rdv_via_pmix || info.pmi_fd >= 0;
     if (via_launcher && !info.rdv_addr.empty()) __builtin_trap();
     if (info.rdv_via_pmix && info.pmi_fd >= 0) __builtin_trap();
+    if (info.pmi_fd >= 0 &&
+        (info.launcher != "pmi" || info.secret_from_file || info.secret_derived))
+        __builtin_trap();
     if (info.secret_from_file && !info.secret.empty()) __builtin_trap();
     if (!via_launcher && info.secret.empty() && !info.secret_from_file) __builtin_trap();
     return 0;

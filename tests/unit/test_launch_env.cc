@@ -164,6 +164,8 @@ void test_pmi_hydra_pmi_fd(void **) {
                       {"PMI_FD", "3"},
                       {"HVD_JOB_ID", "j"}});
     assert_int_equal(info.pmi_fd, -1);
+    detect_fails({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"PMI_FD", "3"}, {"HVD_SECRET", "a b"}},
+                 "HVD_SECRET holds whitespace");
     detect_fails({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"PMI_FD", "six"}}, "PMI_FD=six");
     detect_fails({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"PMI_FD", "-1"}}, "PMI_FD=-1");
 }
