@@ -268,7 +268,7 @@ void Context::attach_shared_memory(const std::vector<std::string> &hosts,
                                    const Deadline &deadline) {
     if (size_ < 2) return;
     if (placement_.local_size != size_) {  // the same on every rank
-        hierarchy_ = set_up_hierarchy(*kv_, rank_, hosts, deadline, &shm_);
+        hierarchy_ = set_up_hierarchy(*kv_, rank_, hosts, locality_, deadline, &shm_);
         return;
     }
     // Every rank takes part in the exchanges, even one that wants no shared memory

@@ -8,7 +8,6 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "config/read.h"
-#include "topology/local_topology.h"
 
 namespace hvd::engine {
 
@@ -66,10 +65,9 @@ size_t min_bytes_of(char mode, bool applies, config::Setting min_bytes) {
 // Separates the settings from the place in the "hierarchy" exchange.
 constexpr char kPlaceMark = '|';
 
-// This rank's place on its host, for choosing share holders: "<NUMA node> <nearest NIC>"
+// A rank's place on its host, for choosing share holders: "<NUMA node> <nearest NIC>"
 // ("-1 " when unknown).
-std::string place_text() {
-    const topology::RankLocality loc = topology::this_process_locality();
+std::string place_text(const topology::RankLocality &loc) {
     return std::to_string(loc.numa_node) + " " + loc.nic;
 }
 
@@ -155,6 +153,7 @@ std::unique_ptr<shm::Group> attach_host_group(bootstrap::KvClient &kv, int32_t r
 
 std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv, int32_t rank,
                                                          const std::vector<std::string> &hosts,
+                                                         const topology::RankLocality &locality,
                                                          const Deadline &deadline,
                                                          std::unique_ptr<shm::Group> *group) {
     using config::Setting;
@@ -199,7 +198,7 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
                        "-" + size_text(h->allgather_max_bytes) + " " +
                        size_text(h->broadcast_min_bytes);
     std::vector<std::string> answers =
-        kv.all_gather("hierarchy", mine + kPlaceMark + place_text(), deadline);
+        kv.all_gather("hierarchy", mine + kPlaceMark + place_text(locality), deadline);
     bool agree = true;
     std::vector<collectives::RankPlace> places(answers.size());
     for (size_t r = 0; r < answers.size(); ++r) {
@@ -235,7 +234,7 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
                                       std::to_string(h->cross_index))
                                          .c_str()
                                    : "no share",
-                place_name(parse_place(place_text())).c_str());
+                place_name(places[rank]).c_str());
     HVD_LOG(kDebug, rank,
             "hierarchical allgather from %s to %s bytes, broadcast from %s bytes: %zu hosts "
             "(this rank's host %d, of %zu ranks; local %d)",

@@ -13,6 +13,7 @@
 #include "collectives/hierarchy.h"
 #include "common/deadline.h"
 #include "shm/shm_group.h"
+#include "topology/rank_locality.h"
 
 namespace hvd::engine {
 
@@ -33,10 +34,12 @@ std::unique_ptr<shm::Group> attach_host_group(bootstrap::KvClient &kv, int32_t r
 // _ALLGATHER, _BROADCAST and the hosts' shapes), every host of two ranks or more has its
 // group and every rank the same settings; otherwise every rank gets null (rank 0 logs why when
 // a setting asked for it). *group receives this host's group (it must outlive the hierarchy).
+// `locality` is this rank's; every rank's NUMA node and nearest NIC choose the share holders.
 // Collective over every rank of a job spanning hosts.
 // Throws hvd::Error when the rendezvous fails or times out.
 std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv, int32_t rank,
                                                          const std::vector<std::string> &hosts,
+                                                         const topology::RankLocality &locality,
                                                          const Deadline &deadline,
                                                          std::unique_ptr<shm::Group> *group);
 
