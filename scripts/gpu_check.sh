@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The GPU checks of libhvd, as one script with its own time bound: the GPU module's loader,
 # every collective on CUDA tensors (NCCL on one rank, host-staged with two ranks sharing the
-# GPU and with HVD_GPU_OPERATIONS=host), hvd.torch on CUDA tensors, and hvd_bench --device cuda
-# beside a device-memcpy bound. Prints one summary line per check at the end.
+# GPU and with HVD_GPU_OPERATIONS=host), hvd.torch and the NumPy package on CUDA memory, and
+# hvd_bench --device cuda beside a device-memcpy bound. Prints one summary line per check at
+# the end.
 #
 #   scripts/gpu_check.sh                 build with the GPU module here (scripts/common.sh's
 #                                        build, NCCL's header from PyPI), then run the checks
@@ -53,7 +54,8 @@ if [ "$mode" = pack ]; then
   cp -r /usr/lib/x86_64-linux-gnu/ucx "$dir/lib/ucx"
   cp -r "$root/bindings/python/hvd" "$dir/python/"
   cp "$root/scripts/gpu_check.sh" "$dir/"
-  mkdir -p "$dir/examples" && cp "$root/tests/gpu/torch_cuda_check.py" "$dir/examples/"
+  mkdir -p "$dir/examples"
+  cp "$root/tests/gpu/torch_cuda_check.py" "$root/tests/gpu/numpy_cuda_check.py" "$dir/examples/"
   du -sh "$dir"
   exit 0
 fi
@@ -67,6 +69,7 @@ if [ "$mode" = build ]; then
   hvd_bench="$bin/bench/hvd_bench"
   pythonpath="$BUILD_DIR/python"
   torch_check="$root/tests/gpu/torch_cuda_check.py"
+  numpy_check="$root/tests/gpu/numpy_cuda_check.py"
   export LD_LIBRARY_PATH="$BUILD_DIR/src${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 else
   kit=$(cd "$dir" && pwd)
@@ -76,6 +79,7 @@ else
   hvd_bench="$kit/bin/hvd_bench"
   pythonpath="$kit/python"
   torch_check="$kit/examples/torch_cuda_check.py"
+  numpy_check="$kit/examples/numpy_cuda_check.py"
   export LD_LIBRARY_PATH="$kit/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export UCX_MODULE_DIR="$kit/lib/ucx"
   export HVD_GPU_MODULE="$kit/lib/libhvd-nccl.so.1"
@@ -120,8 +124,12 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     env PYTHONPATH="$pythonpath" HVD_PY_BACKEND=ctypes "$hvdrun" -np 1 python3 "$torch_check"
   check "hvd.torch on CUDA tensors, 2 ranks" 120 \
     env PYTHONPATH="$pythonpath" HVD_PY_BACKEND=ctypes "$hvdrun" -np 2 python3 "$torch_check"
+  for np in 1 2; do
+    check "NumPy package on CUDA arrays (PyTorch, DLPack, CuPy if there), $np rank(s)" 120 \
+      env PYTHONPATH="$pythonpath" HVD_PY_BACKEND=ctypes "$hvdrun" -np $np python3 "$numpy_check"
+  done
 else
-  results+=("SKIP hvd.torch on CUDA tensors (no torch with CUDA)")
+  results+=("SKIP hvd.torch and the NumPy package on CUDA arrays (no torch with CUDA)")
 fi
 for path in nccl host; do
   check "hvd_bench --device cuda allreduce, 1 rank, $path" 90 \

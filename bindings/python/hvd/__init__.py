@@ -6,7 +6,9 @@
     total = hvd.allreduce(numpy_array, op=hvd.Sum)
 
 NumPy arrays (and anything numpy.asarray or numpy.from_dlpack accepts) go through every
-collective; hvd.torch is the drop-in for horovod.torch. The backend that talks to libhvd is
+collective, and so do arrays in CUDA memory (CuPy, or anything exporting
+__cuda_array_interface__ or DLPack on a CUDA device); hvd.torch is the drop-in for
+horovod.torch. The backend that talks to libhvd is
 the pybind11 extension when it was built, else ctypes (HVD_PY_BACKEND=ctypes|pybind forces
 one).
 """

@@ -1,71 +1,40 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Horovod's collectives on NumPy arrays (and anything np.asarray or np.from_dlpack takes).
+"""Horovod's collectives on NumPy arrays (and anything np.asarray or np.from_dlpack takes), and
+on arrays in CUDA memory: CuPy arrays, or anything exporting __cuda_array_interface__ or DLPack
+on a CUDA device (see _device_arrays for streams and for the type of new arrays).
 
 Names, arguments and results follow horovod.torch: foo() returns a new array, foo_() works
 in place, foo_async() returns a handle for poll()/synchronize()."""
 
-import ctypes
-
 import numpy as np
 
-from hvd import _dtypes, _op_args, _runtime
-from hvd._shared_memory import element_count, shared_buffer
+from hvd import _op_args, _runtime
 from hvd._backend import backend
+from hvd._op_arrays import OpArrays
+from hvd._shared_memory import element_count, shared_buffer
 from hvd.process_sets import global_process_set
-
-
-def _as_array(obj):
-    if isinstance(obj, np.ndarray):
-        return obj
-    if hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
-        return np.from_dlpack(obj)
-    return np.asarray(obj)
-
-
-def _contiguous(obj):
-    return np.require(_as_array(obj), requirements="C")  # keeps 0-d arrays 0-d
-
-
-def _writable(obj):
-    arr = obj
-    if not isinstance(arr, np.ndarray):
-        raise ValueError("in-place operations need a numpy.ndarray, got %s" % type(obj).__name__)
-    if not arr.flags.c_contiguous or not arr.flags.writeable:
-        raise ValueError("in-place operations need a writable C-contiguous array")
-    return arr
-
-
-def _desc(arr):
-    return (arr.ctypes.data, _dtypes.code_of_numpy(arr.dtype), arr.shape)
-
-
-def _copy_output(req, i):
-    ptr, code, shape = backend.output(req, i)
-    out = np.empty(shape, dtype=_dtypes.numpy_dtype(code))
-    if out.nbytes:
-        ctypes.memmove(out.ctypes.data, ptr, out.nbytes)
-    return out
 
 
 # ------------------------------------------------------------------ allreduce
 
 
-def _allreduce_async(tensor, output, average, name, op, prescale_factor, postscale_factor,
+def _allreduce_async(args, output, average, name, op, prescale_factor, postscale_factor,
                      process_set):
     op = _op_args.reduce_op(op, average)
-    ins = [_desc(tensor)]
-    outs = ins if output is tensor else [_desc(output)]  # in place: described once
-    return _runtime.enqueue("allreduce", ins, outs, keep=(tensor, output),
+    tensor = args.arrays[0]
+    ins = [args.desc(tensor)]
+    outs = ins if output is tensor else [args.desc(output)]  # in place: described once
+    return _runtime.enqueue("allreduce", ins, outs, keep=args.keep,
                             finish=lambda req: output, name=_op_args.check_name(name),
                             process_set=process_set, op=op, prescale=prescale_factor,
-                            postscale=postscale_factor)
+                            postscale=postscale_factor, stream=args.stream)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=global_process_set):
     """Starts reducing tensor over the set; synchronize(handle) returns a new array."""
-    arr = _contiguous(tensor)
-    return _allreduce_async(arr, np.empty_like(arr), average, name, op, prescale_factor,
+    args = OpArrays([tensor])
+    return _allreduce_async(args, args.empty_like(0), average, name, op, prescale_factor,
                             postscale_factor, process_set)
 
 
@@ -79,9 +48,9 @@ def allreduce(tensor, average=None, name=None, op=None, prescale_factor=1.0,
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                      postscale_factor=1.0, process_set=global_process_set):
-    arr = _writable(tensor)
-    return _allreduce_async(arr, arr, average, name, op, prescale_factor, postscale_factor,
-                            process_set)
+    args = OpArrays([tensor], writable=True)
+    return _allreduce_async(args, args.arrays[0], average, name, op, prescale_factor,
+                            postscale_factor, process_set)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -92,11 +61,11 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                          process_set))
 
 
-def _grouped_allreduce_async(arrays, outputs, average, name, op, prescale_factor,
+def _grouped_allreduce_async(args, outputs, average, name, op, prescale_factor,
                              postscale_factor, process_set):
     op = _op_args.reduce_op(op, average)
-    return _runtime.enqueue("grouped_allreduce", [_desc(a) for a in arrays],
-                            [_desc(o) for o in outputs], keep=(arrays, outputs),
+    return _runtime.enqueue("grouped_allreduce", args.descs(args.arrays), args.descs(outputs),
+                            keep=args.keep, stream=args.stream,
                             finish=lambda req: list(outputs), name=_op_args.check_name(name),
                             process_set=process_set, op=op, prescale=prescale_factor,
                             postscale=postscale_factor)
@@ -104,9 +73,10 @@ def _grouped_allreduce_async(arrays, outputs, average, name, op, prescale_factor
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
-    arrays = [_contiguous(t) for t in tensors]
-    return _grouped_allreduce_async(arrays, [np.empty_like(a) for a in arrays], average, name,
-                                    op, prescale_factor, postscale_factor, process_set)
+    args = OpArrays(tensors)
+    outputs = [args.empty_like(i) for i in range(len(args.arrays))]
+    return _grouped_allreduce_async(args, outputs, average, name, op, prescale_factor,
+                                    postscale_factor, process_set)
 
 
 def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -119,8 +89,8 @@ def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                              postscale_factor=1.0, process_set=global_process_set):
-    arrays = [_writable(t) for t in tensors]
-    return _grouped_allreduce_async(arrays, arrays, average, name, op, prescale_factor,
+    args = OpArrays(tensors, writable=True)
+    return _grouped_allreduce_async(args, args.arrays, average, name, op, prescale_factor,
                                     postscale_factor, process_set)
 
 
@@ -135,10 +105,11 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
-    arr = _contiguous(tensor)
-    return _runtime.enqueue("allgather", [_desc(arr)], keep=arr,
-                            finish=lambda req: _copy_output(req, 0),
-                            name=_op_args.check_name(name), process_set=process_set)
+    args = OpArrays([tensor], new_outputs=True)
+    return _runtime.enqueue("allgather", args.descs(args.arrays), keep=args.keep,
+                            finish=lambda req: args.output(req, 0),
+                            name=_op_args.check_name(name), process_set=process_set,
+                            stream=args.stream)
 
 
 def allgather(tensor, name=None, process_set=global_process_set):
@@ -147,11 +118,12 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 
 def allgather_into_async(tensor, output, name=None, process_set=global_process_set):
-    out = _writable(output)
-    arr = _contiguous(tensor)
-    return _runtime.enqueue("allgather_into", [_desc(arr)], [_desc(out)], keep=(arr, out),
-                            finish=lambda req: out, name=_op_args.check_name(name),
-                            process_set=process_set)
+    args = OpArrays([tensor])
+    out = args.add(output)
+    return _runtime.enqueue("allgather_into", args.descs(args.arrays), [args.desc(out)],
+                            keep=args.keep, finish=lambda req: out,
+                            name=_op_args.check_name(name), process_set=process_set,
+                            stream=args.stream)
 
 
 def allgather_into(tensor, output, name=None, process_set=global_process_set):
@@ -163,11 +135,11 @@ def allgather_into(tensor, output, name=None, process_set=global_process_set):
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
-    arrays = [_contiguous(t) for t in tensors]
+    args = OpArrays(tensors, new_outputs=True)
     return _runtime.enqueue(
-        "grouped_allgather", [_desc(a) for a in arrays], keep=arrays,
-        finish=lambda req: [_copy_output(req, i) for i in range(len(arrays))],
-        name=_op_args.check_name(name), process_set=process_set)
+        "grouped_allgather", args.descs(args.arrays), keep=args.keep,
+        finish=lambda req: [args.output(req, i) for i in range(len(args.arrays))],
+        name=_op_args.check_name(name), process_set=process_set, stream=args.stream)
 
 
 def grouped_allgather(tensors, name=None, process_set=global_process_set):
@@ -177,18 +149,19 @@ def grouped_allgather(tensors, name=None, process_set=global_process_set):
 # ------------------------------------------------------------------ broadcast
 
 
-def _broadcast_async(arr, output, root_rank, name, process_set):
+def _broadcast_async(args, output, root_rank, name, process_set):
     root = _op_args.root_in_set(root_rank, process_set)
-    ins = [_desc(arr)]
-    outs = ins if output is arr else [_desc(output)]
-    return _runtime.enqueue("broadcast", ins, outs, keep=(arr, output),
+    arr = args.arrays[0]
+    ins = [args.desc(arr)]
+    outs = ins if output is arr else [args.desc(output)]
+    return _runtime.enqueue("broadcast", ins, outs, keep=args.keep,
                             finish=lambda req: output, name=_op_args.check_name(name),
-                            process_set=process_set, root=root)
+                            process_set=process_set, root=root, stream=args.stream)
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
-    arr = _contiguous(tensor)
-    return _broadcast_async(arr, np.empty_like(arr), root_rank, name, process_set)
+    args = OpArrays([tensor])
+    return _broadcast_async(args, args.empty_like(0), root_rank, name, process_set)
 
 
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
@@ -197,8 +170,8 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
-    arr = _writable(tensor)
-    return _broadcast_async(arr, arr, root_rank, name, process_set)
+    args = OpArrays([tensor], writable=True)
+    return _broadcast_async(args, args.arrays[0], root_rank, name, process_set)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
@@ -210,17 +183,17 @@ def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """synchronize(handle) returns (output, received_splits)."""
-    arr = _contiguous(tensor)
+    args = OpArrays([tensor], new_outputs=True)
     split_list = _op_args.splits_list(splits)
     n = _op_args.set_size(process_set)
 
     def finish(req):
         received = np.array(backend.received_splits(req, n), dtype=np.int32)
-        return _copy_output(req, 0), received
+        return args.output(req, 0), received
 
-    return _runtime.enqueue("alltoall", [_desc(arr)], keep=arr, finish=finish,
+    return _runtime.enqueue("alltoall", args.descs(args.arrays), keep=args.keep, finish=finish,
                             name=_op_args.check_name(name), process_set=process_set,
-                            splits=split_list)
+                            splits=split_list, stream=args.stream)
 
 
 def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
@@ -235,12 +208,12 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 
 def reducescatter_async(tensor, name=None, op=_runtime.Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
-    arr = _contiguous(tensor)
-    return _runtime.enqueue("reducescatter", [_desc(arr)], keep=arr,
-                            finish=lambda req: _copy_output(req, 0),
+    args = OpArrays([tensor], new_outputs=True)
+    return _runtime.enqueue("reducescatter", args.descs(args.arrays), keep=args.keep,
+                            finish=lambda req: args.output(req, 0),
                             name=_op_args.check_name(name), process_set=process_set,
                             op=_op_args.reduce_op(op, None), prescale=prescale_factor,
-                            postscale=postscale_factor)
+                            postscale=postscale_factor, stream=args.stream)
 
 
 def reducescatter(tensor, name=None, op=_runtime.Average, process_set=global_process_set,
@@ -253,12 +226,13 @@ def reducescatter(tensor, name=None, op=_runtime.Average, process_set=global_pro
 def grouped_reducescatter_async(tensors, name=None, op=_runtime.Average,
                                 process_set=global_process_set, prescale_factor=1.0,
                                 postscale_factor=1.0):
-    arrays = [_contiguous(t) for t in tensors]
+    args = OpArrays(tensors, new_outputs=True)
     return _runtime.enqueue(
-        "grouped_reducescatter", [_desc(a) for a in arrays], keep=arrays,
-        finish=lambda req: [_copy_output(req, i) for i in range(len(arrays))],
+        "grouped_reducescatter", args.descs(args.arrays), keep=args.keep,
+        finish=lambda req: [args.output(req, i) for i in range(len(args.arrays))],
         name=_op_args.check_name(name), process_set=process_set,
-        op=_op_args.reduce_op(op, None), prescale=prescale_factor, postscale=postscale_factor)
+        op=_op_args.reduce_op(op, None), prescale=prescale_factor, postscale=postscale_factor,
+        stream=args.stream)
 
 
 def grouped_reducescatter(tensors, name=None, op=_runtime.Average,

@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Arrays in CUDA device memory for the NumPy package: anything that exports
+__cuda_array_interface__ (CuPy, Numba, PyTorch, PyCUDA) or DLPack on a CUDA device (JAX, ...).
+
+An op's arrays are read where they are, with no copy; libhvd gets their pointers as CUDA
+tensors. Streams follow the exporters' rules: the op is ordered after the work queued on the
+stream the inputs were exported on (the interface's "stream", or CUDA's default stream for a
+DLPack export) and its results are valid on that same stream, so the caller's host thread does
+not wait for the device. Arrays that name no stream (interface version 2) are ready when
+exported; their op completes once its results are valid on the device.
+
+New arrays (the out-of-place forms and the library-owned outputs of allgather, alltoall and
+reducescatter) are made by the framework of the op's first input when it is CuPy or PyTorch,
+else by CuPy, else by PyTorch, whichever is installed."""
+
+import ctypes
+import math
+
+import numpy as np
+
+from hvd import _dtypes
+
+DEVICE_CUDA = 2  # hvd_device_type_t, DLPack's kDLCUDA
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+_CAI_LEGACY_STREAM, _CAI_PER_THREAD_STREAM = 1, 2
+
+# DLPack's dtype codes (kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool) and bits -> hvd_dtype_t.
+_DLPACK_DTYPES = {
+    (0, 8): _dtypes.INT8, (0, 16): _dtypes.INT16, (0, 32): _dtypes.INT32,
+    (0, 64): _dtypes.INT64, (1, 8): _dtypes.UINT8, (1, 16): _dtypes.UINT16,
+    (2, 16): _dtypes.FLOAT16, (2, 32): _dtypes.FLOAT32, (2, 64): _dtypes.FLOAT64,
+    (4, 16): _dtypes.BFLOAT16, (6, 8): _dtypes.BOOL,
+}
+_ITEMSIZE = {
+    _dtypes.UINT8: 1, _dtypes.INT8: 1, _dtypes.BOOL: 1, _dtypes.UINT16: 2, _dtypes.INT16: 2,
+    _dtypes.FLOAT16: 2, _dtypes.BFLOAT16: 2, _dtypes.INT32: 4, _dtypes.FLOAT32: 4,
+    _dtypes.INT64: 8, _dtypes.FLOAT64: 8,
+}
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensor(ctypes.Structure):  # the unversioned export, "dltensor" capsules
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+
+
+class CudaArray:
+    """One array in CUDA memory as an op uses it.
+
+    obj: the exporter's object; ptr, code (hvd_dtype_t), shape, device_id; writable; stream:
+    the CUDA stream its data is ready on in the interface's numbering (None: ready now, 1:
+    CUDA's legacy default stream, 2: the per-thread default stream, else the cudaStream_t),
+    or "dlpack" until the array is exported on the op's stream (see export_dlpack); owner:
+    what keeps the memory alive while the op runs."""
+
+    __slots__ = ("obj", "ptr", "code", "shape", "device_id", "writable", "stream", "owner")
+
+    def __init__(self, obj, ptr, code, shape, device_id, writable, stream, owner):
+        self.obj, self.ptr, self.code, self.shape = obj, ptr, code, shape
+        self.device_id, self.writable, self.stream, self.owner = (device_id, writable, stream,
+                                                                  owner)
+
+    @property
+    def nbytes(self):
+        return math.prod(self.shape) * _ITEMSIZE[self.code]
+
+    def desc(self):
+        """The (data, dtype, shape, device type, device id) description the backends take."""
+        return (self.ptr, self.code, self.shape, DEVICE_CUDA, self.device_id)
+
+
+def _check_c_contiguous(what, shape, strides, itemsize):
+    """strides in bytes, or None (C-contiguous)."""
+    if strides is None:
+        return
+    if len(strides) != len(shape):
+        raise ValueError("%s: %d strides for %d dimensions" % (what, len(strides), len(shape)))
+    if 0 in shape:
+        return
+    expect = itemsize
+    for extent, stride in zip(reversed(shape), reversed(strides)):
+        if extent != 1 and stride != expect:
+            raise ValueError("%s: the array is not C-contiguous (strides %s); pass a "
+                             "contiguous copy" % (what, tuple(strides)))
+        expect *= extent
+
+
+def _device_of(obj, default):
+    """The CUDA device ordinal of obj as its exporter reports it."""
+    dlpack_device = getattr(obj, "__dlpack_device__", None)
+    if dlpack_device is not None:
+        try:
+            kind, index = dlpack_device()
+        except Exception:  # an exporter whose DLPack side cannot tell: use the other hints
+            kind = None
+        if kind in (_DL_CUDA, _DL_CUDA_MANAGED):
+            return int(index)
+    device = getattr(obj, "device", None)
+    for attr in ("id", "index"):  # CuPy's Device.id, PyTorch's torch.device.index
+        value = getattr(device, attr, None)
+        if isinstance(value, int):
+            return value
+    return default
+
+
+def from_cuda_array_interface(obj, cai):
+    """A CudaArray for an object exporting cai (its __cuda_array_interface__ dict)."""
+    what = "__cuda_array_interface__ of %s" % type(obj).__name__
+    try:
+        shape = tuple(int(d) for d in cai["shape"])
+        ptr, readonly = cai["data"]
+        typestr = cai["typestr"]
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError("%s: not a valid interface (%s)" % (what, e)) from None
+    if any(d < 0 for d in shape):
+        raise ValueError("%s: negative dimension in shape %s" % (what, shape))
+    if cai.get("mask") is not None:
+        raise ValueError("%s: masked arrays are not supported" % what)
+    try:
+        dtype = np.dtype(typestr)
+    except TypeError:
+        raise ValueError("%s: unknown typestr %r" % (what, typestr)) from None
+    if dtype.kind == "V":
+        raise ValueError("%s: typestr %r has no element type libhvd knows (bfloat16 arrays "
+                         "can be passed through DLPack)" % (what, typestr))
+    code = _dtypes.code_of_numpy(dtype)
+    _check_c_contiguous(what, shape, cai.get("strides"), dtype.itemsize)
+    ptr = int(ptr or 0)
+    if ptr == 0 and 0 not in shape:
+        raise ValueError("%s: a null data pointer for %s elements" % (what, shape))
+    stream = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
+    if stream is not None:
+        stream = int(stream)
+        if stream == 0:
+            raise ValueError("%s: stream 0 is ambiguous and not allowed by the interface; use "
+                             "1 for CUDA's default stream" % what)
+    return CudaArray(obj, ptr, code, shape, _device_of(obj, 0), not readonly, stream, obj)
+
+
+def _dlpack_device(obj):
+    try:
+        kind, index = obj.__dlpack_device__()
+    except Exception:
+        return None
+    return (int(kind), int(index)) if kind in (_DL_CUDA, _DL_CUDA_MANAGED) else None
+
+
+def from_dlpack_capsule(obj, capsule):
+    """A CudaArray for the DLPack capsule obj exported. The capsule is kept with the op (as
+    owner) and not marked used, so its exporter frees the tensor once the op lets it go."""
+    what = "the DLPack export of %s" % type(obj).__name__
+    if not _capsule_is_valid(capsule, b"dltensor"):
+        raise ValueError("%s: not an unused \"dltensor\" capsule" % what)
+    managed = _DLManagedTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+    t = managed.dl_tensor
+    if t.device.device_type not in (_DL_CUDA, _DL_CUDA_MANAGED):
+        raise ValueError("%s: device type %d is not CUDA memory" % (what, t.device.device_type))
+    code = _DLPACK_DTYPES.get((t.dtype.code, t.dtype.bits))
+    if code is None or t.dtype.lanes != 1:
+        raise ValueError("%s: DLPack dtype (code %d, %d bits, %d lanes) is not supported" %
+                         (what, t.dtype.code, t.dtype.bits, t.dtype.lanes))
+    if t.ndim < 0 or (t.ndim > 0 and not t.shape):
+        raise ValueError("%s: no shape for %d dimensions" % (what, t.ndim))
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    if any(d < 0 for d in shape):
+        raise ValueError("%s: negative dimension in shape %s" % (what, shape))
+    itemsize = _ITEMSIZE[code]
+    strides = None
+    if t.strides:
+        strides = tuple(t.strides[i] * itemsize for i in range(t.ndim))
+    _check_c_contiguous(what, shape, strides, itemsize)
+    ptr = (t.data or 0) + t.byte_offset
+    # DLPack (before its versioned form) cannot say whether the memory may be written.
+    return CudaArray(obj, ptr, code, shape, t.device.device_id, False, "dlpack",
+                     (obj, capsule))
+
+
+def describe(obj):
+    """A CudaArray for obj when it lives in CUDA memory, else None (a host array). A DLPack
+    array is described once it is exported; see export_dlpack."""
+    if isinstance(obj, np.ndarray):
+        return None
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return from_cuda_array_interface(obj, cai)
+    if hasattr(obj, "__dlpack__"):
+        device = _dlpack_device(obj)
+        if device is not None:
+            return CudaArray(obj, 0, None, None, device[1], False, "dlpack", obj)
+    return None
+
+
+def export_dlpack(array, stream):
+    """Exports a DLPack array on the op's stream (a cudaStream_t, 0 for CUDA's default)."""
+    capsule = array.obj.__dlpack__(stream=stream if stream != 0 else _CAI_LEGACY_STREAM)
+    return from_dlpack_capsule(array.obj, capsule)
+
+
+def op_stream(arrays):
+    """The cudaStream_t an op on these arrays is ordered on (0: CUDA's legacy default stream),
+    or None when no array names a stream (the op then completes once its results are valid)."""
+    named = {a.stream for a in arrays if a.stream not in (None, "dlpack")}
+    if len(named) > 1:
+        raise ValueError("the arrays of one op were exported on different CUDA streams (%s); "
+                         "export them on one" % ", ".join(hex(s) for s in sorted(named)))
+    if named:
+        stream = named.pop()
+        if stream == _CAI_PER_THREAD_STREAM:
+            raise ValueError("the arrays were exported on CUDA's per-thread default stream, "
+                             "which libhvd cannot order its work on; use a stream of your own")
+        return 0 if stream == _CAI_LEGACY_STREAM else stream
+    if any(a.stream == "dlpack" for a in arrays):
+        return 0  # exported for CUDA's default stream
+    return None
+
+
+class _CuPy:
+    name = "CuPy"
+
+    def __init__(self):
+        import cupy
+
+        self.cupy = cupy
+
+    def _stream(self, stream):
+        if not stream:
+            return self.cupy.cuda.Stream.null
+        return self.cupy.cuda.ExternalStream(stream)
+
+    def empty(self, shape, code, device_id, stream):
+        if code == _dtypes.BFLOAT16:
+            raise ValueError("CuPy has no bfloat16 arrays: use the in-place form or "
+                             "PyTorch tensors")
+        with self.cupy.cuda.Device(device_id), self._stream(stream):
+            return self.cupy.empty(shape, dtype=_dtypes.numpy_dtype(code))
+
+    def copy_from(self, ptr, shape, code, device_id, stream):
+        out = self.empty(shape, code, device_id, stream)
+        if out.nbytes:
+            runtime = self.cupy.cuda.runtime
+            with self.cupy.cuda.Device(device_id):
+                runtime.memcpyAsync(out.data.ptr, ptr, out.nbytes,
+                                    runtime.memcpyDeviceToDevice, stream or 0)
+        return out
+
+
+class _Torch:
+    name = "PyTorch"
+
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+        self.dtypes = {
+            _dtypes.UINT8: torch.uint8, _dtypes.INT8: torch.int8, _dtypes.INT16: torch.int16,
+            _dtypes.INT32: torch.int32, _dtypes.INT64: torch.int64, _dtypes.BOOL: torch.bool,
+            _dtypes.FLOAT16: torch.float16, _dtypes.FLOAT32: torch.float32,
+            _dtypes.FLOAT64: torch.float64, _dtypes.BFLOAT16: torch.bfloat16,
+        }
+        if hasattr(torch, "uint16"):
+            self.dtypes[_dtypes.UINT16] = torch.uint16
+
+    def _stream(self, stream, device):
+        cuda = self.torch.cuda
+        if not stream:
+            return cuda.stream(cuda.default_stream(device))
+        return cuda.stream(cuda.ExternalStream(stream, device=device))
+
+    def _dtype(self, code):
+        dtype = self.dtypes.get(code)
+        if dtype is None:
+            raise ValueError("this PyTorch has no %s tensors" % _dtypes.numpy_dtype(code))
+        return dtype
+
+    def empty(self, shape, code, device_id, stream):
+        device = self.torch.device("cuda", device_id)
+        with self._stream(stream, device):
+            return self.torch.empty(shape, dtype=self._dtype(code), device=device)
+
+    def copy_from(self, ptr, shape, code, device_id, stream):
+        device = self.torch.device("cuda", device_id)
+        with self._stream(stream, device):
+            out = self.torch.empty(shape, dtype=self._dtype(code), device=device)
+            if out.numel():
+                raw = self.torch.as_tensor(_RawCuda(ptr, out.numel() * out.element_size()),
+                                           device=device)
+                out.view(-1).view(self.torch.uint8).copy_(raw)
+        return out
+
+
+class _RawCuda:
+    """Bytes of device memory the library owns, as a uint8 vector for a zero-copy view."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": (nbytes,),
+                                         "typestr": "|u1", "version": 2}
+
+
+_FRAMEWORKS = {"cupy": _CuPy, "torch": _Torch}
+
+
+def framework_for(obj):
+    """What makes new arrays for an op whose first input is obj: its own framework when that is
+    CuPy or PyTorch, else CuPy, else PyTorch. ValueError when neither is installed."""
+    root = type(obj).__module__.split(".")[0]
+    kinds = [_FRAMEWORKS[root]] if root in _FRAMEWORKS else [_CuPy, _Torch]
+    for kind in kinds:
+        try:
+            return kind()
+        except ImportError:
+            pass
+    raise ValueError("a new array on the GPU (the result of an op on a %s) needs CuPy (pip "
+                     "install cupy-cuda13x) or PyTorch to be made; without them use the "
+                     "in-place forms (allreduce_, broadcast_, allgather_into)" %
+                     type(obj).__name__)
