@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The NumPy package (import hvd) on arrays in CUDA memory: PyTorch CUDA tensors through
-__cuda_array_interface__, the same through DLPack only, and CuPy arrays when CuPy is there.
-Every collective against host references, results read on the exporting stream without a host
-sync. Run under hvdrun on a machine with a GPU (scripts/gpu_check.sh); exits 77 without one."""
+__cuda_array_interface__ (on PyTorch's current stream), the same through DLPack only, and CuPy
+arrays when CuPy is there. Every collective against host references; results read on the
+exporting stream without a host sync. Run under hvdrun on a machine with a GPU
+(scripts/gpu_check.sh); exits 77 without one."""
 import sys
 
 import numpy as np
@@ -101,6 +102,11 @@ r = hvd.allreduce(DLPackOnly(torch_cuda(np.full(6, rank + 1.0)).to(torch.bfloat1
                   op=hvd.Sum)
 torch.cuda.synchronize()
 check("DLPack allreduce bfloat16", r, np.full(6, size * (size + 1) / 2.0), 1e-2)
+
+# bfloat16, which the interface cannot name: PyTorch's tensor goes through DLPack instead.
+r = hvd.allreduce(torch.full((6,), rank + 1.0, device=dev, dtype=torch.bfloat16), op=hvd.Sum)
+check("interface gap: bfloat16 tensor", r, np.full(6, size * (size + 1) / 2.0), 1e-2)
+assert r.dtype == torch.bfloat16 and r.device == dev, (r.dtype, r.device)
 
 try:
     import cupy

@@ -1,17 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """Arrays in CUDA device memory for the NumPy package: anything that exports
-__cuda_array_interface__ (CuPy, Numba, PyTorch, PyCUDA) or DLPack on a CUDA device (JAX, ...).
+__cuda_array_interface__ (CuPy, Numba, PyTorch, JAX, PyCUDA) or DLPack on a CUDA device (and
+the interface's gaps, such as PyTorch's bfloat16, through DLPack).
 
 An op's arrays are read where they are, with no copy; libhvd gets their pointers as CUDA
-tensors. Streams follow the exporters' rules: the op is ordered after the work queued on the
-stream the inputs were exported on (the interface's "stream", or CUDA's default stream for a
-DLPack export) and its results are valid on that same stream, so the caller's host thread does
-not wait for the device. Arrays that name no stream (interface version 2) are ready when
-exported; their op completes once its results are valid on the device.
+tensors. The op is ordered after the work queued on the stream its arrays were exported on
+and its results are valid on that same stream, so the caller's host thread does not wait for
+the device: the interface's "stream" (version 3, as CuPy exports); PyTorch's current stream
+for its tensors; else CUDA's default stream, for which DLPack exports are asked.
 
-New arrays (the out-of-place forms and the library-owned outputs of allgather, alltoall and
-reducescatter) are made by the framework of the op's first input when it is CuPy or PyTorch,
-else by CuPy, else by PyTorch, whichever is installed."""
+A framework does what the library's C ABI does not (an op on CUDA arrays needs one installed):
+it makes new arrays (the out-of-place forms, and copies of the library-owned outputs of
+allgather, alltoall and reducescatter), and its events tell when an op's device work is over,
+until when the op's arrays are kept alive. It is the framework of the op's first array when
+that is CuPy or PyTorch, else CuPy, else PyTorch, whichever is installed and has the dtypes."""
 
 import ctypes
 import math
@@ -66,7 +68,8 @@ _capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_c
 class CudaArray:
     """One array in CUDA memory as an op uses it.
 
-    obj: the exporter's object; ptr, code (hvd_dtype_t), shape, device_id; writable; stream:
+    obj: the exporter's object; ptr, code (hvd_dtype_t), shape, device_id (None: the exporter
+    does not say; the framework asks the pointer); writable; stream:
     the CUDA stream its data is ready on in the interface's numbering (None: ready now, 1:
     CUDA's legacy default stream, 2: the per-thread default stream, else the cudaStream_t),
     or "dlpack" until the array is exported on the op's stream (see export_dlpack); owner:
@@ -104,7 +107,7 @@ def _check_c_contiguous(what, shape, strides, itemsize):
         expect *= extent
 
 
-def _device_of(obj, default):
+def _device_of(obj):
     """The CUDA device ordinal of obj as its exporter reports it."""
     dlpack_device = getattr(obj, "__dlpack_device__", None)
     if dlpack_device is not None:
@@ -119,7 +122,18 @@ def _device_of(obj, default):
         value = getattr(device, attr, None)
         if isinstance(value, int):
             return value
-    return default
+    return None
+
+
+def _exporter_stream(obj, device_id):
+    """The stream a PyTorch tensor's data is ready on: its current stream (its interface names
+    none), in the interface's numbering; None for other exporters."""
+    if type(obj).__module__.split(".")[0] != "torch":
+        return None
+    import torch
+
+    ptr = torch.cuda.current_stream(device_id).cuda_stream
+    return ptr if ptr else _CAI_LEGACY_STREAM
 
 
 def from_cuda_array_interface(obj, cai):
@@ -147,13 +161,16 @@ def from_cuda_array_interface(obj, cai):
     ptr = int(ptr or 0)
     if ptr == 0 and 0 not in shape:
         raise ValueError("%s: a null data pointer for %s elements" % (what, shape))
+    device_id = _device_of(obj)
     stream = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
     if stream is not None:
         stream = int(stream)
         if stream == 0:
             raise ValueError("%s: stream 0 is ambiguous and not allowed by the interface; use "
                              "1 for CUDA's default stream" % what)
-    return CudaArray(obj, ptr, code, shape, _device_of(obj, 0), not readonly, stream, obj)
+    else:
+        stream = _exporter_stream(obj, device_id)
+    return CudaArray(obj, ptr, code, shape, device_id, not readonly, stream, obj)
 
 
 def _dlpack_device(obj):
@@ -195,17 +212,21 @@ def from_dlpack_capsule(obj, capsule):
 
 
 def describe(obj):
-    """A CudaArray for obj when it lives in CUDA memory, else None (a host array). A DLPack
-    array is described once it is exported; see export_dlpack."""
+    """A CudaArray for obj when it lives in CUDA memory, else None (a host array). Through
+    __cuda_array_interface__ where it serves, else through DLPack: such an array is described
+    once it is exported; see export_dlpack."""
     if isinstance(obj, np.ndarray):
         return None
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        return from_cuda_array_interface(obj, cai)
-    if hasattr(obj, "__dlpack__"):
-        device = _dlpack_device(obj)
-        if device is not None:
-            return CudaArray(obj, 0, None, None, device[1], False, "dlpack", obj)
+    device = _dlpack_device(obj) if hasattr(obj, "__dlpack__") else None
+    try:
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is not None:
+            return from_cuda_array_interface(obj, cai)
+    except Exception:  # e.g. a dtype the interface cannot name, or an exporter refusing
+        if device is None:
+            raise
+    if device is not None:
+        return CudaArray(obj, 0, None, None, device[1], False, "dlpack", obj)
     return None
 
 
@@ -216,8 +237,8 @@ def export_dlpack(array, stream):
 
 
 def op_stream(arrays):
-    """The cudaStream_t an op on these arrays is ordered on (0: CUDA's legacy default stream),
-    or None when no array names a stream (the op then completes once its results are valid)."""
+    """The cudaStream_t an op on these arrays is ordered on (0: CUDA's legacy default stream,
+    where no array names a stream)."""
     named = {a.stream for a in arrays if a.stream not in (None, "dlpack")}
     if len(named) > 1:
         raise ValueError("the arrays of one op were exported on different CUDA streams (%s); "
@@ -228,12 +249,12 @@ def op_stream(arrays):
             raise ValueError("the arrays were exported on CUDA's per-thread default stream, "
                              "which libhvd cannot order its work on; use a stream of your own")
         return 0 if stream == _CAI_LEGACY_STREAM else stream
-    if any(a.stream == "dlpack" for a in arrays):
-        return 0  # exported for CUDA's default stream
-    return None
+    return 0
 
 
 class _CuPy:
+    """CuPy's arrays, streams and events (a framework: see the module's text)."""
+
     name = "CuPy"
 
     def __init__(self):
@@ -241,29 +262,43 @@ class _CuPy:
 
         self.cupy = cupy
 
+    def supports(self, code):
+        return code != _dtypes.BFLOAT16  # CuPy has no bfloat16 arrays
+
     def _stream(self, stream):
         if not stream:
             return self.cupy.cuda.Stream.null
         return self.cupy.cuda.ExternalStream(stream)
 
+    def device_of(self, ptr):
+        return int(self.cupy.cuda.runtime.pointerGetAttributes(ptr).device)
+
     def empty(self, shape, code, device_id, stream):
-        if code == _dtypes.BFLOAT16:
-            raise ValueError("CuPy has no bfloat16 arrays: use the in-place form or "
-                             "PyTorch tensors")
         with self.cupy.cuda.Device(device_id), self._stream(stream):
-            return self.cupy.empty(shape, dtype=_dtypes.numpy_dtype(code))
+            out = self.cupy.empty(shape, dtype=_dtypes.numpy_dtype(code))
+        return out, out.data.ptr
 
     def copy_from(self, ptr, shape, code, device_id, stream):
-        out = self.empty(shape, code, device_id, stream)
+        out, dst = self.empty(shape, code, device_id, stream)
         if out.nbytes:
             runtime = self.cupy.cuda.runtime
             with self.cupy.cuda.Device(device_id):
-                runtime.memcpyAsync(out.data.ptr, ptr, out.nbytes,
-                                    runtime.memcpyDeviceToDevice, stream or 0)
+                runtime.memcpyAsync(dst, ptr, out.nbytes, runtime.memcpyDeviceToDevice, stream)
         return out
+
+    def record(self, stream, device_id):
+        with self.cupy.cuda.Device(device_id):
+            event = self.cupy.cuda.Event(disable_timing=True)
+            event.record(self._stream(stream))
+        return event
+
+    def done(self, event):
+        return event.done
 
 
 class _Torch:
+    """PyTorch's tensors, streams and events (a framework: see the module's text)."""
+
     name = "PyTorch"
 
     def __init__(self):
@@ -276,35 +311,44 @@ class _Torch:
             _dtypes.FLOAT16: torch.float16, _dtypes.FLOAT32: torch.float32,
             _dtypes.FLOAT64: torch.float64, _dtypes.BFLOAT16: torch.bfloat16,
         }
-        if hasattr(torch, "uint16"):
+        if hasattr(torch, "uint16"):  # PyTorch >= 2.3
             self.dtypes[_dtypes.UINT16] = torch.uint16
+
+    def supports(self, code):
+        return code in self.dtypes
 
     def _stream(self, stream, device):
         cuda = self.torch.cuda
         if not stream:
-            return cuda.stream(cuda.default_stream(device))
-        return cuda.stream(cuda.ExternalStream(stream, device=device))
+            return cuda.default_stream(device)
+        return cuda.ExternalStream(stream, device=device)
 
-    def _dtype(self, code):
-        dtype = self.dtypes.get(code)
-        if dtype is None:
-            raise ValueError("this PyTorch has no %s tensors" % _dtypes.numpy_dtype(code))
-        return dtype
+    def device_of(self, ptr):
+        return self.torch.cuda.current_device()  # PyTorch cannot ask a pointer
 
     def empty(self, shape, code, device_id, stream):
         device = self.torch.device("cuda", device_id)
-        with self._stream(stream, device):
-            return self.torch.empty(shape, dtype=self._dtype(code), device=device)
+        with self.torch.cuda.stream(self._stream(stream, device)):
+            out = self.torch.empty(shape, dtype=self.dtypes[code], device=device)
+        return out, out.data_ptr()
 
     def copy_from(self, ptr, shape, code, device_id, stream):
         device = self.torch.device("cuda", device_id)
-        with self._stream(stream, device):
-            out = self.torch.empty(shape, dtype=self._dtype(code), device=device)
+        with self.torch.cuda.stream(self._stream(stream, device)):
+            out = self.torch.empty(shape, dtype=self.dtypes[code], device=device)
             if out.numel():
                 raw = self.torch.as_tensor(_RawCuda(ptr, out.numel() * out.element_size()),
                                            device=device)
                 out.view(-1).view(self.torch.uint8).copy_(raw)
         return out
+
+    def record(self, stream, device_id):
+        event = self.torch.cuda.Event()
+        event.record(self._stream(stream, self.torch.device("cuda", device_id)))
+        return event
+
+    def done(self, event):
+        return event.query()
 
 
 class _RawCuda:
@@ -318,17 +362,20 @@ class _RawCuda:
 _FRAMEWORKS = {"cupy": _CuPy, "torch": _Torch}
 
 
-def framework_for(obj):
-    """What makes new arrays for an op whose first input is obj: its own framework when that is
-    CuPy or PyTorch, else CuPy, else PyTorch. ValueError when neither is installed."""
+def framework_for(obj, codes):
+    """The framework for an op whose first array is obj and whose arrays have the dtypes codes:
+    obj's own when that is CuPy or PyTorch, else CuPy, else PyTorch, the first installed one
+    that has every dtype. ValueError when none is."""
     root = type(obj).__module__.split(".")[0]
     kinds = [_FRAMEWORKS[root]] if root in _FRAMEWORKS else [_CuPy, _Torch]
     for kind in kinds:
         try:
-            return kind()
+            framework = kind()
         except ImportError:
-            pass
-    raise ValueError("a new array on the GPU (the result of an op on a %s) needs CuPy (pip "
-                     "install cupy-cuda13x) or PyTorch to be made; without them use the "
-                     "in-place forms (allreduce_, broadcast_, allgather_into)" %
-                     type(obj).__name__)
+            continue
+        if all(framework.supports(c) for c in codes):
+            return framework
+    raise ValueError("an op on arrays in CUDA memory (here a %s) needs CuPy (pip install "
+                     "cupy-cuda13x) or PyTorch with their dtypes (%s) installed: they make its "
+                     "new arrays and tell when its device work is over" %
+                     (type(obj).__name__, ", ".join(_dtypes.name(c) for c in sorted(set(codes)))))

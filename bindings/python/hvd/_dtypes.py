@@ -27,6 +27,11 @@ def code_of_numpy(dtype):
     return code
 
 
+def name(code):
+    """The NumPy name of a dtype code, e.g. "float32"."""
+    return _NUMPY_NAME.get(code, "dtype %d" % code)
+
+
 def numpy_dtype(code):
     import numpy as np
 

@@ -25,7 +25,8 @@ def _allreduce_async(args, output, average, name, op, prescale_factor, postscale
     ins = [args.desc(tensor)]
     outs = ins if output is tensor else [args.desc(output)]  # in place: described once
     return _runtime.enqueue("allreduce", ins, outs, keep=args.keep,
-                            finish=lambda req: output, name=_op_args.check_name(name),
+                            finish=args.finishing(lambda req: output),
+                            name=_op_args.check_name(name),
                             process_set=process_set, op=op, prescale=prescale_factor,
                             postscale=postscale_factor, stream=args.stream)
 
@@ -66,7 +67,8 @@ def _grouped_allreduce_async(args, outputs, average, name, op, prescale_factor,
     op = _op_args.reduce_op(op, average)
     return _runtime.enqueue("grouped_allreduce", args.descs(args.arrays), args.descs(outputs),
                             keep=args.keep, stream=args.stream,
-                            finish=lambda req: list(outputs), name=_op_args.check_name(name),
+                            finish=args.finishing(lambda req: list(outputs)),
+                            name=_op_args.check_name(name),
                             process_set=process_set, op=op, prescale=prescale_factor,
                             postscale=postscale_factor)
 
@@ -105,9 +107,9 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 
 
 def allgather_async(tensor, name=None, process_set=global_process_set):
-    args = OpArrays([tensor], new_outputs=True)
+    args = OpArrays([tensor])
     return _runtime.enqueue("allgather", args.descs(args.arrays), keep=args.keep,
-                            finish=lambda req: args.output(req, 0),
+                            finish=args.finishing(lambda req: args.output(req, 0)),
                             name=_op_args.check_name(name), process_set=process_set,
                             stream=args.stream)
 
@@ -118,10 +120,10 @@ def allgather(tensor, name=None, process_set=global_process_set):
 
 
 def allgather_into_async(tensor, output, name=None, process_set=global_process_set):
-    args = OpArrays([tensor])
-    out = args.add(output)
+    args = OpArrays([tensor], outputs=[output])
+    out = args.outputs[0]
     return _runtime.enqueue("allgather_into", args.descs(args.arrays), [args.desc(out)],
-                            keep=args.keep, finish=lambda req: out,
+                            keep=args.keep, finish=args.finishing(lambda req: out),
                             name=_op_args.check_name(name), process_set=process_set,
                             stream=args.stream)
 
@@ -135,10 +137,11 @@ def allgather_into(tensor, output, name=None, process_set=global_process_set):
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
-    args = OpArrays(tensors, new_outputs=True)
+    args = OpArrays(tensors)
+    arrays = args.arrays
     return _runtime.enqueue(
         "grouped_allgather", args.descs(args.arrays), keep=args.keep,
-        finish=lambda req: [args.output(req, i) for i in range(len(args.arrays))],
+        finish=args.finishing(lambda req: [args.output(req, i) for i in range(len(arrays))]),
         name=_op_args.check_name(name), process_set=process_set, stream=args.stream)
 
 
@@ -155,7 +158,8 @@ def _broadcast_async(args, output, root_rank, name, process_set):
     ins = [args.desc(arr)]
     outs = ins if output is arr else [args.desc(output)]
     return _runtime.enqueue("broadcast", ins, outs, keep=args.keep,
-                            finish=lambda req: output, name=_op_args.check_name(name),
+                            finish=args.finishing(lambda req: output),
+                            name=_op_args.check_name(name),
                             process_set=process_set, root=root, stream=args.stream)
 
 
@@ -183,7 +187,7 @@ def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
     """synchronize(handle) returns (output, received_splits)."""
-    args = OpArrays([tensor], new_outputs=True)
+    args = OpArrays([tensor])
     split_list = _op_args.splits_list(splits)
     n = _op_args.set_size(process_set)
 
@@ -191,7 +195,8 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
         received = np.array(backend.received_splits(req, n), dtype=np.int32)
         return args.output(req, 0), received
 
-    return _runtime.enqueue("alltoall", args.descs(args.arrays), keep=args.keep, finish=finish,
+    return _runtime.enqueue("alltoall", args.descs(args.arrays), keep=args.keep,
+                            finish=args.finishing(finish),
                             name=_op_args.check_name(name), process_set=process_set,
                             splits=split_list, stream=args.stream)
 
@@ -208,9 +213,9 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
 
 def reducescatter_async(tensor, name=None, op=_runtime.Average, process_set=global_process_set,
                         prescale_factor=1.0, postscale_factor=1.0):
-    args = OpArrays([tensor], new_outputs=True)
+    args = OpArrays([tensor])
     return _runtime.enqueue("reducescatter", args.descs(args.arrays), keep=args.keep,
-                            finish=lambda req: args.output(req, 0),
+                            finish=args.finishing(lambda req: args.output(req, 0)),
                             name=_op_args.check_name(name), process_set=process_set,
                             op=_op_args.reduce_op(op, None), prescale=prescale_factor,
                             postscale=postscale_factor, stream=args.stream)
@@ -226,10 +231,11 @@ def reducescatter(tensor, name=None, op=_runtime.Average, process_set=global_pro
 def grouped_reducescatter_async(tensors, name=None, op=_runtime.Average,
                                 process_set=global_process_set, prescale_factor=1.0,
                                 postscale_factor=1.0):
-    args = OpArrays(tensors, new_outputs=True)
+    args = OpArrays(tensors)
+    arrays = args.arrays
     return _runtime.enqueue(
         "grouped_reducescatter", args.descs(args.arrays), keep=args.keep,
-        finish=lambda req: [args.output(req, i) for i in range(len(args.arrays))],
+        finish=args.finishing(lambda req: [args.output(req, i) for i in range(len(arrays))]),
         name=_op_args.check_name(name), process_set=process_set,
         op=_op_args.reduce_op(op, None), prescale=prescale_factor, postscale=postscale_factor,
         stream=args.stream)

@@ -11,7 +11,7 @@ import pytest
 
 import hvd
 from hvd import _device_arrays as da
-from hvd import _dtypes
+from hvd import _dtypes, _op_arrays
 
 FAKE_PTR = 0x7F0000001000  # never dereferenced: no CUDA is usable where this suite runs
 
@@ -104,22 +104,85 @@ def test_interface_device_from_dlpack_device():
             return (2, 3)
 
     assert da.describe(Both(device=_Device(1))).device_id == 3
+    assert da.describe(CaiArray()).device_id is None  # asked of the pointer at the op
+
+
+def test_interface_gaps_go_through_dlpack():
+    """An interface that cannot name the dtype, or that refuses, falls back to DLPack."""
+
+    class Bfloat16(DLPackArray):
+        __cuda_array_interface__ = CaiArray(typestr="<V2").__cuda_array_interface__
+
+    class Refusing(DLPackArray):
+        @property
+        def __cuda_array_interface__(self):
+            raise RuntimeError("Can't get __cuda_array_interface__ on a tensor that requires "
+                               "grad")
+
+    for cls in (Bfloat16, Refusing):
+        a = da.describe(cls(code=4, bits=16))
+        assert a.stream == "dlpack"
+        assert da.export_dlpack(a, 0).code == _dtypes.BFLOAT16
+    with pytest.raises(RuntimeError, match="requires grad"):
+        da.describe(type("RefusingOnly", (), {"__cuda_array_interface__":
+                                              Refusing.__cuda_array_interface__})())
 
 
 def test_streams():
     def streams(*values, version=3):
         return da.op_stream([da.describe(CaiArray(stream=v, version=version)) for v in values])
 
-    assert streams(None) is None  # ready when exported: the op completes once valid
-    assert streams(1) == 0  # CUDA's legacy default stream is passed as NULL
+    assert streams(None) == 0  # none named: CUDA's legacy default stream, passed as NULL
+    assert streams(1) == 0
     assert streams(0x5A5A, 0x5A5A, None) == 0x5A5A
-    assert streams(2, version=2) is None  # version 2 has no stream
+    assert streams(2, version=2) == 0  # version 2 has no stream
     with pytest.raises(ValueError, match="different CUDA streams"):
         streams(0x5A5A, 0x6B6B)
     with pytest.raises(ValueError, match="per-thread default stream"):
         streams(2)
     with pytest.raises(ValueError, match="stream 0 is ambiguous"):
         streams(0)
+
+
+def test_framework_choice(monkeypatch):
+    class Missing:
+        def __init__(self):
+            raise ImportError("not installed")
+
+    class NoBfloat16:
+        def supports(self, code):
+            return code != _dtypes.BFLOAT16
+
+    class Every:
+        def supports(self, code):
+            return True
+
+    monkeypatch.setattr(da, "_CuPy", NoBfloat16)
+    monkeypatch.setattr(da, "_Torch", Every)
+    assert isinstance(da.framework_for(CaiArray(), [_dtypes.FLOAT32]), NoBfloat16)
+    assert isinstance(da.framework_for(CaiArray(), [_dtypes.FLOAT32, _dtypes.BFLOAT16]), Every)
+    monkeypatch.setattr(da, "_Torch", Missing)
+    with pytest.raises(ValueError, match="needs CuPy.*PyTorch.*float32, bfloat16"):
+        da.framework_for(CaiArray(), [_dtypes.FLOAT32, _dtypes.BFLOAT16])
+
+
+def test_held_until_device_work_is_over():
+    class Events:
+        def done(self, event):
+            return event["done"]
+
+    first, second = {"done": False}, {"done": False}
+    held = _op_arrays._Held()
+    held.add(Events(), first, ["a"])
+    held.add(Events(), second, ["b"])
+    held.drop_finished()
+    assert [item[2] for item in held._items] == [["a"], ["b"]]
+    second["done"] = True
+    held.drop_finished()
+    assert [item[2] for item in held._items] == [["a"]]
+    first["done"] = True
+    held.drop_finished()
+    assert held._items == []
 
 
 def test_dlpack_layout_matches_numpy_export():
@@ -198,6 +261,9 @@ def test_mixed_and_read_only_arrays_are_refused():
         hvd.allgather_into(CaiArray(shape=(3,)), np.zeros(3 * hvd.size()))
     with pytest.raises(ValueError, match="in host memory or all in CUDA memory"):
         hvd.grouped_allreduce([np.zeros(3), CaiArray()])
+    with pytest.raises(ValueError, match="different CUDA streams"):  # outputs' streams count
+        hvd.allgather_into(CaiArray(shape=(3,), stream=0x5A5A),
+                           CaiArray(shape=(3 * hvd.size(),), stream=0x6B6B))
     with pytest.raises(ValueError, match="one CUDA device"):
         hvd.grouped_allreduce_([CaiArray(device=_Device(0)), CaiArray(device=_Device(1))])
     with pytest.raises(ValueError, match="read-only"):
@@ -206,3 +272,8 @@ def test_mixed_and_read_only_arrays_are_refused():
         hvd.allreduce_(DLPackArray())
     _assert_job_goes_on("mixed")
 
+
+def test_grouped_ops_take_any_iterable():
+    outs = hvd.grouped_allreduce((np.full(3, r + 1.0) for r in (hvd.rank(), 0)), op=hvd.Sum)
+    np.testing.assert_allclose(outs[0], np.full(3, hvd.size() * (hvd.size() + 1) / 2.0))
+    np.testing.assert_allclose(outs[1], np.full(3, float(hvd.size())))
