@@ -57,7 +57,9 @@ target_link_libraries(hvd_nccl PRIVATE CUDA::cudart_static Threads::Threads ${CM
 target_compile_options(hvd_nccl PRIVATE
   $<$<COMPILE_LANGUAGE:CXX>:${HVD_WARNINGS}>
   $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${HVD_WERROR}>>:--Werror=all-warnings>)
-target_link_options(hvd_nccl PRIVATE -Wl,--no-undefined -Wl,--exclude-libs,ALL)
+# A soname of its own, as a library in the system's library directory has (libhvd-nccl1).
+target_link_options(hvd_nccl PRIVATE -Wl,--no-undefined -Wl,--exclude-libs,ALL
+  -Wl,-soname,libhvd-nccl.so.${HVD_ABI_VERSION})
 install(TARGETS hvd_nccl LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT gpu)
 set(HVD_GPU_MODULE_BUILT ON)
 message(STATUS "GPU module: libhvd-nccl.so.${HVD_ABI_VERSION} (nccl.h from ${HVD_NCCL_INCLUDE_DIR})")

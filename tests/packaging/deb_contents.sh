@@ -65,3 +65,22 @@ grep -qE "(^|, )libhvd1 \(>= $version-" <<<"$depends" ||
   pkg_fail "libhvd-java does not depend on libhvd1 >= $version: $depends"
 grep -qE "(^|, )libjna-java( |,|$)" <<<"$depends" || pkg_fail "libhvd-java does not depend on libjna-java: $depends"
 echo "deb_contents: libhvd-java holds libhvd.jar and depends on libhvd1 $version and libjna-java"
+gpu=$out/libhvd-nccl1.list
+if [ -f "$gpu" ]; then
+  pkg_require_file "$gpu" "$lib/libhvd-nccl.so.1"
+  depends=$(dpkg-deb -f "$(deb_of libhvd-nccl1)" Depends)
+  grep -qE "(^|, )libhvd1 \(= $version-" <<<"$depends" ||
+    pkg_fail "libhvd-nccl1 does not depend on this exact libhvd1: $depends"
+  # The CUDA runtime is linked in and NCCL and the driver are loaded at run time: nothing of
+  # CUDA is a dependency, of the module or of libhvd1.
+  dynamic=$(readelf -d "$out/root$lib/libhvd-nccl.so.1")
+  grep -q 'Library soname: \[libhvd-nccl.so.1\]' <<<"$dynamic" || pkg_fail "the GPU module has no soname"
+  ! grep -qiE 'NEEDED.*(cuda|nccl)' <<<"$dynamic" || pkg_fail "the GPU module needs CUDA libraries: $dynamic"
+  echo "deb_contents: libhvd-nccl1 holds the GPU module and depends on libhvd1 $version"
+fi
+! grep -q 'libhvd-nccl' "$runtime" || pkg_fail "libhvd1 holds the GPU module"
+! grep -qiE 'cuda|nccl' <<<"$(dpkg-deb -f "$(deb_of libhvd1)" Depends Suggests Recommends)" ||
+  pkg_fail "libhvd1 depends on CUDA or NCCL"
+! grep -qiE 'NEEDED.*(cuda|nccl)' <<<"$(readelf -d "$out/root$lib/libhvd.so.1")" ||
+  pkg_fail "libhvd.so.1 needs CUDA or NCCL libraries"
+echo "deb_contents: libhvd1 is free of CUDA and NCCL"

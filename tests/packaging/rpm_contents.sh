@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# rpm_contents.sh OUT VERSION LIBRARY_VERSION WITH_BENCH: the RPMs built by rpm_build.sh hold what they should.
+# rpm_contents.sh OUT VERSION LIBRARY_VERSION WITH_BENCH WITH_GPU: the RPMs built by rpm_build.sh
+# hold what they should (WITH_GPU 1: libhvd-nccl too).
 source "$(dirname "$0")/common.sh"
-out=$1 version=$2 libversion=$3 with_bench=$4
+out=$1 version=$2 libversion=$3 with_bench=$4 with_gpu=${5:-0}
 rpms=$out/rpmbuild/RPMS
 lib=$(rpm --eval '%{_libdir}')
 rpm_of() {
@@ -49,3 +50,15 @@ for p in libhvd-tools python3-hvd; do
     pkg_fail "$p does not require this exact libhvd"
 done
 echo "rpm_contents: libhvd, libhvd-devel, libhvd-tools and python3-hvd $version hold the expected files"
+if [ "$with_gpu" = 1 ]; then
+  nccl=$(rpm_of libhvd-nccl)
+  rpm -qlp "$nccl" >"$out/libhvd-nccl.list"
+  pkg_require_file "$out/libhvd-nccl.list" "$lib/libhvd-nccl.so.1"
+  requires=$(rpm -qp --requires "$nccl")
+  grep -qE "^libhvd(\(x86-64\))? = $version-" <<<"$requires" ||
+    pkg_fail "libhvd-nccl does not require this exact libhvd: $requires"
+  ! grep -qiE 'cuda|nccl' <<<"$requires" || pkg_fail "libhvd-nccl requires CUDA or NCCL: $requires"
+  echo "rpm_contents: libhvd-nccl holds the GPU module and requires libhvd $version"
+fi
+! grep -q 'libhvd-nccl' "$out/libhvd.list" || pkg_fail "libhvd holds the GPU module"
+! grep -qiE 'cuda|nccl' <<<"$(rpm -qp --requires "$runtime")" || pkg_fail "libhvd requires CUDA or NCCL"

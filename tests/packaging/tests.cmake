@@ -32,8 +32,19 @@ function(hvd_pkg_test name needs script)
   endif()
 endfunction()
 
+# Where this build made the GPU module, the packages are built with it too (libhvd-nccl1, the
+# RPM libhvd-nccl): the same nvcc and NCCL header are handed to the package builds.
+set(HVD_PKG_GPU "")
+set(HVD_PKG_WITH_GPU 0)
+if(HVD_GPU_MODULE_BUILT)
+  set(HVD_PKG_WITH_GPU 1)
+  get_filename_component(HVD_PKG_NCCL_ROOT ${HVD_NCCL_INCLUDE_DIR} DIRECTORY)
+  set(HVD_PKG_GPU ${CMAKE_CUDA_COMPILER} ${HVD_PKG_NCCL_ROOT})
+endif()
+
 # Each package build compiles the library once with -j2: tell ctest it takes both cores.
-hvd_pkg_test(deb_build NONE deb_build.sh ${PROJECT_SOURCE_DIR} ${HVD_PKG_OUT}/deb ${PROJECT_VERSION})
+hvd_pkg_test(deb_build NONE deb_build.sh ${PROJECT_SOURCE_DIR} ${HVD_PKG_OUT}/deb ${PROJECT_VERSION}
+  ${HVD_PKG_GPU})
 set_tests_properties(packaging.deb_build PROPERTIES FIXTURES_SETUP hvd_debs PROCESSORS 2
   TIMEOUT 600)
 hvd_pkg_test(deb_contents hvd_debs deb_contents.sh ${HVD_PKG_OUT}/deb ${PROJECT_VERSION}
@@ -42,10 +53,11 @@ hvd_pkg_test(deb_lintian hvd_debs deb_lintian.sh ${HVD_PKG_OUT}/deb)
 hvd_pkg_test(deb_pkgconfig hvd_debs deb_consumer.sh pkgconfig ${HVD_PKG_OUT}/deb ${CMAKE_COMMAND})
 hvd_pkg_test(deb_find_package hvd_debs deb_consumer.sh cmake ${HVD_PKG_OUT}/deb ${CMAKE_COMMAND})
 
-hvd_pkg_test(rpm_build NONE rpm_build.sh ${PROJECT_SOURCE_DIR} ${HVD_PKG_OUT}/rpm ${PROJECT_VERSION})
+hvd_pkg_test(rpm_build NONE rpm_build.sh ${PROJECT_SOURCE_DIR} ${HVD_PKG_OUT}/rpm ${PROJECT_VERSION}
+  ${HVD_PKG_GPU})
 set_tests_properties(packaging.rpm_build PROPERTIES FIXTURES_SETUP hvd_rpms PROCESSORS 2
   TIMEOUT 600)
 hvd_pkg_test(rpm_contents hvd_rpms rpm_contents.sh ${HVD_PKG_OUT}/rpm ${PROJECT_VERSION}
-  ${HVD_LIBRARY_VERSION} ${HVD_PKG_WITH_BENCH})
+  ${HVD_LIBRARY_VERSION} ${HVD_PKG_WITH_BENCH} ${HVD_PKG_WITH_GPU})
 hvd_pkg_test(deb_python hvd_debs deb_python.sh ${HVD_PKG_OUT}/deb)
 hvd_pkg_test(deb_java hvd_debs deb_java.sh ${HVD_PKG_OUT}/deb)
