@@ -15,7 +15,7 @@
 #                                        cannot build (no UCX or cmocka, no network)
 #
 # NCCL at run time: HVD_NCCL_LIBRARY if set, else PyPI's nvidia-nccl-cu13 of python3, else the
-# system's libnccl.so.2. GPU_CHECK_SECONDS (default 420) bounds the whole run.
+# system's libnccl.so.2. GPU_CHECK_SECONDS (default 480) bounds the whole run.
 set -uo pipefail
 
 mode=build
@@ -43,7 +43,8 @@ if [ "$mode" = pack ]; then
   rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/lib" "$dir/python"
   b="$BUILD_DIR"
   cp "$b/tools/hvdrun/hvdrun" "$b/tests/gpu_collectives" "$b/tests/test_gpu_library" \
-    "$b/tests/mp_cuda_refused" "$b/bench/hvd_bench" "$dir/bin/"
+    "$b/tests/mp_cuda_refused" "$b/bench/hvd_bench" "$b/bench/peers/nccl_allreduce_perf" \
+    "$b/bench/peers/cuda_copy_bw" "$dir/bin/"
   cp -P "$b"/src/libhvd.so* "$b/src/libhvd-nccl.so.1" "$dir/lib/"
   cp "$b"/tests/libfake_*.so "$dir/lib/"
   cp -L "$(ldd "$b/tests/gpu_collectives" | awk '/libcudart/ {print $3}')" "$dir/lib/"
@@ -55,7 +56,8 @@ if [ "$mode" = pack ]; then
   cp -r "$root/bindings/python/hvd" "$dir/python/"
   cp "$root/scripts/gpu_check.sh" "$dir/"
   mkdir -p "$dir/examples"
-  cp "$root/tests/gpu/torch_cuda_check.py" "$root/tests/gpu/numpy_cuda_check.py" "$dir/examples/"
+  cp "$root/tests/gpu/torch_cuda_check.py" "$root/tests/gpu/numpy_cuda_check.py" \
+    "$root/bench/gpu_goals.py" "$dir/examples/"
   du -sh "$dir"
   exit 0
 fi
@@ -67,6 +69,9 @@ if [ "$mode" = build ]; then
   gpu_collectives="$bin/tests/gpu_collectives"
   test_gpu_library="$bin/tests/test_gpu_library"
   hvd_bench="$bin/bench/hvd_bench"
+  nccl_peer="$bin/bench/peers/nccl_allreduce_perf"
+  copy_peer="$bin/bench/peers/cuda_copy_bw"
+  gpu_goals="$root/bench/gpu_goals.py"
   pythonpath="$BUILD_DIR/python"
   torch_check="$root/tests/gpu/torch_cuda_check.py"
   numpy_check="$root/tests/gpu/numpy_cuda_check.py"
@@ -77,6 +82,9 @@ else
   gpu_collectives="$kit/bin/gpu_collectives"
   test_gpu_library="$kit/bin/test_gpu_library"
   hvd_bench="$kit/bin/hvd_bench"
+  nccl_peer="$kit/bin/nccl_allreduce_perf"
+  copy_peer="$kit/bin/cuda_copy_bw"
+  gpu_goals="$kit/examples/gpu_goals.py"
   pythonpath="$kit/python"
   torch_check="$kit/examples/torch_cuda_check.py"
   numpy_check="$kit/examples/numpy_cuda_check.py"
@@ -94,7 +102,7 @@ fi
 echo "== NCCL: ${HVD_NCCL_LIBRARY:-libnccl.so.2 from the system}"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
 
-deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-420}))
+deadline=$((SECONDS + ${GPU_CHECK_SECONDS:-480}))
 results=()
 check() { # check NAME SECONDS COMMAND...: runs it bounded, records PASS/FAIL/SKIP
   local name=$1 limit=$2
@@ -131,12 +139,29 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
 else
   results+=("SKIP hvd.torch and the NumPy package on CUDA arrays (no torch with CUDA)")
 fi
-for path in nccl host; do
-  check "hvd_bench --device cuda allreduce, 1 rank, $path" 90 \
-    env HVD_GPU_OPERATIONS=$path "$hvdrun" -np 1 "$hvd_bench" --device cuda -b 4K -e 256M -f 4 -t 0.2
-done
-check "hvd_bench --device cuda allgather, 2 ranks sharing the GPU" 90 \
-  "$hvdrun" -np 2 "$hvd_bench" --device cuda -c allgather -b 4K -e 64M -f 8 -t 0.2
+# The benchmarks, where a device is (the copy peer exits 77 without one). The performance goals:
+# each path beside what bounds it, on the same sizes (bench/gpu_goals.py).
+if "$copy_peer" -b 4 -e 4 -x none -t 0.001 >/dev/null 2>&1; then
+  out=$(mktemp -d)
+  sweep=(-b 4K -e 256M -f 4 -t 0.2)
+  for path in nccl host; do
+    check "hvd_bench --device cuda allreduce, 1 rank, $path" 90 \
+      bash -c 'set -o pipefail; "$@" | tee "$0"' "$out/hvd_$path.txt" \
+      env HVD_GPU_OPERATIONS=$path "$hvdrun" -np 1 "$hvd_bench" --device cuda "${sweep[@]}"
+  done
+  check "raw NCCL allreduce, 1 GPU (bench/peers/nccl_allreduce_perf)" 90 \
+    bash -c 'set -o pipefail; "$@" | tee "$0"' "$out/raw_nccl.txt" "$nccl_peer" -g 1 "${sweep[@]}"
+  check "copy-bound model of the host path (bench/peers/cuda_copy_bw)" 90 \
+    bash -c 'set -o pipefail; "$@" | tee "$0"' "$out/copy_model.txt" \
+    "$copy_peer" -d staged "${sweep[@]}"
+  check "performance goals against raw NCCL and the copy model" 30 \
+    python3 "$gpu_goals" --nccl-path "$out/hvd_nccl.txt" --raw-nccl "$out/raw_nccl.txt" \
+    --host-path "$out/hvd_host.txt" --copy-model "$out/copy_model.txt"
+  check "hvd_bench --device cuda allgather, 2 ranks sharing the GPU" 90 \
+    "$hvdrun" -np 2 "$hvd_bench" --device cuda -c allgather -b 4K -e 64M -f 8 -t 0.2
+else
+  results+=("SKIP hvd_bench --device cuda and the GPU peers (no CUDA device)")
+fi
 
 echo "== summary"
 printf '%s\n' "${results[@]}"

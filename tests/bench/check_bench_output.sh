@@ -6,6 +6,7 @@
 #       exit status 0; the first line a comment carrying coll= nranks= inplace=; exactly
 #       NSIZES data lines "size_bytes count dtype op time_us algbw_GBps busbw_GBps" with
 #       integer sizes in increasing order and positive numeric times; last line "# errors: 0".
+#       Exit status 77 (a GPU peer without a GPU: skipped) is passed on.
 #   check_bench_output.sh --fails RC TEXT -- CMD [ARGS...]
 #       exit status RC and TEXT somewhere in stderr.
 set -u
@@ -31,6 +32,7 @@ nsizes=$1
 shift 2
 "$@" >"$out" 2>"$err"
 rc=$?
+if [ "$rc" -eq 77 ]; then show; exit 77; fi
 if [ "$rc" -ne 0 ]; then echo "FAIL: exit status $rc"; show; exit 1; fi
 awk -v want="$nsizes" '
     NR == 1 && !($0 ~ /^#/ && /coll=[a-z]+/ && /nranks=[0-9]+/ && /inplace=[01]/) {

@@ -92,3 +92,18 @@ if(TARGET gloo_allreduce_perf)
   set_tests_properties(bench.peer_gloo_allreduce_np2 PROPERTIES LABELS bench TIMEOUT 120
     ENVIRONMENT "LAUNCH_TIMEOUT=100")
 endif()
+
+# The GPU peers (raw NCCL, the copy model of the host-staged path) measure on a GPU only
+# (scripts/gpu_check.sh); where none is they say why and are skipped (exit 77).
+foreach(peer nccl_allreduce_perf cuda_copy_bw)
+  if(TARGET ${peer})
+    add_test(NAME bench.peer_${peer}
+      COMMAND sh ${HVD_BENCH_TEST_DIR}/check_bench_output.sh 4 -- $<TARGET_FILE:${peer}>
+              ${HVD_PEER_SWEEP})
+    set_tests_properties(bench.peer_${peer} PROPERTIES LABELS "bench;gpu" TIMEOUT 120
+      SKIP_RETURN_CODE 77)
+  endif()
+endforeach()
+add_test(NAME bench.gpu_goals COMMAND sh ${HVD_BENCH_TEST_DIR}/gpu_goals_test.sh
+  ${PROJECT_SOURCE_DIR}/bench/gpu_goals.py)
+set_tests_properties(bench.gpu_goals PROPERTIES LABELS bench TIMEOUT 30)

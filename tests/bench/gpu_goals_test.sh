@@ -1,0 +1,40 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# gpu_goals_test.sh GPU_GOALS_PY: bench/gpu_goals.py reads hvd_bench's output under hvdrun and
+# the GPU peers' output, pairs them by size and judges each ratio against its goal.
+set -eu
+goals=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cat >"$dir/hvd_nccl.txt" <<'OUT'
+[0]<stdout>: # hvd_bench: coll=allreduce nranks=1 inplace=1 dtype=float32 op=sum
+[0]<stdout>: # size_bytes count dtype op time_us algbw_GBps busbw_GBps
+[0]<stdout>:         4096         1024  float32    sum        10.50      0.390      0.000
+[0]<stdout>:      1048576       262144  float32    sum       200.00      5.243      0.000
+[0]<stdout>:     16777216      4194304  float32    sum       900.00     18.641      0.000
+[0]<stdout>: # errors: 0
+OUT
+cat >"$dir/raw_nccl.txt" <<'OUT'
+# nccl_allreduce_perf: coll=allreduce nranks=1 inplace=1 dtype=float32 op=sum
+        4096         1024    float    sum        10.00      0.410      0.000
+     1048576       262144    float    sum       100.00     10.486      0.000
+# errors: 0
+OUT
+cat >"$dir/hvd_host.txt" <<'OUT'
+[0]<stdout>:      1048576       262144  float32    sum       109.00      9.620      0.000
+OUT
+cat >"$dir/copy.txt" <<'OUT'
+     1048576      1048576     byte staged       100.00     10.486     10.486
+     1048576      1048576     byte duplex        50.00     20.972     20.972
+OUT
+python3 "$goals" --nccl-path "$dir/hvd_nccl.txt" --raw-nccl "$dir/raw_nccl.txt" \
+  --host-path "$dir/hvd_host.txt" --copy-model "$dir/copy.txt" >"$dir/table.md"
+cat "$dir/table.md"
+expect() {
+  grep -qF -- "$1" "$dir/table.md" || { echo "FAIL: no line '$1'"; exit 1; }
+}
+expect "| 4 KiB | 10.50 | 10.00 | 1.050 | met |"
+expect "| 1 MiB | 200.00 | 100.00 | 2.000 | MISSED |"
+expect "| 1 MiB | 109.00 | 100.00 | 1.090 | met |"
+! grep -qF "16 MiB" "$dir/table.md" || { echo "FAIL: a size only one side measured"; exit 1; }
+echo "gpu_goals: ok"
