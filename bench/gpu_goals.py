@@ -13,14 +13,20 @@ Each input is a program's output in bench/peers/bench_common.h's format; hvdrun'
 prefixes are skipped. Prints a Markdown table; only the standard library is used."""
 import argparse
 import re
+import sys
 
 _PREFIX = re.compile(r"^\[\d+\]<stdout>: ")
 
 
 def read(path, op=None):
-    """{size_bytes: time_us} of the data lines of path (those of op only, when given)."""
+    """{size_bytes: time_us} of the data lines of path (those of op only, when given); exits 1
+    when the file is missing or holds no data line (the run that makes it failed)."""
     times = {}
-    with open(path) as f:
+    try:
+        f = open(path)
+    except OSError as e:
+        sys.exit("gpu_goals: %s: %s (did the run that writes it fail?)" % (path, e.strerror))
+    with f:
         for line in f:
             line = _PREFIX.sub("", line.strip())
             if not line or line.startswith("#"):
@@ -30,6 +36,8 @@ def read(path, op=None):
                 continue
             if op is None or fields[3] == op:
                 times[int(fields[0])] = float(fields[4])
+    if not times:
+        sys.exit("gpu_goals: %s holds no measurement%s" % (path, " of " + op if op else ""))
     return times
 
 

@@ -139,7 +139,7 @@ int main(int argc, char **argv) {
     size_t minb, maxb, sizes[BENCH_MAX_SIZES], maxbytes;
     double factor = BENCH_DEFAULT_FACTOR, target = BENCH_DEFAULT_TARGET_S;
     const char *extra = BENCH_DEFAULT_EXTRA;
-    int nsizes, si, opt, g, warmup = 2, do_check = 1, version = 0, devs[MAX_GPUS];
+    int nsizes, si, opt, g, warmup = 5, do_check = 1, version = 0, devs[MAX_GPUS];
     long maxit = 100000, errors = 0;
     struct bench_opts o = {&minb,  &maxb,     &factor,    &extra, &target, &warmup,
                            &maxit, &do_check, &g_inplace, NULL,   NULL};

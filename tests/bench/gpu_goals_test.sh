@@ -37,4 +37,8 @@ expect "| 4 KiB | 10.50 | 10.00 | 1.050 | met |"
 expect "| 1 MiB | 200.00 | 100.00 | 2.000 | MISSED |"
 expect "| 1 MiB | 109.00 | 100.00 | 1.090 | met |"
 ! grep -qF "16 MiB" "$dir/table.md" || { echo "FAIL: a size only one side measured"; exit 1; }
+if python3 "$goals" --nccl-path "$dir/missing.txt" --raw-nccl "$dir/raw_nccl.txt" 2>"$dir/err"; then
+  echo "FAIL: a missing output passed"; exit 1
+fi
+grep -qF "missing.txt" "$dir/err" || { echo "FAIL: the error does not name the file"; exit 1; }
 echo "gpu_goals: ok"

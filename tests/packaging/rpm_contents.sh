@@ -55,8 +55,11 @@ if [ "$with_gpu" = 1 ]; then
   rpm -qlp "$nccl" >"$out/libhvd-nccl.list"
   pkg_require_file "$out/libhvd-nccl.list" "$lib/libhvd-nccl.so.1"
   requires=$(rpm -qp --requires "$nccl")
-  grep -qE "^libhvd(\(x86-64\))? = $version-" <<<"$requires" ||
+  grep -qE "^libhvd(\([a-z0-9_-]+\))? = $version-" <<<"$requires" ||
     pkg_fail "libhvd-nccl does not require this exact libhvd: $requires"
+  soname=$(rpm -qp --provides "$nccl")
+  grep -qE "^libhvd-nccl\.so\.1(\(|$)" <<<"$soname" ||
+    pkg_fail "libhvd-nccl does not provide the soname libhvd-nccl.so.1: $soname"
   ! grep -qiE 'cuda|nccl' <<<"$requires" || pkg_fail "libhvd-nccl requires CUDA or NCCL: $requires"
   echo "rpm_contents: libhvd-nccl holds the GPU module and requires libhvd $version"
 fi

@@ -17,6 +17,7 @@ that is CuPy or PyTorch, else CuPy, else PyTorch, whichever is installed and has
 
 import ctypes
 import math
+import sys
 
 import numpy as np
 
@@ -128,10 +129,9 @@ def _device_of(obj):
 def _exporter_stream(obj, device_id):
     """The stream a PyTorch tensor's data is ready on: its current stream (its interface names
     none), in the interface's numbering; None for other exporters."""
-    if type(obj).__module__.split(".")[0] != "torch":
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(obj, torch.Tensor):
         return None
-    import torch
-
     ptr = torch.cuda.current_stream(device_id).cuda_stream
     return ptr if ptr else _CAI_LEGACY_STREAM
 
@@ -239,7 +239,12 @@ def export_dlpack(array, stream):
 def op_stream(arrays):
     """The cudaStream_t an op on these arrays is ordered on (0: CUDA's legacy default stream,
     where no array names a stream)."""
-    named = {a.stream for a in arrays if a.stream not in (None, "dlpack")}
+    named = set()
+    for a in arrays:
+        # A PyTorch tensor that goes through DLPack is still ready on PyTorch's current stream.
+        stream = _exporter_stream(a.obj, a.device_id) if a.stream == "dlpack" else a.stream
+        if stream is not None:
+            named.add(stream)
     if len(named) > 1:
         raise ValueError("the arrays of one op were exported on different CUDA streams (%s); "
                          "export them on one" % ", ".join(hex(s) for s in sorted(named)))
@@ -271,6 +276,8 @@ class _CuPy:
         return self.cupy.cuda.ExternalStream(stream)
 
     def device_of(self, ptr):
+        if not ptr:  # no elements: the current device
+            return self.cupy.cuda.Device().id
         return int(self.cupy.cuda.runtime.pointerGetAttributes(ptr).device)
 
     def empty(self, shape, code, device_id, stream):
@@ -324,7 +331,9 @@ class _Torch:
         return cuda.ExternalStream(stream, device=device)
 
     def device_of(self, ptr):
-        return self.torch.cuda.current_device()  # PyTorch cannot ask a pointer
+        # PyTorch cannot ask a pointer: the current device (the op is refused at enqueue,
+        # naming the array's device, if that is another).
+        return self.torch.cuda.current_device()
 
     def empty(self, shape, code, device_id, stream):
         device = self.torch.device("cuda", device_id)

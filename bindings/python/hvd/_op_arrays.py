@@ -171,6 +171,7 @@ class OpArrays:
         def finish_on_device(req):
             result = finish(req)
             event = self._framework.record(self.stream, self.device_id)
+            _held.drop_finished()
             _held.add(self._framework, event, self.keep)
             return result
 
