@@ -319,6 +319,14 @@ hvd_status_t detect_launch(const EnvLookup &env, LaunchInfo *out, std::string *e
     }
 }
 
+bool uses_pmi_port(const EnvLookup &lookup) {
+    const Env env(lookup);
+    if (env.get("PMI_PORT") == nullptr || env.get("PMI_ID") == nullptr) return false;
+    for (const LauncherVars &l : kLaunchers)
+        if (env.get(l.rank) != nullptr) return false;
+    return true;
+}
+
 EnvLookup process_env() {
     return [](const char *name) { return env_get(name); };
 }

@@ -62,7 +62,8 @@ using EnvLookup = std::function<const char *(const char *name)>;
 // single-host file rendezvous (with HVD_SECRET when given), or an error where the launcher's
 // local size says the job spans hosts. Under MPICH's Hydra (PMI_RANK with PMI_FD, which
 // names the socket to its process manager) a job without a rendezvous address always meets
-// through that manager (pmi_fd), on one host or several: Hydra gives no job id. An srun step on
+// through that manager (pmi_fd), on one host or several: Hydra gives no job id (its PMI_PORT
+// model, which names no rank, is read through uses_pmi_port below). An srun step on
 // several nodes without either takes the step's first node (SLURM_STEP_NODELIST, where srun puts
 // task 0) and the first port Slurm reserved for it (SLURM_STEP_RESV_PORTS) when Slurm gives both.
 // Job id (first set): HVD_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE,
@@ -81,6 +82,12 @@ using EnvLookup = std::function<const char *(const char *name)>;
 // known, or the job may span hosts without a secret. *out is written only on success; err may
 // be nullptr.
 hvd_status_t detect_launch(const EnvLookup &env, LaunchInfo *out, std::string *err);
+
+// Whether MPICH Hydra's PMI_PORT model started this process (mpiexec -pmi-port): PMI_PORT and
+// PMI_ID are set and no launcher's rank variable (listed above) is. Its rank and size are then
+// the process manager's to tell (connect_pmi1_port, pmi1_exchange.h); given to detect_launch
+// as PMI_RANK, PMI_SIZE and PMI_FD, the job meets as under PMI_FD.
+bool uses_pmi_port(const EnvLookup &env);
 
 // The process environment as an EnvLookup ("" counts as unset).
 EnvLookup process_env();

@@ -37,6 +37,7 @@ struct Client {
     std::string kvsname;
     size_t keylen_max = 64;  // PMI-1's usual limits until the manager tells its own
     size_t vallen_max = 1024;
+    Pmi1PortLaunch port;  // the PMI_PORT connection, once made (fd >= 0)
 };
 
 std::mutex &serial() {
@@ -229,7 +230,67 @@ RendezvousEndpoint exchange(int32_t rank, int fd, const RendezvousEndpoint &mine
     return ep;
 }
 
+// An integer in [lo, hi] that is the whole of `text`, else -1.
+int64_t whole_number(const std::string &text, int64_t lo, int64_t hi) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+        text.size() > 18)
+        return -1;
+    const int64_t v = std::strtoll(text.c_str(), nullptr, 10);
+    return v >= lo && v <= hi ? v : -1;
+}
+
+// The manager's "cmd=set <key>=<value>" lines after initack: size, rank and debug, in any order.
+void read_identity(int fd, const Deadline &deadline, Pmi1PortLaunch *out) {
+    for (int i = 0; i < 3; ++i) {
+        const std::string raw = read_line(fd, deadline, "set");
+        Fields f;
+        if (!pmi1_parse(raw, &f) || f["cmd"] != "set")
+            throw Error(HVD_ERR_TRANSPORT,
+                        strprintf("PMI-1 initack: the process manager answered %s, not cmd=set",
+                                  describe(f, raw).c_str()));
+        if (f.count("size") != 0)
+            out->size = static_cast<int32_t>(whole_number(f["size"], 1, INT32_MAX));
+        if (f.count("rank") != 0)
+            out->rank = static_cast<int32_t>(whole_number(f["rank"], 0, INT32_MAX - 1));
+    }
+    if (out->size < 1 || out->rank < 0 || out->rank >= out->size)
+        throw Error(HVD_ERR_TRANSPORT,
+                    strprintf("PMI-1 initack: the process manager gave rank %d of size %d",
+                              out->rank, out->size));
+}
+
 }  // namespace
+
+Pmi1PortLaunch connect_pmi1_port(const std::string &port_text, const std::string &id_text,
+                                 const Deadline &deadline) {
+    std::lock_guard<std::mutex> lock(serial());
+    Client &c = client();
+    if (c.port.fd >= 0) return c.port;
+    const size_t colon = port_text.rfind(':');
+    const int64_t port =
+        colon == std::string::npos ? -1 : whole_number(port_text.substr(colon + 1), 1, 65535);
+    if (colon == 0 || port < 0)
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("PMI_PORT=%s is not host:port", port_text.c_str()));
+    const int64_t id = whole_number(id_text, 0, INT32_MAX);
+    if (id < 0)
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("PMI_ID=%s is not a process id of the job", id_text.c_str()));
+    try {
+        Fd sock = connect_tcp(port_text.substr(0, colon), static_cast<int>(port), deadline);
+        command(sock.get(), "initack", pmi1_line("initack", {{"pmiid", id_text}}), "initack",
+                deadline);
+        Pmi1PortLaunch got;
+        read_identity(sock.get(), deadline, &got);
+        got.fd = sock.release();  // kept for the process's life, as PMI_FD is
+        c.port = got;
+        return got;
+    } catch (const Error &e) {
+        throw Error(e.status(), strprintf("connecting to the launcher's PMI-1 server at "
+                                          "PMI_PORT=%s as PMI_ID=%s: %s",
+                                          port_text.c_str(), id_text.c_str(), e.what()));
+    }
+}
 
 RendezvousEndpoint exchange_rendezvous_pmi1(int32_t rank, int fd, const RendezvousEndpoint &mine,
                                             uint64_t round, const Deadline &deadline) {

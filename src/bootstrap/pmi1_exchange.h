@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "bootstrap/rendezvous_file.h"
 #include "common/deadline.h"
@@ -31,5 +32,24 @@ namespace hvd::bootstrap {
 // unknown: later calls in the process fail at once with HVD_ERR_TRANSPORT, saying so.
 RendezvousEndpoint exchange_rendezvous_pmi1(int32_t rank, int fd, const RendezvousEndpoint &mine,
                                             uint64_t round, const Deadline &deadline);
+
+// MPICH Hydra's PMI_PORT model (mpiexec -pmi-port): instead of PMI_FD, PMI_RANK and PMI_SIZE a
+// process gets PMI_PORT ("host:port" of its process manager) and PMI_ID; it connects there,
+// introduces itself by that id and is told its rank and size. The socket then serves
+// exchange_rendezvous_pmi1 as PMI_FD's does, and like it is never closed.
+struct Pmi1PortLaunch {
+    int fd = -1;
+    int32_t rank = -1;
+    int32_t size = 0;
+};
+
+// Connects to the manager named by port_text (PMI_PORT) as id_text (PMI_ID), once per process:
+// later calls return the same connection and numbers. Blocks until the manager answers or the
+// deadline. Thread safety: serialised with exchange_rendezvous_pmi1. Errors (hvd::Error):
+// HVD_ERR_INVALID_ARG (a malformed PMI_PORT or PMI_ID), HVD_ERR_TIMED_OUT (no connection or
+// answer in time), HVD_ERR_TRANSPORT (the connection fails or the manager answers out of
+// protocol, named).
+Pmi1PortLaunch connect_pmi1_port(const std::string &port_text, const std::string &id_text,
+                                 const Deadline &deadline);
 
 }  // namespace hvd::bootstrap

@@ -135,9 +135,15 @@ void Context::rendezvous(const Deadline &deadline) {
     }
     bootstrap::LaunchInfo li;
     std::string err;
-    if (bootstrap::detect_launch(bootstrap::with_overrides(bootstrap::process_env(), round_vars_),
-                                 &li, &err) != HVD_OK)
-        throw Error(HVD_ERR_INVALID_ARG, err);
+    bootstrap::EnvLookup env = bootstrap::with_overrides(bootstrap::process_env(), round_vars_);
+    if (bootstrap::uses_pmi_port(env)) {
+        const bootstrap::Pmi1PortLaunch p =
+            bootstrap::connect_pmi1_port(env("PMI_PORT"), env("PMI_ID"), deadline);
+        env = bootstrap::with_overrides(env, {{"PMI_RANK", std::to_string(p.rank)},
+                                              {"PMI_SIZE", std::to_string(p.size)},
+                                              {"PMI_FD", std::to_string(p.fd)}});
+    }
+    if (bootstrap::detect_launch(env, &li, &err) != HVD_OK) throw Error(HVD_ERR_INVALID_ARG, err);
     rank_ = li.rank;
     size_ = li.size;
     rendezvous_addr_ = li.rdv_addr;

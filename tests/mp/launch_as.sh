@@ -20,6 +20,9 @@
 #               host name of its own), as when mpiexec spreads a job over hosts
 #   hydra_missing : hydra_hosts, but the last rank exits at once without calling hvd_init
 #   hydra_bad_fd : hydra_hosts, but PMI_FD names no open file
+#   hydra_port : `mpiexec.hydra -pmi-port`: no PMI_FD, PMI_RANK or PMI_SIZE, only PMI_PORT and
+#               PMI_ID; the process manager tells each rank who it is
+#   hydra_port_hosts : the same, each rank told it is alone on its host
 set -u
 style=$1 np=$2
 shift 2
@@ -42,7 +45,7 @@ if [ "$style" = openmpi_hosts ]; then
      HVD_HOSTNAME="host-$OMPI_COMM_WORLD_RANK" exec "$@"' sh "$@"
 fi
 case $style in
-  hydra|hydra_hosts|hydra_missing|hydra_bad_fd)
+  hydra|hydra_hosts|hydra_missing|hydra_bad_fd|hydra_port|hydra_port_hosts)
     command -v mpiexec.hydra >/dev/null ||
       { echo "launch_as: mpiexec.hydra not installed" >&2; exit 1; }
     # The ranks' own setup, run by each rank before the program (MISSING: a rank that exits).
@@ -53,8 +56,13 @@ case $style in
                             [ "$PMI_RANK" -eq $((PMI_SIZE - 1)) ] && exit 0' ;;
       hydra_bad_fd) setup='export MPI_LOCALNRANKS=1 MPI_LOCALRANKID=0 HVD_HOSTNAME=host-$PMI_RANK
                            export PMI_FD=999' ;;
+      hydra_port) setup='[ -z "${PMI_RANK:-}${PMI_FD:-}" ] && [ -n "$PMI_PORT" ] || exit 3' ;;
+      hydra_port_hosts) setup='[ -z "${PMI_RANK:-}${PMI_FD:-}" ] && [ -n "$PMI_PORT" ] || exit 3
+                               export MPI_LOCALNRANKS=1 MPI_LOCALRANKID=0 HVD_HOSTNAME=host-$PMI_ID' ;;
     esac
-    exec timeout 120 mpiexec.hydra -n "$np" sh -c "$setup"'
+    port=()
+    case $style in hydra_port*) port=(-pmi-port) ;; esac
+    exec timeout 120 mpiexec.hydra "${port[@]}" -n "$np" sh -c "$setup"'
       exec "$@"' sh "$@" ;;
 esac
 

@@ -213,12 +213,13 @@ if(PMIX_FOUND)
 endif()
 
 # MPICH's mpiexec (Hydra) gives no job id and no rendezvous address: the ranks always meet
-# through its PMI-1 server (PMI_FD), on one host or (as each rank is told) on hosts of their
-# own. A rank that never calls hvd_init leaves the others timing out in the barrier, named;
+# through its PMI-1 server (PMI_FD, or with -pmi-port a connection to PMI_PORT, where the
+# server also tells each rank its rank and size), on one host or (as each rank is told) on
+# hosts of their own. A rank that never calls hvd_init leaves the others timing out in the barrier, named;
 # a PMI_FD that names no open file fails at once.
 find_program(HVD_MPIEXEC_HYDRA mpiexec.hydra)
 if(HVD_MPIEXEC_HYDRA)
-  foreach(style hydra hydra_hosts)
+  foreach(style hydra hydra_hosts hydra_port hydra_port_hosts)
     foreach(np 2 3)
       add_test(NAME mp.launch_${style}.np${np}
         COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0
@@ -226,7 +227,7 @@ if(HVD_MPIEXEC_HYDRA)
                 ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh ${style} ${np}
                 $<TARGET_FILE:mp_collectives>)
       set(hydra_env "${HVD_MP_ENV};HVD_LOG_LEVEL=debug")
-      if(style STREQUAL hydra_hosts)
+      if(style MATCHES "_hosts$")
         set(hydra_env "${hydra_env};MP_RANKS_PER_HOST=1")
       endif()
       set_tests_properties(mp.launch_${style}.np${np} PROPERTIES

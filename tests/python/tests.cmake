@@ -143,6 +143,18 @@ if(hvd_n_torch GREATER 0 AND EXISTS /usr/bin/python3)
   include(${CMAKE_CURRENT_LIST_DIR}/elastic/tests.cmake)
 endif()
 
+# A Python job that MPICH's mpiexec starts with -pmi-port (its process manager, not the
+# environment, names rank and size): hvd.init() finds it, three times in one process.
+find_program(HVD_PY_MPIEXEC_HYDRA mpiexec.hydra)
+if(hvd_core_rc EQUAL 0 AND HVD_PY_MPIEXEC_HYDRA)
+  add_test(NAME python.launch_hydra_port.np2
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/mp/expect_run.sh 0 "reinit ok" 2 --
+            ${CMAKE_CURRENT_SOURCE_DIR}/mp/launch_as.sh hydra_port 2 ${hvd_core_interpreter}
+            ${CMAKE_CURRENT_SOURCE_DIR}/python/launch/reinit_job.py)
+  set_tests_properties(python.launch_hydra_port.np2 PROPERTIES LABELS python TIMEOUT 150
+    ENVIRONMENT "PYTHONPATH=${HVD_PYTHON_BUILD_DIR};PYTHONDONTWRITEBYTECODE=1")
+endif()
+
 # `cmake --install` into another prefix: the installed package finds the installed library.
 if(hvd_core_rc EQUAL 0)  # (the 1-rank job uses NumPy)
   add_test(NAME python.install

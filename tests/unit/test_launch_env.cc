@@ -172,6 +172,31 @@ void test_pmi_hydra_pmi_fd(void **) {
 
 // A PMIx launcher's job across hosts without an address: rank 0's endpoint goes through PMIx,
 // with HVD_SECRET when given; on one host, or with an address, it does not.
+void test_pmi_port_model(void **) {
+    // mpiexec -pmi-port: PMI_PORT and PMI_ID only; the manager tells rank and size.
+    Vars port = {{"PMI_PORT", "node1:40123"}, {"PMI_ID", "2"}, {"MPI_LOCALNRANKS", "3"}};
+    assert_true(uses_pmi_port(lookup(port)));
+    for (const char *rank_var :
+         {"PMI_RANK", "HVD_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "RANK"}) {
+        Vars named = port;
+        named[rank_var] = "0";
+        assert_false(uses_pmi_port(lookup(named)));  // another launcher names the rank
+    }
+    assert_false(uses_pmi_port(lookup({{"PMI_PORT", "node1:40123"}})));
+    assert_false(uses_pmi_port(lookup({{"PMI_ID", "2"}})));
+    assert_false(uses_pmi_port(lookup({{"PMI_PORT", ""}, {"PMI_ID", "2"}})));
+    // What the manager told, given as the PMI_FD model's variables, meets through it.
+    Vars told = port;
+    told["PMI_RANK"] = "2";
+    told["PMI_SIZE"] = "3";
+    told["PMI_FD"] = "7";
+    LaunchInfo info = detect_ok(told);
+    assert_string_equal(info.launcher.c_str(), "pmi");
+    assert_int_equal(info.rank, 2);
+    assert_int_equal(info.size, 3);
+    assert_int_equal(info.pmi_fd, 7);
+}
+
 void test_pmix_rendezvous(void **) {
     Vars v = {{"OMPI_COMM_WORLD_RANK", "3"},
               {"OMPI_COMM_WORLD_SIZE", "8"},
@@ -540,6 +565,7 @@ int main(void) {
         cmocka_unit_test(test_secret_multi_host_needs_secret),
         cmocka_unit_test(test_secret_unauthenticated_opt_out),
         cmocka_unit_test(test_pmi_hydra_pmi_fd),
+        cmocka_unit_test(test_pmi_port_model),
         cmocka_unit_test(test_error_no_launcher),
         cmocka_unit_test(test_error_half_set),
         cmocka_unit_test(test_error_malformed_numbers),

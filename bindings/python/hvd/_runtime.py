@@ -24,9 +24,10 @@ Max = 4
 Product = 5
 
 # Environment variables by which a launcher announces rank and size (hvdrun, Open MPI, PMI,
-# Slurm, torchrun-style), as libhvd's launcher detection reads them.
+# Slurm, torchrun-style), as libhvd's launcher detection reads them; PMI_ID: Hydra's PMI_PORT
+# model, whose process manager tells rank and size.
 _LAUNCHER_RANK_VARIABLES = ("HVD_RANK", "HVD_ELASTIC_ADDR", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                            "SLURM_PROCID", "RANK")
+                            "PMI_ID", "SLURM_PROCID", "RANK")
 
 _FEATURE_CUDA = 1 << 1
 _FEATURE_NCCL = 1 << 2
