@@ -369,6 +369,7 @@ class _RawCuda:
 
 
 _FRAMEWORKS = {"cupy": _CuPy, "torch": _Torch}
+_made = {}  # framework class -> its one instance, once its module imported
 
 
 def framework_for(obj, codes):
@@ -378,10 +379,12 @@ def framework_for(obj, codes):
     root = type(obj).__module__.split(".")[0]
     kinds = [_FRAMEWORKS[root]] if root in _FRAMEWORKS else [_CuPy, _Torch]
     for kind in kinds:
-        try:
-            framework = kind()
-        except ImportError:
-            continue
+        framework = _made.get(kind)
+        if framework is None:
+            try:
+                framework = _made[kind] = kind()
+            except ImportError:
+                continue
         if all(framework.supports(c) for c in codes):
             return framework
     raise ValueError("an op on arrays in CUDA memory (here a %s) needs CuPy (pip install "
