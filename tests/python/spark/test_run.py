@@ -132,6 +132,23 @@ def test_failing_rank_fails_run(spark):
     assert hvd.spark.run(collectives, num_proc=2, start_timeout=60)[1][0] == 1
 
 
+def test_error_names_the_rank_that_failed_on_its_own():
+    """Ranks that failed because another did (HVD_ERR_PEER_FAILED) may report first; the error
+    still names the rank whose own error ended the job, then the others in arrival order."""
+    from types import SimpleNamespace
+
+    from hvd.spark._runner import _job_error
+
+    peer = "Traceback (most recent call last):\nhvd._errors.HorovodInternalError: " \
+           "HVD_ERR_PEER_FAILED: rank 1 failed"
+    own = "Traceback (most recent call last):\nValueError: rank one gives up"
+    message = str(_job_error(SimpleNamespace(errors=[(2, peer), (1, own), (0, peer)]), None))
+    assert message.startswith("hvd.spark.run: rank 1 failed:\n" + own)
+    assert message.endswith("then:\n  rank 2: %s\n  rank 0: %s" % ((peer.splitlines()[-1],) * 2))
+    only_peers = SimpleNamespace(errors=[(2, peer), (0, peer)])
+    assert str(_job_error(only_peers, None)).startswith("hvd.spark.run: rank 2 failed:")
+
+
 def test_more_ranks_than_slots_time_out(spark):
     start = time.monotonic()
     with pytest.raises(TimeoutError, match="needs %d free task slots at once; the cluster "

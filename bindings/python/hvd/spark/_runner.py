@@ -138,16 +138,25 @@ def _start_timeout_error(sc, num_proc, timeout_s):
         % (timeout_s, num_proc, num_proc, have))
 
 
+def _failed_for_another(text):
+    """Whether a rank's error is the library telling it that another rank failed."""
+    lines = text.strip().splitlines()
+    return bool(lines) and "HVD_ERR_PEER_FAILED" in lines[-1]
+
+
 def _job_error(relay, spark_error):
-    """The exception for a failed job: the first rank that reported an error (the others
-    usually failed because of it), else Spark's own error."""
+    """The exception for a failed job: the first rank that reported an error of its own (the
+    others failed because of it, and may report first), else the first rank that reported
+    one, else Spark's own error."""
     if not relay.errors:  # Spark's message without the JVM's stack frames
         text = [line for line in str(spark_error).strip().splitlines()
                 if not line.startswith("\tat ")]
         return RuntimeError("hvd.spark.run: the Spark job failed: %s" % "\n".join(text[:40]))
-    rank, text = relay.errors[0]
+    errors = list(relay.errors)
+    first = next((i for i, (_, t) in enumerate(errors) if not _failed_for_another(t)), 0)
+    rank, text = errors.pop(first)
     message = "hvd.spark.run: rank %d failed:\n%s" % (rank, text.rstrip())
-    others = ["  rank %d: %s" % (r, t.strip().splitlines()[-1]) for r, t in relay.errors[1:]]
+    others = ["  rank %d: %s" % (r, t.strip().splitlines()[-1]) for r, t in errors]
     if others:
         message += "\nthen:\n" + "\n".join(others)
     return RuntimeError(message)
