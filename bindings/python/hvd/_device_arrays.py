@@ -16,7 +16,6 @@ until when the op's arrays are kept alive. It is the framework of the op's first
 that is CuPy or PyTorch, else CuPy, else PyTorch, whichever is installed and has the dtypes."""
 
 import ctypes
-import math
 import sys
 
 import numpy as np
@@ -24,7 +23,7 @@ import numpy as np
 from hvd import _dtypes
 
 DEVICE_CUDA = 2  # hvd_device_type_t, DLPack's kDLCUDA
-_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+_DL_CUDA, _DL_CUDA_MANAGED = 2, 13
 _CAI_LEGACY_STREAM, _CAI_PER_THREAD_STREAM = 1, 2
 
 # DLPack's dtype codes (kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool) and bits -> hvd_dtype_t.
@@ -83,10 +82,6 @@ class CudaArray:
         self.device_id, self.writable, self.stream, self.owner = (device_id, writable, stream,
                                                                   owner)
 
-    @property
-    def nbytes(self):
-        return math.prod(self.shape) * _ITEMSIZE[self.code]
-
     def desc(self):
         """The (data, dtype, shape, device type, device id) description the backends take."""
         return (self.ptr, self.code, self.shape, DEVICE_CUDA, self.device_id)
@@ -110,14 +105,9 @@ def _check_c_contiguous(what, shape, strides, itemsize):
 
 def _device_of(obj):
     """The CUDA device ordinal of obj as its exporter reports it."""
-    dlpack_device = getattr(obj, "__dlpack_device__", None)
+    dlpack_device = _dlpack_device(obj)
     if dlpack_device is not None:
-        try:
-            kind, index = dlpack_device()
-        except Exception:  # an exporter whose DLPack side cannot tell: use the other hints
-            kind = None
-        if kind in (_DL_CUDA, _DL_CUDA_MANAGED):
-            return int(index)
+        return dlpack_device[1]
     device = getattr(obj, "device", None)
     for attr in ("id", "index"):  # CuPy's Device.id, PyTorch's torch.device.index
         value = getattr(device, attr, None)
@@ -174,6 +164,8 @@ def from_cuda_array_interface(obj, cai):
 
 
 def _dlpack_device(obj):
+    """(kind, device ordinal) where obj says through DLPack that it is CUDA memory, else None
+    (no DLPack device, another kind, or an exporter whose DLPack side cannot tell)."""
     try:
         kind, index = obj.__dlpack_device__()
     except Exception:
@@ -260,8 +252,6 @@ def op_stream(arrays):
 class _CuPy:
     """CuPy's arrays, streams and events (a framework: see the module's text)."""
 
-    name = "CuPy"
-
     def __init__(self):
         import cupy
 
@@ -306,20 +296,14 @@ class _CuPy:
 class _Torch:
     """PyTorch's tensors, streams and events (a framework: see the module's text)."""
 
-    name = "PyTorch"
-
     def __init__(self):
         import torch
 
+        from hvd.torch import _tensors  # hvd.torch's dtype table and device-memory view
+
         self.torch = torch
-        self.dtypes = {
-            _dtypes.UINT8: torch.uint8, _dtypes.INT8: torch.int8, _dtypes.INT16: torch.int16,
-            _dtypes.INT32: torch.int32, _dtypes.INT64: torch.int64, _dtypes.BOOL: torch.bool,
-            _dtypes.FLOAT16: torch.float16, _dtypes.FLOAT32: torch.float32,
-            _dtypes.FLOAT64: torch.float64, _dtypes.BFLOAT16: torch.bfloat16,
-        }
-        if hasattr(torch, "uint16"):  # PyTorch >= 2.3
-            self.dtypes[_dtypes.UINT16] = torch.uint16
+        self.tensors = _tensors
+        self.dtypes = _tensors._DTYPES
 
     def supports(self, code):
         return code in self.dtypes
@@ -346,8 +330,9 @@ class _Torch:
         with self.torch.cuda.stream(self._stream(stream, device)):
             out = self.torch.empty(shape, dtype=self.dtypes[code], device=device)
             if out.numel():
-                raw = self.torch.as_tensor(_RawCuda(ptr, out.numel() * out.element_size()),
-                                           device=device)
+                raw = self.torch.as_tensor(
+                    self.tensors._CudaArray(ptr, (out.numel() * out.element_size(),), "|u1"),
+                    device=device)
                 out.view(-1).view(self.torch.uint8).copy_(raw)
         return out
 
@@ -358,14 +343,6 @@ class _Torch:
 
     def done(self, event):
         return event.query()
-
-
-class _RawCuda:
-    """Bytes of device memory the library owns, as a uint8 vector for a zero-copy view."""
-
-    def __init__(self, ptr, nbytes):
-        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": (nbytes,),
-                                         "typestr": "|u1", "version": 2}
 
 
 _FRAMEWORKS = {"cupy": _CuPy, "torch": _Torch}

@@ -90,11 +90,12 @@ class OpArrays:
 
     def _set_up_cuda(self, cuda, n_inputs, writable):
         _held.drop_finished()
-        for i, c in enumerate(cuda):
-            if (writable or i >= n_inputs) and c.stream == "dlpack":
+        for i, c in enumerate(cuda):  # before any DLPack export: those are read-only
+            if (writable or i >= n_inputs) and not c.writable:
+                why = ("exported through DLPack, which counts as read-only"
+                       if c.stream == "dlpack" else "read-only")
                 raise ValueError("in-place operations and outputs need a writable array; this "
-                                 "%s is exported through DLPack, which counts as read-only" %
-                                 type(c.obj).__name__)
+                                 "%s is %s" % (type(c.obj).__name__, why))
         self.stream = _device_arrays.op_stream(cuda)
         cuda = [_device_arrays.export_dlpack(c, self.stream) if c.stream == "dlpack" else c
                 for c in cuda]
@@ -109,10 +110,6 @@ class OpArrays:
         if len(devices) > 1:
             raise ValueError("the arrays of one op must be on one CUDA device, not on %s" %
                              ", ".join(str(d) for d in devices))
-        for i, c in enumerate(cuda):
-            if (writable or i >= n_inputs) and not c.writable:
-                raise ValueError("in-place operations and outputs need a writable array; this "
-                                 "%s is read-only" % type(c.obj).__name__)
         self.cuda = cuda
         self.device_id = devices[0]
         self.arrays = [c.obj for c in cuda[:n_inputs]]
