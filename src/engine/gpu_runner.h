@@ -67,6 +67,10 @@ class GpuRunner {
                                  const std::vector<RequestPtr> &reqs,
                                  collectives::ScratchBuffer *fusion, gpu::DeviceState &dev,
                                  const ActivityTrace &trace, std::string *message);
+    // The host path's allreduces but Adasum's, pipelined in chunks (gpu_staged_allreduce.cc).
+    hvd_status_t run_staged_allreduce(collectives::Comm &comm, const Response &resp,
+                                      const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                      const ActivityTrace &trace, std::string *message);
     // Queues the run's NCCL work on dev.stream; *nccl_comm gets the communicator used.
     void queue_nccl(collectives::Comm &comm, const Response *resps,
                     const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev, void **nccl_comm);

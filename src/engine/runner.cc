@@ -8,7 +8,9 @@
 #include "common/error.h"
 #include "engine/executor.h"
 #include "engine/gpu_runner.h"
+#include "engine/op_math.h"
 #include "engine/set_shared_memory.h"
+#include "engine/staged_allreduce.h"
 #include "negotiation/fusion_planner.h"
 
 namespace hvd::engine {
@@ -148,6 +150,8 @@ void Runner::run_fused_taken(const Response *resps, const std::vector<RequestPtr
     try {
         if (on_device(*reqs.front()))
             s = gpu_runner().run(comm, resps, reqs, &fusion_buffer_, trace, &message);
+        else if (runs_staged_allreduce(resps[0]))
+            s = run_joined_staged(comm, reqs, &message);
         else
             s = execute_fused(comm, resps, reqs, &fusion_buffer_, trace, &message);
     } catch (const std::bad_alloc &) {
@@ -212,6 +216,8 @@ void Runner::run_one(const Response &resp, const RequestPtr &req) {
     hvd_status_t s;
     if (on_device(*req)) {
         s = gpu_runner().run(comm, &resp, one, &fusion_buffer_, trace, &message);
+    } else if (runs_staged_allreduce(resp)) {
+        s = run_joined_staged(comm, one, &message);
     } else {
         trace.begin(transfer_activity(comm, resp.type));
         s = execute_response(comm, resp, *req, &message);
@@ -326,6 +332,22 @@ RequestPtr Runner::zeros_like(const Response &resp, const Request &join) {
     req->output = req->input;
     req->deadline = join.deadline;
     return req;
+}
+
+hvd_status_t Runner::run_joined_staged(collectives::Comm &comm, const std::vector<RequestPtr> &reqs,
+                                       std::string *message) {
+    const Request &first = *reqs.front();
+    size_t bytes = 0;
+    for (const RequestPtr &r : reqs)
+        bytes += r->input.bytes();
+    try {
+        return allreduce_staged_zeros(comm, bytes, first.input.dtype, reduction_of(first),
+                                      first.meta.prescale, postscale_of(first, comm.size()),
+                                      &fusion_buffer_, message);
+    } catch (const Error &e) {
+        *message = e.what();
+        return e.status();
+    }
 }
 
 hvd_status_t Runner::run_membership_change(const Response &resp, Request &req,

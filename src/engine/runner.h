@@ -107,6 +107,10 @@ class Runner {
     RequestPtr request_for(Response &resp);
     // A zero tensor standing in for a joined rank's part of an allreduce.
     static RequestPtr zeros_like(const Response &resp, const Request &join);
+    // This rank joined and the others run their allreduce of CUDA tensors through host memory
+    // (runs_staged_allreduce): it takes part in their chunks with zeros.
+    hvd_status_t run_joined_staged(collectives::Comm &comm, const std::vector<RequestPtr> &reqs,
+                                   std::string *message);
     // Creates or destroys a process set. Not HVD_OK (with *message) when a new set's shared
     // memory could not be set up because the transport failed.
     hvd_status_t run_membership_change(const Response &resp, Request &req, std::string *message);

@@ -36,6 +36,20 @@ DeviceState &DeviceStates::get(int32_t device) {
     return *(devices_[device] = std::move(d));
 }
 
+void make_staging_pipeline(const GpuLibrary &lib, DeviceState &dev) {
+    if (dev.back_stream == nullptr)
+        lib.call("cudaStreamCreateWithFlags", lib.api->stream_create, dev.device, &dev.back_stream);
+    if (dev.back_done == nullptr)
+        lib.call("cudaEventCreateWithFlags", lib.api->event_create, dev.device, &dev.back_done);
+    for (std::vector<void *> *events : {&dev.arrived, &dev.departed}) {
+        while (events->size() < kStagingSlots) {
+            void *e = nullptr;
+            lib.call("cudaEventCreateWithFlags", lib.api->event_create, dev.device, &e);
+            events->push_back(e);
+        }
+    }
+}
+
 bool DeviceStates::drain() {
     bool finished = true;
     for (auto &[device, d] : devices_) {
@@ -64,9 +78,18 @@ DeviceStates::~DeviceStates() {
         d->fusion.release();
         d->scratch.release();
         d->staging.release();
-        if (lib_->api->event_destroy(device, d->done, &err) != 0 ||
-            lib_->api->stream_destroy(device, d->stream, &err) != 0)
-            HVD_LOG(kWarning, -1, "freeing CUDA device %d's stream failed: %s", device, err.text);
+        bool freed = true;
+        for (std::vector<void *> *events : {&d->arrived, &d->departed})
+            for (void *e : *events)
+                freed = lib_->api->event_destroy(device, e, &err) == 0 && freed;
+        if (d->back_done != nullptr)
+            freed = lib_->api->event_destroy(device, d->back_done, &err) == 0 && freed;
+        if (d->back_stream != nullptr)
+            freed = lib_->api->stream_destroy(device, d->back_stream, &err) == 0 && freed;
+        freed = lib_->api->event_destroy(device, d->done, &err) == 0 && freed;
+        freed = lib_->api->stream_destroy(device, d->stream, &err) == 0 && freed;
+        if (!freed)
+            HVD_LOG(kWarning, -1, "freeing CUDA device %d's streams failed: %s", device, err.text);
     }
 }
 

@@ -26,7 +26,22 @@ struct DeviceState {
     DeviceBuffer fusion;   // device: fused allreduce input and output
     DeviceBuffer scratch;  // device: prescaled copies
     DeviceBuffer staging;  // pinned host: the host-staged path's copies
+    // The chunked staged allreduce (engine/staged_allreduce.h), made on its first run by
+    // make_staging_pipeline: the stream its copies back to the device run on, the event that
+    // joins that stream into `stream` at the end, and per slot of `staging` the events that
+    // mark a chunk's arrival on the host (on `stream`) and its departure (on back_stream).
+    void *back_stream = nullptr;
+    void *back_done = nullptr;
+    std::vector<void *> arrived, departed;
 };
+
+// The staging slots of the chunked staged allreduce: while the CPU collectives reduce one
+// chunk, the next is on its way to the host and the one before on its way back.
+constexpr size_t kStagingSlots = 4;
+
+// Makes dev's back_stream, back_done and kStagingSlots events of each kind, where missing.
+// Throws hvd::Error(HVD_ERR_DEVICE); what was made stays (freed with the device's state).
+void make_staging_pipeline(const GpuLibrary &lib, DeviceState &dev);
 
 class DeviceStates {
   public:

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Collectives on CUDA tensors, checked against references computed on the host: every dtype x
-// reduction, scaling, fusion of many small tensors, ragged allgather, broadcast, alltoall with
-// splits, uneven reducescatter, grouped allreduce, Adasum, ready events and the caller's
-// stream. Runs under hvdrun on any number of ranks; on NCCL where each rank has its own GPU,
-// through host memory where they share one (or HVD_GPU_OPERATIONS=host). Exits 77 (skipped)
-// where no CUDA device is usable.
+// reduction, scaling, fusion of many small tensors, large allreduces (the host path's chunks),
+// a joined rank, ragged allgather, broadcast, alltoall with splits, uneven reducescatter,
+// grouped allreduce, Adasum, ready events and the caller's stream. Runs under hvdrun on any
+// number of ranks; on NCCL where each rank has its own GPU, through host memory where they
+// share one (or HVD_GPU_OPERATIONS=host). Exits 77 (skipped) where no CUDA device is usable.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -154,6 +154,93 @@ void test_fusion() {
         }
         delete ts[j];
     }
+}
+
+// Allreduces large enough for the host path to pipeline in chunks (engine/staged_allreduce.h:
+// 12 MiB and 12 bytes is four chunks, the last of 12 bytes), in place and out of place, Sum
+// and Average; then a run of five tensors enqueued before any wait (fused where the engine
+// fuses them) whose ends fall inside chunks. On NCCL the same sizes check its large path.
+void test_large_allreduce() {
+    const size_t n = (size_t{12} << 20) / 4 + 3;
+    int64_t shape[1] = {static_cast<int64_t>(n)};
+    const std::vector<char> h = host_values(HVD_DTYPE_FLOAT32, n, mp_rank);
+    for (int32_t op : {HVD_OP_SUM, HVD_OP_AVERAGE}) {
+        for (int in_place = 0; in_place < 2; ++in_place) {
+            DeviceTensor in(n * 4), out(n * 4);
+            in.upload(h);
+            hvd_tensor_t ti = cuda_tensor(in.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+            hvd_tensor_t to = cuda_tensor(in_place ? in.ptr : out.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+            std::string name = "large." + std::to_string(op) + (in_place ? ".inplace" : "");
+            hvd_op_params_t p = mp_reduce_params(name.c_str(), op);
+            hvd_request_h req;
+            if (hvd_allreduce_enqueue(mp_ctx, &ti, &to, &p, &req) != HVD_OK ||
+                mp_wait(req) != HVD_OK)
+                mp_die("%s", name.c_str());
+            hvd_request_release(req);
+            std::vector<char> got = (in_place ? in : out).download();
+            for (size_t i = 0; i < n; ++i)
+                check_close(name.c_str(), HVD_DTYPE_FLOAT32, got.data(), i,
+                            mp_reference(HVD_DTYPE_FLOAT32, op, i));
+            if (!in_place && in.download() != h) mp_die("%s changed its input", name.c_str());
+        }
+    }
+    const size_t sizes[] = {(size_t{5} << 19) + 7, (size_t{3} << 20) + 1, 5, (size_t{1} << 21),
+                            (size_t{7} << 18) + 3};  // float64 elements
+    std::vector<DeviceTensor *> ts;
+    std::vector<hvd_request_h> reqs;
+    for (size_t j = 0; j < 5; ++j) {
+        int64_t sh[1] = {static_cast<int64_t>(sizes[j])};
+        ts.push_back(new DeviceTensor(sizes[j] * 8));
+        ts.back()->upload(host_values(HVD_DTYPE_FLOAT64, sizes[j], mp_rank + static_cast<int>(j)));
+        hvd_tensor_t d = cuda_tensor(ts.back()->ptr, HVD_DTYPE_FLOAT64, 1, sh);
+        std::string name = "large.fused." + std::to_string(j);
+        hvd_op_params_t p = mp_reduce_params(name.c_str(), HVD_OP_SUM);
+        reqs.emplace_back();
+        if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &reqs.back()) != HVD_OK)
+            mp_die("%s enqueue", name.c_str());
+    }
+    for (size_t j = 0; j < 5; ++j) {
+        if (mp_wait(reqs[j]) != HVD_OK) mp_die("large.fused.%zu failed", j);
+        hvd_request_release(reqs[j]);
+        std::vector<char> got = ts[j]->download();
+        for (size_t i = 0; i < sizes[j]; i += 1 + i % 5) {
+            double sum = 0;
+            for (int r = 0; r < mp_size; ++r)
+                sum += mp_value(HVD_DTYPE_FLOAT64, r + static_cast<int>(j), i);
+            check_close("large fused", HVD_DTYPE_FLOAT64, got.data(), i, sum);
+        }
+        delete ts[j];
+    }
+}
+
+// Rank 0 joins at once; the others allreduce a large CUDA tensor (in chunks through host
+// memory: a joined rank keeps NCCL out), rank 0 taking part with zeros in the same chunks.
+void test_join_during_large_allreduce() {
+    if (mp_size < 2) return;
+    hvd_request_h join;
+    if (mp_rank == 0 && hvd_join_enqueue(mp_ctx, nullptr, &join) != HVD_OK) mp_die("join");
+    if (mp_rank != 0) {
+        const size_t n = (size_t{9} << 20) / 4 + 1;
+        int64_t shape[1] = {static_cast<int64_t>(n)};
+        DeviceTensor t(n * 4);
+        t.upload(host_values(HVD_DTYPE_FLOAT32, n, mp_rank));
+        hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+        hvd_op_params_t p = mp_reduce_params("large.while.joined", HVD_OP_SUM);
+        hvd_request_h req;
+        if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+            mp_die("allreduce while rank 0 is joined");
+        hvd_request_release(req);
+        std::vector<char> got = t.download();
+        for (size_t i = 0; i < n; ++i) {
+            double sum = 0;
+            for (int r = 1; r < mp_size; ++r)
+                sum += mp_value(HVD_DTYPE_FLOAT32, r, i);
+            check_close("allreduce while rank 0 is joined", HVD_DTYPE_FLOAT32, got.data(), i, sum);
+        }
+        if (hvd_join_enqueue(mp_ctx, nullptr, &join) != HVD_OK) mp_die("join");
+    }
+    if (mp_wait(join) != HVD_OK) mp_die("join failed");
+    hvd_request_release(join);
 }
 
 // Rank r contributes r + 1 rows of 3 int32 values 1000 r + 10 row + col.
@@ -445,6 +532,8 @@ int main() {
     test_allreduce_every_dtype_and_op();
     test_scaling();
     test_fusion();
+    test_large_allreduce();
+    test_join_during_large_allreduce();
     test_allgather_ragged();
     test_broadcast();
     test_alltoall();
