@@ -327,7 +327,8 @@ RequestPtr Runner::zeros_like(const Response &resp, const Request &join) {
     req->meta.postscale = resp.postscale;
     req->input.dtype = resp.dtype;
     req->input.shape = resp.shape;
-    req->owned_data.resize_zeroed(req->input.bytes());
+    // A staged allreduce takes its zeros one chunk at a time (run_joined_staged).
+    if (!runs_staged_allreduce(resp)) req->owned_data.resize_zeroed(req->input.bytes());
     req->input.data = req->owned_data.data();
     req->output = req->input;
     req->deadline = join.deadline;

@@ -18,11 +18,10 @@ constexpr size_t kMiB = size_t{1} << 20;
 // Up to this size the run is one chunk: a chunk's fixed costs (a CPU collective, an event
 // waited on, two more copy launches) would outweigh what overlapping saves.
 constexpr size_t kWholeMaxBytes = 4 * kMiB;
-// Chunks are cut so that about this many are in flight, within these bounds: a pipeline of
-// four chunks hides three quarters of the copies; 8 MiB keeps each chunk's copy (about 150 us
-// over PCIe Gen5) long against its fixed costs.
+// Larger runs are cut into about this many chunks of whole MiB, at most kMaxChunkBytes each:
+// a pipeline of four chunks hides about three quarters of the copies, and 8 MiB keeps each
+// chunk's copy (about 150 us over PCIe Gen5) long against its fixed costs.
 constexpr size_t kChunksWanted = 4;
-constexpr size_t kMinChunkBytes = kMiB;
 constexpr size_t kMaxChunkBytes = 8 * kMiB;
 
 // One chunk reduced in place at `at`.
@@ -67,20 +66,20 @@ bool runs_staged_allreduce(const negotiation::Response &resp) {
 
 size_t staged_chunk_bytes(size_t bytes) {
     if (bytes <= kWholeMaxBytes) return bytes;
-    const size_t quarter_mib = (bytes / kChunksWanted + kMiB - 1) / kMiB * kMiB;
-    return std::clamp(quarter_mib, kMinChunkBytes, kMaxChunkBytes);
+    const size_t quarter = (bytes + kChunksWanted - 1) / kChunksWanted;
+    return std::min((quarter + kMiB - 1) / kMiB * kMiB, kMaxChunkBytes);
 }
 
 hvd_status_t allreduce_staged(collectives::Comm &comm, size_t bytes, size_t chunk_bytes,
                               int32_t dtype, int32_t op, double prescale, double postscale,
-                              StagedChunks *chunks, std::string *message) {
+                              const std::string &what, StagedChunks *chunks, std::string *message) {
     const size_t esz = dtype_size(dtype);
     if (esz == 0 || bytes % esz != 0 || chunk_bytes % esz != 0 || op == HVD_OP_ADASUM ||
         op == HVD_OP_AVERAGE) {
         *message = strprintf(
-            "rank %d: a staged allreduce of %zu bytes in chunks of %zu cannot "
-            "run dtype %d with op %d",
-            comm.global_rank(), bytes, chunk_bytes, dtype, op);
+            "rank %d: %s: %zu bytes in chunks of %zu cannot run as a staged "
+            "allreduce of dtype %d with op %d",
+            comm.global_rank(), what.c_str(), bytes, chunk_bytes, dtype, op);
         return HVD_ERR_INTERNAL;
     }
     if (chunk_bytes == 0) chunk_bytes = bytes;
@@ -94,9 +93,9 @@ hvd_status_t allreduce_staged(collectives::Comm &comm, size_t bytes, size_t chun
         s = reduce_chunk(comm, at, chunk.bytes, dtype, op, prescale, postscale);
         if (s != HVD_OK) {
             *message = strprintf(
-                "rank %d: the allreduce of chunk %zu of %zu (bytes %zu to %zu of "
-                "%zu) failed: %s",
-                comm.global_rank(), k + 1, n, offset, offset + chunk.bytes, bytes,
+                "rank %d: %s: the allreduce of chunk %zu of %zu (bytes %zu to "
+                "%zu of %zu) failed: %s",
+                comm.global_rank(), what.c_str(), k + 1, n, offset, offset + chunk.bytes, bytes,
                 status_message(s));
             return s;
         }
@@ -110,7 +109,8 @@ hvd_status_t allreduce_staged_zeros(collectives::Comm &comm, size_t bytes, int32
                                     collectives::ScratchBuffer *scratch, std::string *message) {
     const size_t chunk_bytes = staged_chunk_bytes(bytes);
     ZeroChunks zeros(scratch, std::max<size_t>(chunk_bytes, 1));
-    return allreduce_staged(comm, bytes, chunk_bytes, dtype, op, prescale, postscale, &zeros,
+    return allreduce_staged(comm, bytes, chunk_bytes, dtype, op, prescale, postscale,
+                            "a joined rank's part in an allreduce of CUDA tensors", &zeros,
                             message);
 }
 

@@ -23,8 +23,8 @@ namespace hvd::engine {
 bool runs_staged_allreduce(const negotiation::Response &resp);
 
 // The chunk a staged allreduce of `bytes` bytes is cut into (the last chunk may be shorter):
-// `bytes` itself (one chunk) up to 4 MiB, then a quarter of it rounded up to whole MiB,
-// between 1 and 8 MiB. Whole MiB hold whole elements of every dtype.
+// `bytes` itself (one chunk) up to 4 MiB, then a quarter of it rounded up to whole MiB, at
+// most 8 MiB. Whole MiB hold whole elements of every dtype.
 size_t staged_chunk_bytes(size_t bytes);
 
 // The chunks of a staged allreduce, numbered 0, 1, ... in the order of the run's bytes.
@@ -41,6 +41,7 @@ class StagedChunks {
     virtual ~StagedChunks() = default;
     // Returns where the chunk lies in host memory once it holds this rank's input (the
     // caller may then start bringing later chunks), or null with *status and *message set.
+    // May throw hvd::Error instead (a failure to queue copies).
     virtual char *arrive(const StagedChunk &chunk, hvd_status_t *status, std::string *message) = 0;
     // The chunk's host memory now holds its result: the caller may send it on (copy it back to
     // the device) and reuse that memory for a later chunk once that copy is done. Throws
@@ -54,10 +55,11 @@ class StagedChunks {
 // Product: Average is a Sum with its 1 / size in `postscale`), then scaled by postscale. Every
 // member's chunk k goes through one CPU allreduce of its own, with comm.seq: members call
 // them in the same order, so their messages stay matched. Blocking; returns HVD_OK or the
-// first failure, with *message naming this rank and the chunk.
+// first failure, with *message naming this rank, `what` (the op) and the chunk; lets what
+// `chunks` throws through.
 hvd_status_t allreduce_staged(collectives::Comm &comm, size_t bytes, size_t chunk_bytes,
                               int32_t dtype, int32_t op, double prescale, double postscale,
-                              StagedChunks *chunks, std::string *message);
+                              const std::string &what, StagedChunks *chunks, std::string *message);
 
 // A joined rank's part in an allreduce of CUDA tensors staged by the other members: the same
 // chunks (staged_chunk_bytes) and the same arguments as theirs, this rank's input zeros (in

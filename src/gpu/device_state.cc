@@ -42,6 +42,7 @@ void make_staging_pipeline(const GpuLibrary &lib, DeviceState &dev) {
     if (dev.back_done == nullptr)
         lib.call("cudaEventCreateWithFlags", lib.api->event_create, dev.device, &dev.back_done);
     for (std::vector<void *> *events : {&dev.arrived, &dev.departed}) {
+        events->reserve(kStagingSlots);  // no push_back throws after an event was made
         while (events->size() < kStagingSlots) {
             void *e = nullptr;
             lib.call("cudaEventCreateWithFlags", lib.api->event_create, dev.device, &e);
@@ -65,6 +66,11 @@ bool wait_stream_done(const GpuLibrary &lib, DeviceState &dev, const Deadline &d
     hvd_gpu_err_t err;
     err.text[0] = '\0';
     std::string ignored;
+    // Copies back that a failed run left on the back stream count as the stream's work too.
+    if (dev.back_stream != nullptr && dev.back_done != nullptr &&
+        (lib.api->event_record(dev.device, dev.back_done, dev.back_stream, &err) != 0 ||
+         lib.api->stream_wait_event(dev.device, dev.stream, dev.back_done, &err) != 0))
+        return false;
     return lib.api->event_record(dev.device, dev.done, dev.stream, &err) == 0 &&
            wait_event(lib, dev.device, dev.done, nullptr, deadline, nullptr, rank, what, &ignored,
                       drive) == HVD_OK;

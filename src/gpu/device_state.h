@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What one context's engine keeps per CUDA device: its stream (all of the library's work on
-// the device is ordered on it), the event that marks the end of an op's work, the device
-// fusion buffer, a device scratch buffer and pinned host staging. Made on first use, freed
-// with the context. Engine thread only.
+// the device is ordered on it; the staged allreduce's copies back run on a second stream,
+// joined into it), the event that marks the end of an op's work, the device fusion buffer, a
+// device scratch buffer and pinned host staging. Made on first use, freed with the context.
+// Engine thread only.
 #pragma once
 
 #include <atomic>
@@ -63,8 +64,9 @@ class DeviceStates {
     std::map<int32_t, std::unique_ptr<DeviceState>> devices_;
 };
 
-// Records dev.done after the work queued on dev.stream and waits on the host until it has run,
-// bounded by `deadline` alone (no abort flag), driving `drive` (null: none) as wait_event does.
+// Records dev.done after the work queued on dev.stream (and on dev.back_stream, joined into it)
+// and waits on the host until it has run, bounded by `deadline` alone (no abort flag), driving
+// `drive` (null: none) as wait_event does.
 // False when it did not finish in time or CUDA failed (`rank` and `what` name it for the wait).
 bool wait_stream_done(const GpuLibrary &lib, DeviceState &dev, const Deadline &deadline,
                       int32_t rank, const std::string &what, transport::Transport *drive = nullptr);

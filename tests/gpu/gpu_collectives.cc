@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -156,14 +157,38 @@ void test_fusion() {
     }
 }
 
-// Allreduces large enough for the host path to pipeline in chunks (engine/staged_allreduce.h:
-// 12 MiB and 12 bytes is four chunks, the last of 12 bytes), in place and out of place, Sum
-// and Average; then a run of five tensors enqueued before any wait (fused where the engine
-// fuses them) whose ends fall inside chunks. On NCCL the same sizes check its large path.
+// Rank r's element i of tensor t in the large tests: -3..3, so sums are exact, and without a
+// period, so a chunk copied to or from the wrong place cannot match by chance.
+double large_value(int r, size_t t, size_t i) {
+    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull + (t + 1) * 0xBF58476D1CE4E5B9ull +
+                 static_cast<uint64_t>(r) * 0x94D049BB133111EBull;
+    return static_cast<double>(static_cast<int>((h >> 37) % 7) - 3);
+}
+
+std::vector<char> large_values(int32_t dtype, size_t n, size_t t, int r) {
+    std::vector<char> h(n * mp_dtype_size(dtype));
+    for (size_t i = 0; i < n; ++i)
+        mp_set(dtype, h.data(), i, large_value(r, t, i));
+    return h;
+}
+
+// The sum over ranks `from`..mp_size-1 of tensor t's element i.
+double large_sum(size_t t, size_t i, int from = 0) {
+    double sum = 0;
+    for (int r = from; r < mp_size; ++r)
+        sum += large_value(r, t, i);
+    return sum;
+}
+
+// Allreduces large enough for the host path to pipeline in chunks through its four slots
+// (engine/staged_allreduce.h): 40 MiB and 12 bytes is five chunks of 8 MiB and one of 12
+// bytes, in place and out of place, Sum and Average; then a grouped allreduce of five tensors
+// (one run of 59 MiB: eight chunks, tensors ending inside them, two members out of place).
+// On NCCL the same sizes check its large path.
 void test_large_allreduce() {
-    const size_t n = (size_t{12} << 20) / 4 + 3;
+    const size_t n = (size_t{40} << 20) / 4 + 3;
     int64_t shape[1] = {static_cast<int64_t>(n)};
-    const std::vector<char> h = host_values(HVD_DTYPE_FLOAT32, n, mp_rank);
+    const std::vector<char> h = large_values(HVD_DTYPE_FLOAT32, n, 0, mp_rank);
     for (int32_t op : {HVD_OP_SUM, HVD_OP_AVERAGE}) {
         for (int in_place = 0; in_place < 2; ++in_place) {
             DeviceTensor in(n * 4), out(n * 4);
@@ -178,52 +203,60 @@ void test_large_allreduce() {
                 mp_die("%s", name.c_str());
             hvd_request_release(req);
             std::vector<char> got = (in_place ? in : out).download();
+            const double div = op == HVD_OP_AVERAGE ? mp_size : 1;
             for (size_t i = 0; i < n; ++i)
-                check_close(name.c_str(), HVD_DTYPE_FLOAT32, got.data(), i,
-                            mp_reference(HVD_DTYPE_FLOAT32, op, i));
+                check_close(name.c_str(), HVD_DTYPE_FLOAT32, got.data(), i, large_sum(0, i) / div);
             if (!in_place && in.download() != h) mp_die("%s changed its input", name.c_str());
         }
     }
-    const size_t sizes[] = {(size_t{5} << 19) + 7, (size_t{3} << 20) + 1, 5, (size_t{1} << 21),
-                            (size_t{7} << 18) + 3};  // float64 elements
-    std::vector<DeviceTensor *> ts;
-    std::vector<hvd_request_h> reqs;
-    for (size_t j = 0; j < 5; ++j) {
-        int64_t sh[1] = {static_cast<int64_t>(sizes[j])};
-        ts.push_back(new DeviceTensor(sizes[j] * 8));
-        ts.back()->upload(host_values(HVD_DTYPE_FLOAT64, sizes[j], mp_rank + static_cast<int>(j)));
-        hvd_tensor_t d = cuda_tensor(ts.back()->ptr, HVD_DTYPE_FLOAT64, 1, sh);
-        std::string name = "large.fused." + std::to_string(j);
-        hvd_op_params_t p = mp_reduce_params(name.c_str(), HVD_OP_SUM);
-        reqs.emplace_back();
-        if (hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &reqs.back()) != HVD_OK)
-            mp_die("%s enqueue", name.c_str());
+    const int k = 5;
+    const size_t sizes[k] = {(size_t{5} << 19) + 7, (size_t{3} << 20) + 1, 5, size_t{1} << 20,
+                             (size_t{7} << 17) + 3};  // float64 elements
+    std::vector<DeviceTensor *> ins, outs;
+    std::vector<hvd_tensor_t> in_descs(k), out_descs(k);
+    std::vector<const hvd_tensor_t *> in_ptrs(k), out_ptrs(k);
+    int64_t shapes[k][1];
+    for (int j = 0; j < k; ++j) {
+        const size_t t = static_cast<size_t>(j) + 1;
+        shapes[j][0] = static_cast<int64_t>(sizes[j]);
+        ins.push_back(new DeviceTensor(sizes[j] * 8));
+        ins.back()->upload(large_values(HVD_DTYPE_FLOAT64, sizes[j], t, mp_rank));
+        const bool separate = j == 1 || j == 3;
+        outs.push_back(separate ? new DeviceTensor(sizes[j] * 8) : nullptr);
+        in_descs[j] = cuda_tensor(ins.back()->ptr, HVD_DTYPE_FLOAT64, 1, shapes[j]);
+        out_descs[j] =
+            separate ? cuda_tensor(outs.back()->ptr, HVD_DTYPE_FLOAT64, 1, shapes[j]) : in_descs[j];
+        in_ptrs[j] = &in_descs[j];
+        out_ptrs[j] = &out_descs[j];
     }
-    for (size_t j = 0; j < 5; ++j) {
-        if (mp_wait(reqs[j]) != HVD_OK) mp_die("large.fused.%zu failed", j);
-        hvd_request_release(reqs[j]);
-        std::vector<char> got = ts[j]->download();
-        for (size_t i = 0; i < sizes[j]; i += 1 + i % 5) {
-            double sum = 0;
-            for (int r = 0; r < mp_size; ++r)
-                sum += mp_value(HVD_DTYPE_FLOAT64, r + static_cast<int>(j), i);
-            check_close("large fused", HVD_DTYPE_FLOAT64, got.data(), i, sum);
-        }
-        delete ts[j];
+    hvd_op_params_t p = mp_reduce_params("large.grouped", HVD_OP_SUM);
+    hvd_request_h req;
+    if (hvd_grouped_allreduce_enqueue(mp_ctx, in_ptrs.data(), out_ptrs.data(), k, &p, &req) !=
+            HVD_OK ||
+        mp_wait(req) != HVD_OK)
+        mp_die("large grouped allreduce");
+    hvd_request_release(req);
+    for (int j = 0; j < k; ++j) {
+        const size_t t = static_cast<size_t>(j) + 1;
+        std::vector<char> got = (outs[j] != nullptr ? outs[j] : ins[j])->download();
+        for (size_t i = 0; i < sizes[j]; ++i)
+            check_close("large grouped", HVD_DTYPE_FLOAT64, got.data(), i, large_sum(t, i));
+        delete ins[j];
+        delete outs[j];
     }
 }
 
-// Rank 0 joins at once; the others allreduce a large CUDA tensor (in chunks through host
-// memory: a joined rank keeps NCCL out), rank 0 taking part with zeros in the same chunks.
+// Rank 0 joins at once; the others allreduce a large CUDA tensor (through host memory in six
+// chunks: a joined rank keeps NCCL out), rank 0 taking part with zeros in the same chunks.
 void test_join_during_large_allreduce() {
     if (mp_size < 2) return;
     hvd_request_h join;
     if (mp_rank == 0 && hvd_join_enqueue(mp_ctx, nullptr, &join) != HVD_OK) mp_die("join");
     if (mp_rank != 0) {
-        const size_t n = (size_t{9} << 20) / 4 + 1;
+        const size_t n = (size_t{40} << 20) / 4 + 1;
         int64_t shape[1] = {static_cast<int64_t>(n)};
         DeviceTensor t(n * 4);
-        t.upload(host_values(HVD_DTYPE_FLOAT32, n, mp_rank));
+        t.upload(large_values(HVD_DTYPE_FLOAT32, n, 9, mp_rank));
         hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
         hvd_op_params_t p = mp_reduce_params("large.while.joined", HVD_OP_SUM);
         hvd_request_h req;
@@ -231,12 +264,9 @@ void test_join_during_large_allreduce() {
             mp_die("allreduce while rank 0 is joined");
         hvd_request_release(req);
         std::vector<char> got = t.download();
-        for (size_t i = 0; i < n; ++i) {
-            double sum = 0;
-            for (int r = 1; r < mp_size; ++r)
-                sum += mp_value(HVD_DTYPE_FLOAT32, r, i);
-            check_close("allreduce while rank 0 is joined", HVD_DTYPE_FLOAT32, got.data(), i, sum);
-        }
+        for (size_t i = 0; i < n; ++i)
+            check_close("allreduce while rank 0 is joined", HVD_DTYPE_FLOAT32, got.data(), i,
+                        large_sum(9, i, 1));
         if (hvd_join_enqueue(mp_ctx, nullptr, &join) != HVD_OK) mp_die("join");
     }
     if (mp_wait(join) != HVD_OK) mp_die("join failed");

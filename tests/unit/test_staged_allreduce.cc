@@ -123,7 +123,7 @@ void check(World &w, const Case &c) {
         if (c.shm) comm.shm = w.shm[r].get();
         HostChunks chunks(b.in[r].data(), b.out[r].data(), c.chunk_elems * esz);
         hvd_status_t s = allreduce_staged(comm, c.count * esz, c.chunk_elems * esz, c.dtype, c.op,
-                                          c.pre, c.post, &chunks, &messages[r]);
+                                          c.pre, c.post, "test", &chunks, &messages[r]);
         problems[r] = chunks.problems();
         bytes_done[r] = chunks.bytes_done();
         return s;
@@ -182,7 +182,8 @@ void test_chunk_sizes(void **) {
     using hvd::engine::staged_chunk_bytes;
     assert_int_equal(staged_chunk_bytes(0), 0);
     assert_int_equal(staged_chunk_bytes(1), 1);
-    assert_int_equal(staged_chunk_bytes(4 * kMiB), 4 * kMiB);  // one chunk
+    assert_int_equal(staged_chunk_bytes(4 * kMiB), 4 * kMiB);      // one chunk
+    assert_int_equal(staged_chunk_bytes(4 * kMiB + 1), 2 * kMiB);  // no 1-byte fifth chunk
     assert_int_equal(staged_chunk_bytes(4 * kMiB + 8), 2 * kMiB);
     assert_int_equal(staged_chunk_bytes(6 * kMiB), 2 * kMiB);
     assert_int_equal(staged_chunk_bytes(16 * kMiB), 4 * kMiB);
@@ -210,8 +211,9 @@ void test_joined_rank_with_zeros(void **) {
                                                            &zeros_scratch, &messages[r]);
             HostChunks chunks(b.in[r].data(), b.out[r].data(),
                               hvd::engine::staged_chunk_bytes(bytes));
-            hvd_status_t s = allreduce_staged(comm, bytes, hvd::engine::staged_chunk_bytes(bytes),
-                                              dtype, HVD_OP_SUM, 1.0, 0.5, &chunks, &messages[r]);
+            hvd_status_t s =
+                allreduce_staged(comm, bytes, hvd::engine::staged_chunk_bytes(bytes), dtype,
+                                 HVD_OP_SUM, 1.0, 0.5, "test", &chunks, &messages[r]);
             if (r == 0) chunks_done = chunks.chunks_done();
             return s;
         }));
@@ -236,8 +238,8 @@ void test_failed_arrival(void **) {
     std::string message;
     hvd_status_t s = HVD_OK;
     run_ranks(w, 1, [&](int32_t, size_t, Comm &comm) {
-        s = allreduce_staged(comm, 400, 40, HVD_DTYPE_UINT8, HVD_OP_SUM, 1.0, 1.0, &chunks,
-                             &message);
+        s = allreduce_staged(comm, 400, 40, HVD_DTYPE_UINT8, HVD_OP_SUM, 1.0, 1.0, "allreduce 'x'",
+                             &chunks, &message);
         return HVD_OK;
     });
     assert_int_equal(s, HVD_ERR_DEVICE);
@@ -256,11 +258,12 @@ void test_refused_ops(void **) {
         std::string message;
         hvd_status_t s = HVD_OK;
         run_ranks(w, 1, [&](int32_t, size_t, Comm &comm) {
-            s = allreduce_staged(comm, 64, 16, HVD_DTYPE_FLOAT32, op, 1.0, 1.0, &chunks, &message);
+            s = allreduce_staged(comm, 64, 16, HVD_DTYPE_FLOAT32, op, 1.0, 1.0, "allreduce 'y'",
+                                 &chunks, &message);
             return HVD_OK;
         });
         assert_int_equal(s, HVD_ERR_INTERNAL);
-        assert_contains(message, "rank 0");
+        assert_contains(message, "rank 0: allreduce 'y'");
         assert_contains(message, "cannot run");
         assert_int_equal(chunks.chunks_done(), 0);
     }
