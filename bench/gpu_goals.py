@@ -7,7 +7,9 @@ against what bounds them, per size, from the outputs of one GPU run (scripts/gpu
                GPUs (bench/peers/nccl_allreduce_perf); goal: at most 5 % slower.
   host path:   hvd_bench --device cuda (HVD_GPU_OPERATIONS=host) against the copy-bound model
                (bench/peers/cuda_copy_bw: a copy to pinned host memory and back, "staged");
-               goal: at most 10 % slower.
+               goal: at most 10 % slower. With --duplex-model, also against both copies at
+               once ("duplex"), what the host path's pipelined allreduce can approach from
+               its first chunks on (runs of one chunk, up to 4 MiB, cannot).
 
 Each input is a program's output in bench/peers/bench_common.h's format; hvdrun's "[r]<stdout>: "
 prefixes are skipped. Prints a Markdown table; only the standard library is used."""
@@ -67,13 +69,19 @@ def main():
     ap.add_argument("--nccl-path", required=True, help="hvd_bench output, NCCL path")
     ap.add_argument("--raw-nccl", required=True, help="nccl_allreduce_perf output")
     ap.add_argument("--host-path", help="hvd_bench output, host-staged path")
-    ap.add_argument("--copy-model", help="cuda_copy_bw output")
+    ap.add_argument("--copy-model", help="cuda_copy_bw -d staged output")
+    ap.add_argument("--duplex-model", help="cuda_copy_bw -d duplex output")
     args = ap.parse_args()
     print(table("NCCL path", read(args.nccl_path), read(args.raw_nccl), "raw NCCL", 1.05))
     if args.host_path and args.copy_model:
         print()
-        print(table("host-staged path", read(args.host_path), read(args.copy_model, "staged"),
-                    "copy model", 1.10))
+        host = read(args.host_path)
+        print(table("host-staged path", host, read(args.copy_model, "staged"), "copy model",
+                    1.10))
+        if args.duplex_model:
+            print()
+            print(table("host-staged path, pipelined", host,
+                        read(args.duplex_model, "duplex"), "duplex copies", 1.10))
 
 
 if __name__ == "__main__":

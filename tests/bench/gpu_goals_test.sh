@@ -22,13 +22,18 @@ cat >"$dir/raw_nccl.txt" <<'OUT'
 OUT
 cat >"$dir/hvd_host.txt" <<'OUT'
 [0]<stdout>:      1048576       262144  float32    sum       109.00      9.620      0.000
+[0]<stdout>:     16777216      4194304  float32    sum       800.00     20.972      0.000
 OUT
 cat >"$dir/copy.txt" <<'OUT'
      1048576      1048576     byte staged       100.00     10.486     10.486
+OUT
+cat >"$dir/duplex.txt" <<'OUT'
      1048576      1048576     byte duplex        50.00     20.972     20.972
+    16777216     16777216     byte duplex       750.00     22.370     22.370
 OUT
 python3 "$goals" --nccl-path "$dir/hvd_nccl.txt" --raw-nccl "$dir/raw_nccl.txt" \
-  --host-path "$dir/hvd_host.txt" --copy-model "$dir/copy.txt" >"$dir/table.md"
+  --host-path "$dir/hvd_host.txt" --copy-model "$dir/copy.txt" \
+  --duplex-model "$dir/duplex.txt" >"$dir/table.md"
 cat "$dir/table.md"
 expect() {
   grep -qF -- "$1" "$dir/table.md" || { echo "FAIL: no line '$1'"; exit 1; }
@@ -36,7 +41,9 @@ expect() {
 expect "| 4 KiB | 10.50 | 10.00 | 1.050 | met |"
 expect "| 1 MiB | 200.00 | 100.00 | 2.000 | MISSED |"
 expect "| 1 MiB | 109.00 | 100.00 | 1.090 | met |"
-! grep -qF "16 MiB" "$dir/table.md" || { echo "FAIL: a size only one side measured"; exit 1; }
+expect "| 1 MiB | 109.00 | 50.00 | 2.180 | MISSED |"
+expect "| 16 MiB | 800.00 | 750.00 | 1.067 | met |"
+[ "$(grep -cF "16 MiB" "$dir/table.md")" = 1 ] || { echo "FAIL: a size only one side measured"; exit 1; }
 if python3 "$goals" --nccl-path "$dir/missing.txt" --raw-nccl "$dir/raw_nccl.txt" 2>"$dir/err"; then
   echo "FAIL: a missing output passed"; exit 1
 fi
