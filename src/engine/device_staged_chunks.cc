@@ -15,7 +15,8 @@ using gpu::kStagingSlots;
 DeviceStagedChunks::DeviceStagedChunks(const gpu::GpuLibrary *lib, gpu::DeviceState &dev,
                                        const collectives::Comm &comm, int32_t rank,
                                        std::vector<DeviceSpan> spans, size_t bytes,
-                                       size_t chunk_bytes, std::string what)
+                                       size_t chunk_bytes, std::string what,
+                                       StagingDirections directions)
     : lib_(lib),
       dev_(dev),
       comm_(comm),
@@ -25,7 +26,8 @@ DeviceStagedChunks::DeviceStagedChunks(const gpu::GpuLibrary *lib, gpu::DeviceSt
       chunk_bytes_(chunk_bytes),
       chunks_(bytes == 0 || chunk_bytes == 0 ? 0 : (bytes + chunk_bytes - 1) / chunk_bytes),
       back_stream_(chunks_ > 1 ? dev.back_stream : dev.stream),
-      what_(std::move(what)) {}
+      what_(std::move(what)),
+      directions_(directions) {}
 
 DeviceStagedChunks::~DeviceStagedChunks() {
     if (joined_) return;
@@ -66,7 +68,7 @@ char *DeviceStagedChunks::arrive(const StagedChunk &chunk, hvd_status_t *status,
 
 void DeviceStagedChunks::done(const StagedChunk &chunk, char *at) {
     joined_ = false;
-    copy_spans(chunk.offset, chunk.bytes, at, false, back_stream_);
+    if (directions_.to_device) copy_spans(chunk.offset, chunk.bytes, at, false, back_stream_);
     // Only a chunk that will reuse the slot waits for this departure.
     if (chunk.index + kStagingSlots < chunks_)
         lib_->call("cudaEventRecord (chunk copied back)", lib_->api->event_record, dev_.device,
@@ -82,7 +84,8 @@ void DeviceStagedChunks::queue_to_host(size_t index) {
         lib_->call("cudaStreamWaitEvent (slot free)", lib_->api->stream_wait_event, dev_.device,
                    dev_.stream, dev_.departed[index % kStagingSlots]);
     const size_t offset = index * chunk_bytes_;
-    copy_spans(offset, std::min(chunk_bytes_, bytes_ - offset), slot(index), true, dev_.stream);
+    if (directions_.to_host)
+        copy_spans(offset, std::min(chunk_bytes_, bytes_ - offset), slot(index), true, dev_.stream);
     lib_->call("cudaEventRecord (chunk on the host)", lib_->api->event_record, dev_.device,
                dev_.arrived[index % kStagingSlots], dev_.stream);
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA side of the host-staged allreduce (staged_allreduce.h): the run's CUDA tensors are
-// one buffer of bytes, cut into chunks that pass through gpu::kStagingSlots slots of pinned
-// host memory. Copies to the host run on the device's stream, copies back on its back stream,
-// so both directions and the CPU collectives work at once:
+// The CUDA side of the host-staged collectives in chunks (staged_chunks.h): the run's CUDA
+// tensors are one buffer of bytes, cut into chunks that pass through gpu::kStagingSlots slots of
+// pinned host memory. Copies to the host run on the device's stream, copies back on its back
+// stream, so both directions and the CPU collectives work at once:
 //
 //   stream       D2H 0 | D2H 1 | D2H 2 | D2H 3 | (waits: 0 departed) D2H 4 ...
 //   host               | reduce 0 | reduce 1 | reduce 2 ...
@@ -39,6 +39,13 @@ struct DeviceSpan {
     void *device_out;
 };
 
+// Which way this rank's chunks travel: a broadcast's root needs no copy back into its own
+// input, the other members no copy of theirs to the host.
+struct StagingDirections {
+    bool to_host = true;
+    bool to_device = true;
+};
+
 class DeviceStagedChunks : public StagedChunks {
   public:
     // spans: the run's tensors in order, contiguous from offset 0 to `bytes`; dev: their
@@ -47,14 +54,16 @@ class DeviceStagedChunks : public StagedChunks {
     // deadline, abort flag and transport to drive while waiting. what: the op, for messages.
     DeviceStagedChunks(const gpu::GpuLibrary *lib, gpu::DeviceState &dev,
                        const collectives::Comm &comm, int32_t rank, std::vector<DeviceSpan> spans,
-                       size_t bytes, size_t chunk_bytes, std::string what);
+                       size_t bytes, size_t chunk_bytes, std::string what,
+                       StagingDirections directions = {});
     DeviceStagedChunks(const DeviceStagedChunks &) = delete;
     DeviceStagedChunks &operator=(const DeviceStagedChunks &) = delete;
     // join() where it was not called (after a failure): a failure then is logged.
     ~DeviceStagedChunks();
 
     // Queues the copies of the chunks up to kStagingSlots - 1 past this one, then waits on the
-    // host for this one's (gpu::wait_event: CUDA's errors, the deadline, the abort flag).
+    // host for this one's (gpu::wait_event: CUDA's errors, the deadline, the abort flag); with
+    // no copies to the host, for its slot to be free.
     // Throws hvd::Error(HVD_ERR_DEVICE) where queueing fails.
     char *arrive(const StagedChunk &chunk, hvd_status_t *status, std::string *message) override;
     // Queues the chunk's copies back into the outputs. Throws hvd::Error(HVD_ERR_DEVICE).
@@ -80,6 +89,7 @@ class DeviceStagedChunks : public StagedChunks {
     size_t queued_ = 0;   // chunks whose copy to the host is queued
     bool joined_ = true;  // no copy back queued since the last join
     std::string what_;
+    StagingDirections directions_;
 };
 
 }  // namespace hvd::engine

@@ -2,7 +2,7 @@
 // The host-staged path of GpuRunner: the run's CUDA inputs are copied into pinned host memory,
 // the CPU collectives run on the copies exactly as for host tensors (so every op, dtype and
 // reduction works, Adasum included), and the outputs are copied back to the device. Allreduces
-// (but Adasum's) are pipelined in chunks instead (gpu_staged_allreduce.cc).
+// (but Adasum's) and broadcasts are pipelined in chunks instead (gpu_staged_ops.cc).
 #include "common/error.h"
 #include "engine/gpu_runner.h"
 #include "engine/staged_allreduce.h"
@@ -62,6 +62,8 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
                                         const ActivityTrace &trace, std::string *message) {
     if (runs_staged_allreduce(resps[0]))
         return run_staged_allreduce(comm, resps[0], reqs, dev, trace, message);
+    if (resps[0].type == OpType::kBroadcast)
+        return run_staged_broadcast(comm, resps[0], reqs, dev, trace, message);
     size_t total = 0;
     for (const RequestPtr &r : reqs)
         total += r->input.bytes() + (separate_output(*r) ? r->output.bytes() : 0);

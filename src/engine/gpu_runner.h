@@ -8,11 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "collectives/comm.h"
+#include "engine/device_staged_chunks.h"
 #include "engine/executor.h"
 #include "engine/request.h"
 #include "gpu/device_state.h"
@@ -67,8 +69,20 @@ class GpuRunner {
                                  const std::vector<RequestPtr> &reqs,
                                  collectives::ScratchBuffer *fusion, gpu::DeviceState &dev,
                                  const ActivityTrace &trace, std::string *message);
-    // The host path's allreduces but Adasum's, pipelined in chunks (gpu_staged_allreduce.cc).
+    // The host path's allreduces (but Adasum's) and broadcasts, pipelined in chunks
+    // (gpu_staged_ops.cc): run_staged lays the run's tensors out as one buffer of bytes and
+    // runs `run` (the collective over its chunks) with their DeviceStagedChunks.
+    using StagedRun =
+        std::function<hvd_status_t(size_t bytes, size_t chunk_bytes, const std::string &what,
+                                   StagedChunks *chunks, std::string *message)>;
+    hvd_status_t run_staged(collectives::Comm &comm, const Response &resp,
+                            const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                            const ActivityTrace &trace, StagingDirections directions,
+                            const StagedRun &run, std::string *message);
     hvd_status_t run_staged_allreduce(collectives::Comm &comm, const Response &resp,
+                                      const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                      const ActivityTrace &trace, std::string *message);
+    hvd_status_t run_staged_broadcast(collectives::Comm &comm, const Response &resp,
                                       const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                                       const ActivityTrace &trace, std::string *message);
     // Queues the run's NCCL work on dev.stream; *nccl_comm gets the communicator used.

@@ -14,16 +14,6 @@ namespace hvd::engine {
 
 namespace {
 
-constexpr size_t kMiB = size_t{1} << 20;
-// Up to this size the run is one chunk: a chunk's fixed costs (a CPU collective, an event
-// waited on, two more copy launches) would outweigh what overlapping saves.
-constexpr size_t kWholeMaxBytes = 4 * kMiB;
-// Larger runs are cut into about this many chunks of whole MiB, at most kMaxChunkBytes each:
-// a pipeline of four chunks hides about three quarters of the copies, and 8 MiB keeps each
-// chunk's copy (about 150 us over PCIe Gen5) long against its fixed costs.
-constexpr size_t kChunksWanted = 4;
-constexpr size_t kMaxChunkBytes = 8 * kMiB;
-
 // One chunk reduced in place at `at`.
 hvd_status_t reduce_chunk(collectives::Comm &comm, char *at, size_t bytes, int32_t dtype,
                           int32_t op, double prescale, double postscale) {
@@ -64,12 +54,6 @@ bool runs_staged_allreduce(const negotiation::Response &resp) {
            resp.reduce_op != HVD_OP_ADASUM;
 }
 
-size_t staged_chunk_bytes(size_t bytes) {
-    if (bytes <= kWholeMaxBytes) return bytes;
-    const size_t quarter = (bytes + kChunksWanted - 1) / kChunksWanted;
-    return std::min((quarter + kMiB - 1) / kMiB * kMiB, kMaxChunkBytes);
-}
-
 hvd_status_t allreduce_staged(collectives::Comm &comm, size_t bytes, size_t chunk_bytes,
                               int32_t dtype, int32_t op, double prescale, double postscale,
                               const std::string &what, StagedChunks *chunks, std::string *message) {
@@ -82,26 +66,12 @@ hvd_status_t allreduce_staged(collectives::Comm &comm, size_t bytes, size_t chun
             comm.global_rank(), what.c_str(), bytes, chunk_bytes, dtype, op);
         return HVD_ERR_INTERNAL;
     }
-    if (chunk_bytes == 0) chunk_bytes = bytes;
-    const size_t n = bytes == 0 ? 0 : (bytes + chunk_bytes - 1) / chunk_bytes;
-    for (size_t k = 0; k < n; ++k) {
-        const size_t offset = k * chunk_bytes;
-        const StagedChunk chunk{k, offset, std::min(chunk_bytes, bytes - offset)};
-        hvd_status_t s = HVD_OK;
-        char *at = chunks->arrive(chunk, &s, message);
-        if (at == nullptr) return s != HVD_OK ? s : HVD_ERR_INTERNAL;
-        s = reduce_chunk(comm, at, chunk.bytes, dtype, op, prescale, postscale);
-        if (s != HVD_OK) {
-            *message = strprintf(
-                "rank %d: %s: the allreduce of chunk %zu of %zu (bytes %zu to "
-                "%zu of %zu) failed: %s",
-                comm.global_rank(), what.c_str(), k + 1, n, offset, offset + chunk.bytes, bytes,
-                status_message(s));
-            return s;
-        }
-        chunks->done(chunk, at);
-    }
-    return HVD_OK;
+    return run_staged_chunks(
+        comm, bytes, chunk_bytes, what, chunks,
+        [&](char *at, const StagedChunk &chunk) {
+            return reduce_chunk(comm, at, chunk.bytes, dtype, op, prescale, postscale);
+        },
+        message);
 }
 
 hvd_status_t allreduce_staged_zeros(collectives::Comm &comm, size_t bytes, int32_t dtype,

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Collectives on CUDA tensors, checked against references computed on the host: every dtype x
-// reduction, scaling, fusion of many small tensors, large allreduces (the host path's chunks),
-// a joined rank, ragged allgather, broadcast, alltoall with splits, uneven reducescatter,
-// grouped allreduce, Adasum, ready events and the caller's stream. Runs under hvdrun on any
-// number of ranks; on NCCL where each rank has its own GPU, through host memory where they
-// share one (or HVD_GPU_OPERATIONS=host). Exits 77 (skipped) where no CUDA device is usable.
+// reduction, scaling, fusion of many small tensors, large allreduces and broadcasts (the host
+// path's chunks), a joined rank, ragged allgather, broadcast, alltoall with splits, uneven
+// reducescatter, grouped allreduce, Adasum, ready events and the caller's stream. Runs under
+// hvdrun on any number of ranks; on NCCL where each rank has its own GPU, through host memory
+// where they share one (or HVD_GPU_OPERATIONS=host). Exits 77 (skipped) where no CUDA device is
+// usable.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -243,6 +244,34 @@ void test_large_allreduce() {
             check_close("large grouped", HVD_DTYPE_FLOAT64, got.data(), i, large_sum(t, i));
         delete ins[j];
         delete outs[j];
+    }
+}
+
+// A broadcast large enough for the host path to pipeline (six chunks) from the last rank, in
+// place and out of place (every rank's output its own buffer, its input left as it was).
+void test_large_broadcast() {
+    const size_t n = (size_t{40} << 20) / 4 + 5;
+    int64_t shape[1] = {static_cast<int64_t>(n)};
+    const int root = mp_size - 1;
+    const std::vector<char> mine = large_values(HVD_DTYPE_FLOAT32, n, 7, mp_rank);
+    const std::vector<char> roots = large_values(HVD_DTYPE_FLOAT32, n, 7, root);
+    for (int in_place = 0; in_place < 2; ++in_place) {
+        DeviceTensor in(n * 4), out(n * 4);
+        in.upload(mine);
+        hvd_tensor_t ti = cuda_tensor(in.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+        hvd_tensor_t to = cuda_tensor(in_place ? in.ptr : out.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+        std::string name = std::string("large.broadcast") + (in_place ? ".inplace" : "");
+        hvd_op_params_t p = mp_params(NULL);
+        p.field_mask |= HVD_OP_FIELD_NAME | HVD_OP_FIELD_ROOT;
+        p.name = name.c_str();
+        p.root_rank = root;
+        hvd_request_h req;
+        if (hvd_broadcast_enqueue(mp_ctx, &ti, &to, &p, &req) != HVD_OK || mp_wait(req) != HVD_OK)
+            mp_die("%s", name.c_str());
+        hvd_request_release(req);
+        if ((in_place ? in : out).download() != roots)
+            mp_die("%s: the output is not rank %d's input", name.c_str(), root);
+        if (!in_place && in.download() != mine) mp_die("%s changed its input", name.c_str());
     }
 }
 
@@ -563,6 +592,7 @@ int main() {
     test_scaling();
     test_fusion();
     test_large_allreduce();
+    test_large_broadcast();
     test_join_during_large_allreduce();
     test_allgather_ragged();
     test_broadcast();

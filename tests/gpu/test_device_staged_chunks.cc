@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// engine::DeviceStagedChunks, the CUDA side of the pipelined host-staged allreduce, on a
+// engine::DeviceStagedChunks, the CUDA side of the pipelined host-staged collectives, on a
 // scripted device: the table below keeps each stream's work in order (copies, event records,
 // waits on events) and runs it only when the host asks about an event, the device's stream as
 // early as its waits allow and the back stream as late as possible. That is the schedule that
@@ -41,7 +41,7 @@ struct Script {
     std::map<void *, uint64_t> recorded, completed;  // per event
     void *eager = nullptr;                           // the stream run as early as it can
     size_t queries = 0, failing_query = SIZE_MAX;    // that query (from 0) fails
-    size_t back_copies = 0;                          // copies run on other streams
+    size_t back_copies = 0, eager_copies = 0;        // copies run off and on that stream
     std::string problems;
     char handles[256];  // streams and events: addresses inside it
     int made = 0;
@@ -62,7 +62,7 @@ bool step(void *stream) {
     q.pop_front();
     if (w.kind == Work::kCopy) {
         std::memcpy(w.dst, w.src, w.bytes);
-        if (stream != g.eager) ++g.back_copies;
+        ++(stream != g.eager ? g.back_copies : g.eager_copies);
     }
     if (w.kind == Work::kRecord) g.completed[w.event] = w.generation;
     return true;
@@ -167,7 +167,7 @@ int reset(void **) {
     g.completed.clear();
     g.queries = 0;
     g.failing_query = SIZE_MAX;
-    g.back_copies = 0;
+    g.back_copies = g.eager_copies = 0;
     g.problems.clear();
     g.made = 0;
     return 0;
@@ -184,12 +184,14 @@ struct Run {
     std::string message;
 };
 
-// Allreduces tensors of `elems` int32 elements (in place, or into outputs of their own) on
-// one rank in chunks of `chunk_elems`, doubled by the postscale; runs the device up to a
-// marker recorded after the chunks' join. fail_chunk: the chunk whose arrival fails.
-Run allreduce(const std::vector<size_t> &elems, const std::vector<bool> &in_place,
-              size_t chunk_elems, std::vector<std::vector<int32_t>> *outs,
-              size_t fail_chunk = SIZE_MAX) {
+// Stages tensors of `elems` int32 elements (in place, or into outputs of their own) on one
+// rank in chunks of `chunk_elems`, through `collective` (null: an allreduce doubled by its
+// postscale) with `directions`; runs the device up to a marker recorded after the chunks'
+// join. fail_chunk: the chunk whose arrival fails.
+Run stage(const std::vector<size_t> &elems, const std::vector<bool> &in_place, size_t chunk_elems,
+          std::vector<std::vector<int32_t>> *outs, size_t fail_chunk = SIZE_MAX,
+          hvd::engine::StagingDirections directions = {},
+          const hvd::engine::ChunkCollective &collective = nullptr) {
     hvd::gpu::GpuLibrary lib;
     lib.api = &g_table;
     lib.info.device_count = 1;
@@ -219,10 +221,15 @@ Run allreduce(const std::vector<size_t> &elems, const std::vector<bool> &in_plac
     Run r;
     rank_threads::run_ranks(w, 1, [&](int32_t, size_t, rank_threads::Comm &comm) {
         DeviceStagedChunks staged(&lib, dev, comm, 0, spans, bytes, chunk_bytes,
-                                  "allreduce 'grads' on CUDA device 0 through host memory");
-        r.status =
-            hvd::engine::allreduce_staged(comm, bytes, chunk_bytes, HVD_DTYPE_INT32, HVD_OP_SUM,
-                                          1.0, 2.0, "allreduce 'grads'", &staged, &r.message);
+                                  "allreduce 'grads' on CUDA device 0 through host memory",
+                                  directions);
+        if (collective)
+            r.status = hvd::engine::run_staged_chunks(comm, bytes, chunk_bytes, "broadcast 'b'",
+                                                      &staged, collective, &r.message);
+        else
+            r.status =
+                hvd::engine::allreduce_staged(comm, bytes, chunk_bytes, HVD_DTYPE_INT32, HVD_OP_SUM,
+                                              1.0, 2.0, "allreduce 'grads'", &staged, &r.message);
         if (r.status == HVD_OK) staged.join();
         return HVD_OK;
     });
@@ -253,7 +260,7 @@ void check_doubled(const std::vector<std::vector<int32_t>> &outs) {
 // Nine chunks through four slots: every slot refilled, the last chunk short.
 void test_one_tensor_through_reused_slots(void **) {
     std::vector<std::vector<int32_t>> outs;
-    Run r = allreduce({16 * 8 + 5}, {true}, 16, &outs);
+    Run r = stage({16 * 8 + 5}, {true}, 16, &outs);
     assert_int_equal(r.status, HVD_OK);
     check_doubled(outs);
     assert_true(g.back_copies >= 9);  // copies back ran on the back stream
@@ -262,8 +269,8 @@ void test_one_tensor_through_reused_slots(void **) {
 // A fused run: empty tensors, tensors inside one chunk and across several, in place and not.
 void test_fused_run_across_chunks(void **) {
     std::vector<std::vector<int32_t>> outs;
-    Run r = allreduce({0, 25, 9, 0, 65, 1, 40}, {true, false, true, false, false, true, false}, 16,
-                      &outs);
+    Run r =
+        stage({0, 25, 9, 0, 65, 1, 40}, {true, false, true, false, false, true, false}, 16, &outs);
     assert_int_equal(r.status, HVD_OK);
     check_doubled(outs);
 }
@@ -271,11 +278,11 @@ void test_fused_run_across_chunks(void **) {
 // Fewer chunks than slots, and a run of one chunk (its copies back on the device's stream).
 void test_few_chunks_and_one(void **) {
     std::vector<std::vector<int32_t>> outs;
-    Run r = allreduce({40}, {false}, 16, &outs);
+    Run r = stage({40}, {false}, 16, &outs);
     assert_int_equal(r.status, HVD_OK);
     check_doubled(outs);
     reset(nullptr);
-    r = allreduce({13, 7}, {true, false}, 64, &outs);
+    r = stage({13, 7}, {true, false}, 64, &outs);
     assert_int_equal(r.status, HVD_OK);
     check_doubled(outs);
     assert_int_equal(g.back_copies, 0);
@@ -285,7 +292,7 @@ void test_few_chunks_and_one(void **) {
 // it were copied back, and draining the device's stream waits for those copies too.
 void test_failed_arrival(void **) {
     std::vector<std::vector<int32_t>> outs;
-    Run r = allreduce({16 * 7}, {false}, 16, &outs, 5);
+    Run r = stage({16 * 7}, {false}, 16, &outs, 5);
     assert_int_equal(r.status, HVD_ERR_DEVICE);
     assert_contains(r.message, "rank 0: allreduce 'grads' on CUDA device 0");
     assert_contains(r.message, "illegal memory access");
@@ -297,6 +304,34 @@ void test_failed_arrival(void **) {
     }
 }
 
+// A broadcast's receiver: nothing goes to the host, and what the CPU broadcast writes into
+// each slot reaches the output. Its root, in place: nothing comes back.
+void test_one_way_chunks(void **) {
+    std::vector<std::vector<int32_t>> outs;
+    auto receive = [](char *at, const hvd::engine::StagedChunk &c) {
+        for (size_t j = 0; j < c.bytes / 4; ++j)
+            reinterpret_cast<int32_t *>(at)[j] = 2 * value(0, c.offset / 4 + j);
+        return HVD_OK;
+    };
+    hvd::engine::StagingDirections receiver;
+    receiver.to_host = false;
+    Run r = stage({16 * 9 + 3}, {false}, 16, &outs, SIZE_MAX, receiver, receive);
+    assert_int_equal(r.status, HVD_OK);
+    check_doubled(outs);
+    assert_int_equal(g.eager_copies, 0);
+    assert_int_equal(g.back_copies, 10);
+    reset(nullptr);
+    hvd::engine::StagingDirections root;
+    root.to_device = false;
+    r = stage({16 * 9 + 3}, {true}, 16, &outs, SIZE_MAX, root,
+              [](char *, const hvd::engine::StagedChunk &) { return HVD_OK; });
+    assert_int_equal(r.status, HVD_OK);
+    assert_int_equal(g.eager_copies, 10);
+    assert_int_equal(g.back_copies, 0);
+    for (size_t i = 0; i < outs[0].size(); ++i)
+        if (outs[0][i] != value(0, i)) fail_msg("the root's element %zu changed", i);
+}
+
 }  // namespace
 
 int main(void) {
@@ -305,6 +340,7 @@ int main(void) {
         cmocka_unit_test_setup(test_fused_run_across_chunks, reset),
         cmocka_unit_test_setup(test_few_chunks_and_one, reset),
         cmocka_unit_test_setup(test_failed_arrival, reset),
+        cmocka_unit_test_setup(test_one_way_chunks, reset),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

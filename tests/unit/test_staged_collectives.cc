@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The chunked allreduce of the host-staged GPU path (engine/staged_allreduce.h), on host
-// memory: each rank stages its input through a few slots of one chunk, as the GPU path stages
-// CUDA tensors through pinned memory, copying a chunk in when it is asked for and out when it
-// is done. 1 to 4 ranks as threads, over UCX and through a shared-memory group, every dtype
-// and reduction, chunks that do and do not divide the buffer, prescale and postscale, and a
-// rank that joined taking part with zeros. Every element is checked against a reference
-// computed here, and every rank's calls against the order the GPU path relies on.
+// The chunked allreduce and broadcast of the host-staged GPU path (engine/staged_chunks.h), on
+// host memory: each rank stages its input through a few slots of one chunk, as the GPU path
+// stages CUDA tensors through pinned memory, copying a chunk in when it is asked for and out
+// when it is done. 1 to 4 ranks as threads, over UCX and through a shared-memory group: every
+// dtype and reduction, chunks that do and do not divide the buffer, prescale and postscale, a
+// rank that joined taking part with zeros, broadcasts from the first and the last rank. Every
+// element is checked against a reference computed here, and every rank's calls against the
+// order the GPU path relies on.
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@ extern "C" {
 #include "assert_contains.h"
 #include "common/dtype.h"
 #include "engine/staged_allreduce.h"
+#include "engine/staged_broadcast.h"
 #include "host_cluster.h"
 #include "rank_threads.h"
 
@@ -37,9 +39,10 @@ using hvd::engine::StagedChunks;
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kSlots = 3;
 
-// One rank's staging: `in` is copied into a slot on arrive, the slot into `out` on done. Notes
-// every departure from the order allreduce_staged promises (arrive k, done k, arrive k + 1)
-// and any reuse of a slot before its chunk was done; fails arrive of chunk `fail_at`.
+// One rank's staging: `in` is copied into a slot on arrive (null: the slot is filled with
+// 0xA5 bytes instead, as a broadcast's receivers bring nothing), the slot into `out` on done.
+// Notes every departure from the order run_staged_chunks promises (arrive k, done k, arrive
+// k + 1) and a chunk done outside its slot; fails arrive of chunk `fail_at`.
 class HostChunks : public StagedChunks {
   public:
     HostChunks(const unsigned char *in, unsigned char *out, size_t chunk_bytes,
@@ -60,7 +63,10 @@ class HostChunks : public StagedChunks {
             return nullptr;
         }
         char *slot = slots_.data() + (c.index % kSlots) * chunk_bytes_;
-        std::memcpy(slot, in_ + c.offset, c.bytes);
+        if (in_ != nullptr)
+            std::memcpy(slot, in_ + c.offset, c.bytes);
+        else
+            std::memset(slot, 0xA5, c.bytes);
         return slot;
     }
     void done(const StagedChunk &c, char *at) override {
@@ -229,6 +235,46 @@ void test_joined_rank_with_zeros(void **) {
     }
 }
 
+// Broadcasts of `bytes` bytes from `root` in chunks of `chunk`: the root stages its input, the
+// others nothing; every rank's output must be the root's input.
+void check_broadcast(World &w, bool shm, size_t bytes, size_t chunk, int32_t root) {
+    const int32_t n = w.size();
+    std::vector<std::vector<unsigned char>> in(n), out(n);
+    for (int32_t r = 0; r < n; ++r) {
+        out[r].assign(bytes, 0x5A);
+        for (size_t i = 0; i < bytes; ++i)
+            in[r].push_back(static_cast<unsigned char>((i * 131 + i / 251 + 7 * r) & 0xff));
+    }
+    std::vector<std::string> messages(n), problems(n);
+    assert_all_ok(run_ranks(w, 1, [&](int32_t r, size_t, Comm &comm) {
+        if (shm) comm.shm = w.shm[r].get();
+        HostChunks chunks(r == root ? in[r].data() : nullptr, out[r].data(),
+                          chunk > 0 ? chunk : bytes);  // 0: one chunk of the whole run
+        hvd_status_t s = hvd::engine::broadcast_staged(comm, bytes, chunk, root, "broadcast 'b'",
+                                                       &chunks, &messages[r]);
+        problems[r] = chunks.problems();
+        return s;
+    }));
+    for (int32_t r = 0; r < n; ++r) {
+        if (!problems[r].empty()) fail_msg("rank %d: %s", r, problems[r].c_str());
+        if (out[r] != in[root])
+            fail_msg("n=%d %s bytes %zu chunk %zu root %d: rank %d's output differs", n,
+                     shm ? "shm" : "ucx", bytes, chunk, root, r);
+    }
+}
+
+void test_broadcast(void **) {
+    for (int32_t n = 1; n <= 4; ++n) {
+        World w(n);
+        for (bool shm : {false, true})
+            for (int32_t root : {0, n - 1}) {
+                check_broadcast(w, shm, 1000, 96, root);     // 11 chunks, the last short
+                check_broadcast(w, shm, 70000, 8192, root);  // past the tree's size per chunk
+                check_broadcast(w, shm, 50, 0, root);        // one chunk
+            }
+    }
+}
+
 // A chunk that never reaches the host ends the allreduce with its status and message; the
 // chunks before it are done, none after.
 void test_failed_arrival(void **) {
@@ -245,7 +291,22 @@ void test_failed_arrival(void **) {
     assert_int_equal(s, HVD_ERR_DEVICE);
     assert_contains(message, "injected failure");
     assert_int_equal(chunks.chunks_done(), 2);
+    // A collective that fails: the message names the rank, the op and the chunk.
+    HostChunks bad(in.data(), out.data(), 40);
+    run_ranks(w, 1, [&](int32_t, size_t, Comm &comm) {
+        s = hvd::engine::run_staged_chunks(
+            comm, 400, 40, "allreduce 'x'", &bad,
+            [&](char *, const hvd::engine::StagedChunk &c) {
+                return c.index == 3 ? HVD_ERR_TRANSPORT : HVD_OK;
+            },
+            &message);
+        return HVD_OK;
+    });
+    assert_int_equal(s, HVD_ERR_TRANSPORT);
+    assert_contains(message, "rank 0: allreduce 'x': chunk 4 of 10 (bytes 120 to 160 of 400)");
+    assert_int_equal(bad.chunks_done(), 3);
     assert_true(chunks.problems().empty());
+    assert_true(bad.problems().empty());
 }
 
 // Average must come as a Sum and its factor, and Adasum never comes here: both are refused
@@ -277,6 +338,7 @@ int main(void) {
         cmocka_unit_test(test_refused_ops), cmocka_unit_test(test_one_rank),
         cmocka_unit_test(test_two_ranks),   cmocka_unit_test(test_three_ranks),
         cmocka_unit_test(test_four_ranks),  cmocka_unit_test(test_joined_rank_with_zeros),
+        cmocka_unit_test(test_broadcast),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
