@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -113,12 +114,19 @@ Fields command(int fd, const std::string &name, const std::string &line, const s
     return f;
 }
 
+// An integer in [lo, hi] that is the whole of `text`, else -1.
+int64_t whole_number(const std::string &text, int64_t lo, int64_t hi) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+        text.size() > 18)
+        return -1;
+    const int64_t v = std::strtoll(text.c_str(), nullptr, 10);
+    return v >= lo && v <= hi ? v : -1;
+}
+
 size_t limit_of(const Fields &f, const char *key, size_t fallback) {
     auto it = f.find(key);
-    if (it == f.end()) return fallback;
-    char *end = nullptr;
-    unsigned long v = std::strtoul(it->second.c_str(), &end, 10);
-    return end != it->second.c_str() && *end == '\0' && v > 0 ? v : fallback;
+    const int64_t v = it == f.end() ? -1 : whole_number(it->second, 1, INT64_MAX);
+    return v > 0 ? static_cast<size_t>(v) : fallback;
 }
 
 // Whether fd is still the socket init was sent on, in the process that sent it.
@@ -228,15 +236,6 @@ RendezvousEndpoint exchange(int32_t rank, int fd, const RendezvousEndpoint &mine
     if (!pmi1_value_bytes(got["value"], &text) || !parse_endpoint_text(text, &ep))
         throw Error(HVD_ERR_TRANSPORT, "rank 0's entry is malformed");
     return ep;
-}
-
-// An integer in [lo, hi] that is the whole of `text`, else -1.
-int64_t whole_number(const std::string &text, int64_t lo, int64_t hi) {
-    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
-        text.size() > 18)
-        return -1;
-    const int64_t v = std::strtoll(text.c_str(), nullptr, 10);
-    return v >= lo && v <= hi ? v : -1;
 }
 
 // The manager's "cmd=set <key>=<value>" lines after initack: size, rank and debug, in any order.
