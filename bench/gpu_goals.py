@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""gpu_goals.py --nccl-path F --raw-nccl F [--host-path F --copy-model F] - libhvd's GPU paths
-against what bounds them, per size, from the outputs of one GPU run (scripts/gpu_check.sh):
+"""gpu_goals.py --nccl-path F --raw-nccl F [--host-path F --copy-model F [--duplex-model F]]
+
+libhvd's GPU paths against what bounds them, per size, from the outputs of one GPU run
+(scripts/gpu_check.sh):
 
   NCCL path:   hvd_bench --device cuda (HVD_GPU_OPERATIONS=nccl) against raw NCCL on the same
                GPUs (bench/peers/nccl_allreduce_perf); goal: at most 5 % slower.

@@ -366,7 +366,8 @@ HVD_API hvd_status_t hvd_process_set_included(hvd_context_h ctx, hvd_process_set
  * NCCL failure is HVD_ERR_DEVICE with their message. */
 
 /* Elementwise reduction over all ranks of the set. in and out have the same dtype and shape;
- * out->data == in->data is in place. Result = postscale * op_r(prescale * in_r), Average
+ * out->data == in->data is in place, otherwise in and out must not overlap (HVD_ERR_INVALID_ARG
+ * at enqueue). Result = postscale * op_r(prescale * in_r), Average
  * dividing by the set size. Integers are scaled in float64 and truncated toward zero;
  * float16/bfloat16 are reduced (on host memory) and scaled in float32; Average of bool is
  * HVD_ERR_UNSUPPORTED.
@@ -400,7 +401,8 @@ HVD_API hvd_status_t hvd_allgather_into_enqueue(hvd_context_h ctx, const hvd_ten
                                                 hvd_request_h *req_p) HVD_NOEXCEPT;
 
 /* Copies the root's tensor to every rank (root: params->root_rank, a rank of the set).
- * out->data == in->data is in place; on the root, out receives a copy of in. */
+ * out->data == in->data is in place, otherwise in and out must not overlap (HVD_ERR_INVALID_ARG
+ * at enqueue); on the root, out receives a copy of in. */
 HVD_API hvd_status_t hvd_broadcast_enqueue(hvd_context_h ctx, const hvd_tensor_t *in,
                                            const hvd_tensor_t *out, const hvd_op_params_t *params,
                                            hvd_request_h *req_p) HVD_NOEXCEPT;

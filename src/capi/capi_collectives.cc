@@ -171,6 +171,17 @@ void check_same_layout(const char *fn, const TensorRef &in, const TensorRef &out
                               hvd::engine::shape_string(in.shape).c_str()));
 }
 
+// An output of the input's size is the input (in place) or lies apart from it: a partial
+// overlap would have the op read what it already wrote, on either device.
+void check_apart(const char *fn, const TensorRef &in, const TensorRef &out) {
+    const auto a = reinterpret_cast<uintptr_t>(in.data), b = reinterpret_cast<uintptr_t>(out.data);
+    const size_t bytes = in.bytes();
+    if (a != b && bytes > 0 && a < b + bytes && b < a + bytes)
+        invalid(fn, strprintf("the output (%p) overlaps the input (%p, %zu bytes) without being "
+                              "it: pass the same data pointer for an op in place",
+                              out.data, in.data, bytes));
+}
+
 hvd::engine::Context &live_context(const char *fn, hvd_context_h ctx) {
     if (ctx == nullptr) invalid(fn, "ctx is NULL");
     hvd::engine::Context &c = *ctx->ctx;
@@ -228,6 +239,7 @@ std::shared_ptr<Request> new_request(const char *fn, const hvd_tensor_t *in,
         req->output = read_tensor(fn, "output", out);
         check_same_layout(fn, req->input, req->output);
         check_same_device(fn, req->input, req->output);
+        check_apart(fn, req->input, req->output);
     }
     if (req->input.device_type == HVD_DEVICE_CUDA) {
         check_cuda_input(fn, *req);

@@ -62,7 +62,9 @@ char *DeviceStagedChunks::arrive(const StagedChunk &chunk, hvd_status_t *status,
                               nullptr, comm_.deadline, comm_.abort_status, rank_, what_, message,
                               comm_.transport_to_drive());
     if (*status == HVD_OK) return slot(chunk.index);
-    *message += strprintf(" (copying chunk %zu of %zu to the host)", chunk.index + 1, chunks_);
+    *message += strprintf(directions_.to_host ? " (copying chunk %zu of %zu to the host)"
+                                              : " (waiting for chunk %zu of %zu's slot)",
+                          chunk.index + 1, chunks_);
     return nullptr;
 }
 

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "collectives/comm.h"
-#include "engine/staged_allreduce.h"
+#include "engine/staged_chunks.h"
 #include "gpu/device_state.h"
 #include "gpu/gpu_library.h"
 

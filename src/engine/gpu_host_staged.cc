@@ -11,9 +11,11 @@ namespace hvd::engine {
 
 namespace {
 
-// Whether the op writes into memory the caller gave (else the library owns the output).
+// Whether the op writes into memory the caller gave (else the library owns the output). Adasum
+// is the one allreduce, and allgather into the caller's output the one allgather, that come
+// here (allreduces and broadcasts otherwise run in chunks).
 bool caller_owned_output(const Request &req) {
-    return req.meta.type == OpType::kAllreduce || req.meta.type == OpType::kBroadcast ||
+    return req.meta.type == OpType::kAllreduce ||
            (req.meta.type == OpType::kAllgather && req.meta.out_rows >= 0);
 }
 

@@ -69,6 +69,9 @@ hvd_status_t GpuRunner::run_staged_broadcast(collectives::Comm &comm, const Resp
                                              const std::vector<RequestPtr> &reqs,
                                              gpu::DeviceState &dev, const ActivityTrace &trace,
                                              std::string *message) {
+    if (reqs.size() != 1)
+        throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: a run of %zu broadcasts from '%s'", rank_,
+                                                reqs.size(), reqs.front()->meta.name.c_str()));
     const Request &req = *reqs.front();
     const int32_t root = req.meta.root;
     const bool is_root = comm.my_index == root;

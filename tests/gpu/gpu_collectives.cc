@@ -248,19 +248,21 @@ void test_large_allreduce() {
 }
 
 // A broadcast large enough for the host path to pipeline (six chunks) from the last rank, in
-// place and out of place (every rank's output its own buffer, its input left as it was).
+// place and out of place, each rank choosing for itself (an output of its own: the input is
+// left as it was).
 void test_large_broadcast() {
     const size_t n = (size_t{40} << 20) / 4 + 5;
     int64_t shape[1] = {static_cast<int64_t>(n)};
     const int root = mp_size - 1;
     const std::vector<char> mine = large_values(HVD_DTYPE_FLOAT32, n, 7, mp_rank);
     const std::vector<char> roots = large_values(HVD_DTYPE_FLOAT32, n, 7, root);
-    for (int in_place = 0; in_place < 2; ++in_place) {
+    for (int round = 0; round < 3; ++round) {
+        const int in_place = round < 2 ? round : mp_rank % 2;
         DeviceTensor in(n * 4), out(n * 4);
         in.upload(mine);
         hvd_tensor_t ti = cuda_tensor(in.ptr, HVD_DTYPE_FLOAT32, 1, shape);
         hvd_tensor_t to = cuda_tensor(in_place ? in.ptr : out.ptr, HVD_DTYPE_FLOAT32, 1, shape);
-        std::string name = std::string("large.broadcast") + (in_place ? ".inplace" : "");
+        std::string name = "large.broadcast." + std::to_string(round);
         hvd_op_params_t p = mp_params(NULL);
         p.field_mask |= HVD_OP_FIELD_NAME | HVD_OP_FIELD_ROOT;
         p.name = name.c_str();

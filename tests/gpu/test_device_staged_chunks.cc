@@ -220,12 +220,12 @@ Run stage(const std::vector<size_t> &elems, const std::vector<bool> &in_place, s
     rank_threads::World w(1);
     Run r;
     rank_threads::run_ranks(w, 1, [&](int32_t, size_t, rank_threads::Comm &comm) {
-        DeviceStagedChunks staged(&lib, dev, comm, 0, spans, bytes, chunk_bytes,
-                                  "allreduce 'grads' on CUDA device 0 through host memory",
-                                  directions);
+        const char *what = collective ? "broadcast 'weights' on CUDA device 0 through host memory"
+                                      : "allreduce 'grads' on CUDA device 0 through host memory";
+        DeviceStagedChunks staged(&lib, dev, comm, 0, spans, bytes, chunk_bytes, what, directions);
         if (collective)
-            r.status = hvd::engine::run_staged_chunks(comm, bytes, chunk_bytes, "broadcast 'b'",
-                                                      &staged, collective, &r.message);
+            r.status = hvd::engine::run_staged_chunks(comm, bytes, chunk_bytes, what, &staged,
+                                                      collective, &r.message);
         else
             r.status =
                 hvd::engine::allreduce_staged(comm, bytes, chunk_bytes, HVD_DTYPE_INT32, HVD_OP_SUM,

@@ -300,6 +300,7 @@ static void test_invalid_arguments(void **state) {
     hvd_tensor_t t = mp_tensor(a, HVD_DTYPE_FLOAT32, 1, shape);
     hvd_request_h req = NULL;
     hvd_op_params_t p = mp_params(NULL);
+    char detail[256];
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, NULL, &t, NULL, &req), HVD_ERR_INVALID_ARG);
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, NULL, NULL), HVD_ERR_INVALID_ARG);
     p.field_mask = HVD_BIT(50);
@@ -325,6 +326,14 @@ static void test_invalid_arguments(void **state) {
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &t, &p, &req), HVD_ERR_INVALID_ARG);
     hvd_tensor_t other = mp_tensor(a, HVD_DTYPE_INT32, 1, shape);
     assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &t, &other, NULL, &req), HVD_ERR_INVALID_ARG);
+    float wide[7] = {0}; /* an output sharing some of the input's bytes */
+    hvd_tensor_t low = mp_tensor(wide, HVD_DTYPE_FLOAT32, 1, shape);
+    hvd_tensor_t high = mp_tensor(wide + 3, HVD_DTYPE_FLOAT32, 1, shape);
+    assert_int_equal(hvd_allreduce_enqueue(mp_ctx, &low, &high, NULL, &req), HVD_ERR_INVALID_ARG);
+    hvd_last_error(detail, sizeof detail);
+    assert_non_null(strstr(detail, "overlaps the input"));
+    p = mp_params(NULL);
+    assert_int_equal(hvd_broadcast_enqueue(mp_ctx, &high, &low, &p, &req), HVD_ERR_INVALID_ARG);
     p = mp_params(NULL);
     p.field_mask = HVD_OP_FIELD_REDUCE_OP;
     p.reduce_op = 77;
@@ -340,7 +349,6 @@ static void test_invalid_arguments(void **state) {
     assert_int_equal(hvd_broadcast_enqueue(mp_ctx, &t, &t, &p, &req), HVD_ERR_INVALID_ARG);
     hvd_tensor_t scalar = mp_tensor(a, HVD_DTYPE_FLOAT32, 0, NULL);
     assert_int_equal(hvd_allgather_enqueue(mp_ctx, &scalar, NULL, &req), HVD_ERR_INVALID_ARG);
-    char detail[256];
     hvd_last_error(detail, sizeof detail);
     assert_non_null(strstr(detail, "rank >= 1"));
     assert_null(req); /* never written on failure */
