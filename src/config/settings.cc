@@ -228,7 +228,8 @@ const SettingInfo kTable[] = {
     {Setting::kNcclLibrary, "NCCL_LIBRARY", false, kString, kTuning, 0, nullptr, 0, 0, kClamp, "",
      nullptr, NO_KEY,
      "The NCCL library the GPU module loads; unset: `libnccl.so.2` through the system's "
-     "library search path."},
+     "library search path (the Python package sets it to PyPI's `nvidia-nccl` wheel's library "
+     "where that is installed and no NCCL is loaded yet)."},
 
     {Setting::kRank, "RANK", true, kInt, kLaunch, 0, nullptr, 0, kInt32Max - 1, kClamp, "", nullptr,
      NO_KEY, "This process's rank, in [0, `SIZE`)."},

@@ -27,6 +27,7 @@ was built, else ctypes.
 
 import os
 
+from hvd import _library
 from hvd._errors import HvdValueError
 
 
@@ -56,4 +57,6 @@ def load():
         return _load_ctypes()
 
 
+# Before libhvd loads: the GPU module reads HVD_NCCL_LIBRARY when it opens.
+_library.point_at_pypi_nccl()
 backend = load()
