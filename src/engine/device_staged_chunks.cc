@@ -23,11 +23,15 @@ DeviceStagedChunks::DeviceStagedChunks(const gpu::GpuLibrary *lib, gpu::DeviceSt
       rank_(rank),
       spans_(std::move(spans)),
       bytes_(bytes),
-      chunk_bytes_(chunk_bytes),
-      chunks_(bytes == 0 || chunk_bytes == 0 ? 0 : (bytes + chunk_bytes - 1) / chunk_bytes),
-      back_stream_(chunks_ > 1 ? dev.back_stream : dev.stream),
+      chunk_bytes_(chunk_bytes > 0 ? chunk_bytes : bytes),
+      chunks_(staged_chunk_count(bytes, chunk_bytes)),
       what_(std::move(what)),
-      directions_(directions) {}
+      directions_(directions) {
+    gpu::make_staging_pipeline(*lib_, dev_);
+    back_stream_ = chunks_ > 1 ? dev_.back_stream : dev_.stream;
+    dev_.staging.reserve(lib_, gpu::DeviceBuffer::Kind::kPinnedHost, dev_.device,
+                         std::max<size_t>(1, std::min(bytes_, kStagingSlots * chunk_bytes_)));
+}
 
 DeviceStagedChunks::~DeviceStagedChunks() {
     if (joined_) return;
@@ -47,10 +51,11 @@ void DeviceStagedChunks::join() {
     if (joined_) return;
     joined_ = true;  // tried once: a failure is not retried by the destructor
     if (back_stream_ == dev_.stream) return;
-    lib_->call("cudaEventRecord (copies back)", lib_->api->event_record, dev_.device,
-               dev_.back_done, back_stream_);
-    lib_->call("cudaStreamWaitEvent (copies back)", lib_->api->stream_wait_event, dev_.device,
-               dev_.stream, dev_.back_done);
+    hvd_gpu_err_t err;
+    err.text[0] = '\0';
+    if (!gpu::join_back_stream(*lib_, dev_, &err))
+        gpu::GpuLibrary::throw_failure("ordering the copies back before the stream's later work",
+                                       err);
 }
 
 char *DeviceStagedChunks::arrive(const StagedChunk &chunk, hvd_status_t *status,

@@ -48,10 +48,12 @@ struct StagingDirections {
 
 class DeviceStagedChunks : public StagedChunks {
   public:
-    // spans: the run's tensors in order, contiguous from offset 0 to `bytes`; dev: their
-    // device's state, with the staging pipeline made (gpu::make_staging_pipeline) and
-    // dev.staging holding min(bytes, kStagingSlots * chunk_bytes) bytes. comm: the op's
+    // spans: the run's tensors in order, contiguous from offset 0 to `bytes`; chunk_bytes: 0
+    // for one chunk; dev: their device's state, whose staging pipeline (made here where
+    // missing, gpu::make_staging_pipeline) and dev.staging (made to hold at least
+    // min(bytes, kStagingSlots * chunk_bytes) bytes) the chunks go through. comm: the op's
     // deadline, abort flag and transport to drive while waiting. what: the op, for messages.
+    // Throws hvd::Error(HVD_ERR_DEVICE) where CUDA refuses the streams, events or memory.
     DeviceStagedChunks(const gpu::GpuLibrary *lib, gpu::DeviceState &dev,
                        const collectives::Comm &comm, int32_t rank, std::vector<DeviceSpan> spans,
                        size_t bytes, size_t chunk_bytes, std::string what,
@@ -85,9 +87,9 @@ class DeviceStagedChunks : public StagedChunks {
     int32_t rank_;
     std::vector<DeviceSpan> spans_;
     size_t bytes_, chunk_bytes_, chunks_;
-    void *back_stream_;   // dev.back_stream, or dev.stream for a run of one chunk
-    size_t queued_ = 0;   // chunks whose copy to the host is queued
-    bool joined_ = true;  // no copy back queued since the last join
+    void *back_stream_ = nullptr;  // dev.back_stream, or dev.stream for a run of one chunk
+    size_t queued_ = 0;            // chunks whose copy to the host is queued
+    bool joined_ = true;           // no copy back queued since the last join
     std::string what_;
     StagingDirections directions_;
 };

@@ -22,33 +22,17 @@ std::string fused_failure(const char *what, size_t tensors, const Request &first
 
 // Through shared memory the collective reads the input and writes the output itself: no
 // copy into the output first, and no fusion buffer.
+bool shm_direct(const collectives::Comm &comm, int32_t op, double prescale) {
+    return comm.shm != nullptr && op != HVD_OP_ADASUM && prescale == 1.0;
+}
 bool shm_direct(const collectives::Comm &comm, const Request &req) {
-    return comm.shm != nullptr && req.meta.reduce_op != HVD_OP_ADASUM && req.meta.prescale == 1.0;
+    return shm_direct(comm, req.meta.reduce_op, req.meta.prescale);
 }
 
 hvd_status_t run_allreduce(collectives::Comm &comm, Request &req) {
-    const TensorRef &in = req.input;
-    TensorRef &out = req.output;
-    size_t count = in.elements();
-    if (shm_direct(comm, req)) {  // the postscale folded into the reduction's last store
-        collectives::Piece whole{in.data, out.data, in.bytes()};
-        return collectives::allreduce_shm_pieces(comm, &whole, 1, in.dtype, reduction_of(req),
-                                                 postscale_of(req, comm.size()));
-    }
-    // Prescale on the way into the output buffer (or in place), so the caller's input is
-    // never modified by an out-of-place op.
-    if (req.meta.prescale != 1.0 || out.data != in.data) {
-        hvd_status_t s = reduce::scale_into(out.data, in.data, count, in.dtype, req.meta.prescale);
-        if (s != HVD_OK) return s;
-    }
-    int32_t op = reduction_of(req);
-    hvd_status_t s = op == HVD_OP_ADASUM
-                         ? collectives::adasum(comm, out.data, count, in.dtype)
-                         : collectives::allreduce(comm, out.data, count, in.dtype, op);
-    if (s != HVD_OK) return s;
-    double post = postscale_of(req, comm.size());
-    if (post != 1.0) return reduce::scale_into(out.data, out.data, count, in.dtype, post);
-    return HVD_OK;
+    return allreduce_scaled(comm, req.input.data, req.output.data, req.input.elements(),
+                            req.input.dtype, reduction_of(req), req.meta.prescale,
+                            postscale_of(req, comm.size()));
 }
 
 // Where an allgather's rows go: the caller's output (allgather into), or a library-owned
@@ -159,6 +143,24 @@ hvd_status_t fused_allreduce_shm(collectives::Comm &comm, const std::vector<Requ
 }
 
 }  // namespace
+
+hvd_status_t allreduce_scaled(collectives::Comm &comm, const void *in, void *out, size_t count,
+                              int32_t dtype, int32_t op, double prescale, double postscale) {
+    if (shm_direct(comm, op, prescale)) {  // the postscale folded into the reduction's last store
+        collectives::Piece whole{in, out, count * dtype_size(dtype)};
+        return collectives::allreduce_shm_pieces(comm, &whole, 1, dtype, op, postscale);
+    }
+    // Prescale on the way into the output buffer (or in place), so the caller's input is
+    // never modified by an out-of-place op.
+    if (prescale != 1.0 || out != in) {
+        hvd_status_t s = reduce::scale_into(out, in, count, dtype, prescale);
+        if (s != HVD_OK) return s;
+    }
+    hvd_status_t s = op == HVD_OP_ADASUM ? collectives::adasum(comm, out, count, dtype)
+                                         : collectives::allreduce(comm, out, count, dtype, op);
+    if (s != HVD_OK || postscale == 1.0) return s;
+    return reduce::scale_into(out, out, count, dtype, postscale);
+}
 
 std::string transfer_activity(const collectives::Comm &comm, OpType type) {
     bool shm = comm.shm != nullptr && (type == OpType::kAllreduce || type == OpType::kAllgather ||

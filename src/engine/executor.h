@@ -18,6 +18,13 @@ namespace hvd::engine {
 hvd_status_t execute_response(collectives::Comm &comm, const Response &resp, Request &req,
                               std::string *message);
 
+// Allreduces count elements of dtype from `in` into `out` (equal: in place; else apart, `in`
+// left as it was): prescaled, reduced with op (Sum, Min, Max, Product or Adasum: Average is a
+// Sum with its 1 / size in `postscale`), then scaled by postscale. Through shared memory the
+// postscale is folded into the reduction's last store. Blocking; the collective's failures.
+hvd_status_t allreduce_scaled(collectives::Comm &comm, const void *in, void *out, size_t count,
+                              int32_t dtype, int32_t op, double prescale, double postscale);
+
 // The timeline activity of an op's data movement: SHM_<OP> when it goes through the
 // shared-memory group, UCX_<OP> otherwise.
 std::string transfer_activity(const collectives::Comm &comm, OpType type);

@@ -2,7 +2,6 @@
 // The host-staged path's allreduces and broadcasts, pipelined in chunks: the CPU collective
 // takes one chunk at a time (staged_allreduce.h, staged_broadcast.h) while DeviceStagedChunks
 // moves the chunks between the device and pinned host memory (device_staged_chunks.h).
-#include <algorithm>
 
 #include "common/error.h"
 #include "engine/gpu_runner.h"
@@ -24,9 +23,6 @@ hvd_status_t GpuRunner::run_staged(collectives::Comm &comm, const Response &resp
         bytes += r->input.bytes();
     }
     const size_t chunk_bytes = staged_chunk_bytes(bytes);
-    gpu::make_staging_pipeline(*lib_, dev);
-    dev.staging.reserve(lib_, gpu::DeviceBuffer::Kind::kPinnedHost, dev.device,
-                        std::max<size_t>(1, std::min(bytes, gpu::kStagingSlots * chunk_bytes)));
     const std::string what =
         strprintf("%s '%s'%s on CUDA device %d through host memory", op_type_name(resp.type),
                   reqs.front()->meta.name.c_str(), reqs.size() > 1 ? " (fused)" : "", dev.device);

@@ -4,32 +4,13 @@
 #include <algorithm>
 #include <cstring>
 
-#include "collectives/collectives.h"
-#include "collectives/shm/shm_sync.h"
 #include "common/dtype.h"
 #include "common/error.h"
-#include "reduce/reduce.h"
+#include "engine/executor.h"
 
 namespace hvd::engine {
 
 namespace {
-
-// One chunk reduced in place at `at`.
-hvd_status_t reduce_chunk(collectives::Comm &comm, char *at, size_t bytes, int32_t dtype,
-                          int32_t op, double prescale, double postscale) {
-    const size_t count = bytes / dtype_size(dtype);
-    if (prescale != 1.0) {
-        hvd_status_t s = reduce::scale_into(at, at, count, dtype, prescale);
-        if (s != HVD_OK) return s;
-    }
-    if (comm.shm != nullptr) {  // the postscale folded into the reduction's last store
-        collectives::Piece whole{at, at, bytes};
-        return collectives::allreduce_shm_pieces(comm, &whole, 1, dtype, op, postscale);
-    }
-    hvd_status_t s = collectives::allreduce(comm, at, count, dtype, op);
-    if (s != HVD_OK || postscale == 1.0) return s;
-    return reduce::scale_into(at, at, count, dtype, postscale);
-}
 
 // The joined rank's chunks: zeros in one chunk of scratch memory, refilled for each chunk
 // (the allreduce leaves the others' sum there).
@@ -69,7 +50,8 @@ hvd_status_t allreduce_staged(collectives::Comm &comm, size_t bytes, size_t chun
     return run_staged_chunks(
         comm, bytes, chunk_bytes, what, chunks,
         [&](char *at, const StagedChunk &chunk) {
-            return reduce_chunk(comm, at, chunk.bytes, dtype, op, prescale, postscale);
+            return allreduce_scaled(comm, at, at, chunk.bytes / esz, dtype, op, prescale,
+                                    postscale);
         },
         message);
 }

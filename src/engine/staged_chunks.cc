@@ -27,11 +27,16 @@ size_t staged_chunk_bytes(size_t bytes) {
     return std::min((quarter + kMiB - 1) / kMiB * kMiB, kMaxChunkBytes);
 }
 
+size_t staged_chunk_count(size_t bytes, size_t chunk_bytes) {
+    if (bytes == 0) return 0;
+    return chunk_bytes == 0 ? 1 : (bytes + chunk_bytes - 1) / chunk_bytes;
+}
+
 hvd_status_t run_staged_chunks(const collectives::Comm &comm, size_t bytes, size_t chunk_bytes,
                                const std::string &what, StagedChunks *chunks,
                                const ChunkCollective &collective, std::string *message) {
+    const size_t n = staged_chunk_count(bytes, chunk_bytes);
     if (chunk_bytes == 0) chunk_bytes = bytes;
-    const size_t n = bytes == 0 ? 0 : (bytes + chunk_bytes - 1) / chunk_bytes;
     for (size_t k = 0; k < n; ++k) {
         const size_t offset = k * chunk_bytes;
         const StagedChunk chunk{k, offset, std::min(chunk_bytes, bytes - offset)};

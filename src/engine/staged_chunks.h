@@ -22,6 +22,10 @@ namespace hvd::engine {
 // most 8 MiB. Whole MiB hold whole elements of every dtype.
 size_t staged_chunk_bytes(size_t bytes);
 
+// How many chunks of `chunk_bytes` (0: the whole run) a run of `bytes` bytes makes; 0 for an
+// empty run.
+size_t staged_chunk_count(size_t bytes, size_t chunk_bytes);
+
 // The chunks of a run, numbered 0, 1, ... in the order of the run's bytes.
 struct StagedChunk {
     size_t index;

@@ -36,6 +36,11 @@ DeviceState &DeviceStates::get(int32_t device) {
     return *(devices_[device] = std::move(d));
 }
 
+bool join_back_stream(const GpuLibrary &lib, DeviceState &dev, hvd_gpu_err_t *err) {
+    return lib.api->event_record(dev.device, dev.back_done, dev.back_stream, err) == 0 &&
+           lib.api->stream_wait_event(dev.device, dev.stream, dev.back_done, err) == 0;
+}
+
 void make_staging_pipeline(const GpuLibrary &lib, DeviceState &dev) {
     if (dev.back_stream == nullptr)
         lib.call("cudaStreamCreateWithFlags", lib.api->stream_create, dev.device, &dev.back_stream);
@@ -67,9 +72,7 @@ bool wait_stream_done(const GpuLibrary &lib, DeviceState &dev, const Deadline &d
     err.text[0] = '\0';
     std::string ignored;
     // Copies back that a failed run left on the back stream count as the stream's work too.
-    if (dev.back_stream != nullptr && dev.back_done != nullptr &&
-        (lib.api->event_record(dev.device, dev.back_done, dev.back_stream, &err) != 0 ||
-         lib.api->stream_wait_event(dev.device, dev.stream, dev.back_done, &err) != 0))
+    if (dev.back_stream != nullptr && dev.back_done != nullptr && !join_back_stream(lib, dev, &err))
         return false;
     return lib.api->event_record(dev.device, dev.done, dev.stream, &err) == 0 &&
            wait_event(lib, dev.device, dev.done, nullptr, deadline, nullptr, rank, what, &ignored,

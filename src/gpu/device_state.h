@@ -40,6 +40,10 @@ struct DeviceState {
 // chunk, the next is on its way to the host and the one before on its way back.
 constexpr size_t kStagingSlots = 4;
 
+// Makes dev.stream wait for the work queued on dev.back_stream so far (through dev.back_done).
+// False with *err (CUDA's message) when CUDA refuses.
+bool join_back_stream(const GpuLibrary &lib, DeviceState &dev, hvd_gpu_err_t *err);
+
 // Makes dev's back_stream, back_done and kStagingSlots events of each kind, where missing.
 // Throws hvd::Error(HVD_ERR_DEVICE); what was made stays (freed with the device's state).
 void make_staging_pipeline(const GpuLibrary &lib, DeviceState &dev);

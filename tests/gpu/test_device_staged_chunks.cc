@@ -25,7 +25,6 @@ namespace {
 
 using hvd::engine::DeviceSpan;
 using hvd::engine::DeviceStagedChunks;
-using hvd::gpu::kStagingSlots;
 
 struct Work {
     enum Kind { kCopy, kRecord, kWait } kind;
@@ -199,7 +198,6 @@ Run stage(const std::vector<size_t> &elems, const std::vector<bool> &in_place, s
     fake_stream_create(0, &dev.stream, nullptr);
     fake_event_create(0, &dev.done, nullptr);
     g.eager = dev.stream;
-    hvd::gpu::make_staging_pipeline(lib, dev);
     std::vector<std::vector<int32_t>> ins(elems.size());
     outs->assign(elems.size(), {});
     std::vector<DeviceSpan> spans;
@@ -215,8 +213,6 @@ Run stage(const std::vector<size_t> &elems, const std::vector<bool> &in_place, s
     const size_t chunk_bytes = chunk_elems * 4;
     // The scripted device answers each chunk's arrival in one query: query k is chunk k's.
     g.failing_query = fail_chunk;
-    dev.staging.reserve(&lib, hvd::gpu::DeviceBuffer::Kind::kPinnedHost, 0,
-                        std::min(bytes, kStagingSlots * chunk_bytes));
     rank_threads::World w(1);
     Run r;
     rank_threads::run_ranks(w, 1, [&](int32_t, size_t, rank_threads::Comm &comm) {

@@ -56,9 +56,10 @@ def point_at_pypi_nccl(environ=None, paths=None, maps="/proc/self/maps"):
     installed and no NCCL is loaded yet, so that the GPU module finds the wheel's library
     without LD_LIBRARY_PATH. Returns the path it set, else None. Never raises."""
     env = os.environ if environ is None else environ
-    if env.get("HVD_NCCL_LIBRARY") or nccl_mapped(maps):
+    if env.get("HVD_NCCL_LIBRARY"):
         return None
-    path = pypi_nccl(paths)
-    if path is not None:
-        env["HVD_NCCL_LIBRARY"] = path
+    path = pypi_nccl(paths)  # a few stat calls: the process's maps are read only if it is there
+    if path is None or nccl_mapped(maps):
+        return None
+    env["HVD_NCCL_LIBRARY"] = path
     return path
