@@ -29,8 +29,8 @@ DeviceStagedChunks::DeviceStagedChunks(const gpu::GpuLibrary *lib, gpu::DeviceSt
       directions_(directions) {
     gpu::make_staging_pipeline(*lib_, dev_);
     back_stream_ = chunks_ > 1 ? dev_.back_stream : dev_.stream;
-    dev_.staging.reserve(lib_, gpu::DeviceBuffer::Kind::kPinnedHost, dev_.device,
-                         std::max<size_t>(1, std::min(bytes_, kStagingSlots * chunk_bytes_)));
+    dev_.staging.reserve_pinned(
+        lib_, dev_.device, std::max<size_t>(1, std::min(bytes_, kStagingSlots * chunk_bytes_)));
 }
 
 DeviceStagedChunks::~DeviceStagedChunks() {

@@ -69,7 +69,7 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
     size_t total = 0;
     for (const RequestPtr &r : reqs)
         total += r->input.bytes() + (separate_output(*r) ? r->output.bytes() : 0);
-    dev.staging.reserve(lib_, gpu::DeviceBuffer::Kind::kPinnedHost, dev.device, total);
+    dev.staging.reserve_pinned(lib_, dev.device, total);
     std::vector<Place> places;
     places.reserve(reqs.size());
     char *cursor = dev.staging.data();
@@ -106,8 +106,7 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
                        places[i].device_out, places[i].host_out, r.output.bytes(), dev.stream);
             continue;
         }
-        r.device_output.reserve(lib_, gpu::DeviceBuffer::Kind::kDevice, dev.device,
-                                r.owned_data.size());
+        r.device_output.reserve_device(lib_, dev.device, r.owned_data.size(), dev.stream);
         lib_->call("cudaMemcpyAsync (to the device)", lib_->api->copy_async, dev.device,
                    r.device_output.data(), r.owned_data.data(), r.owned_data.size(), dev.stream);
     }

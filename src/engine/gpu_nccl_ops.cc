@@ -12,8 +12,6 @@ namespace hvd::engine {
 
 namespace {
 
-using gpu::DeviceBuffer;
-
 // NCCL calls of a run queued between group start and end(): one launch for all of them. A
 // group left by an exception is ended without a check (its communicator is aborted then).
 class NcclGroup {
@@ -54,9 +52,10 @@ void scale(const gpu::GpuLibrary *lib, gpu::DeviceState &dev, void *dst, const v
               dev.stream);
 }
 
-// A library-owned output of `bytes` bytes on the request's device.
-char *owned_device_output(const gpu::GpuLibrary *lib, Request &req, size_t bytes) {
-    req.device_output.reserve(lib, DeviceBuffer::Kind::kDevice, req.input.device_id, bytes);
+// A library-owned output of `bytes` bytes on the device, for the work on its stream.
+char *owned_device_output(const gpu::GpuLibrary *lib, Request &req, gpu::DeviceState &dev,
+                          size_t bytes) {
+    req.device_output.reserve_device(lib, dev.device, bytes, dev.stream);
     return req.device_output.data();
 }
 
@@ -119,7 +118,7 @@ void GpuRunner::queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set
     size_t total = 0;
     for (const RequestPtr &r : reqs)
         total += r->input.bytes();
-    dev.fusion.reserve(lib_, DeviceBuffer::Kind::kDevice, dev.device, total);
+    dev.fusion.reserve_device(lib_, dev.device, total, dev.stream);
     std::vector<hvd_gpu_copy_t> copies;
     copies.reserve(reqs.size());
     size_t offset = 0;
@@ -156,7 +155,7 @@ void GpuRunner::queue_allgather(const Response *resps, const std::vector<Request
         } else {
             req.owned_shape = req.input.shape;
             req.owned_shape[0] = rows;
-            outs[t] = owned_device_output(lib_, req, static_cast<size_t>(rows) * row_bytes);
+            outs[t] = owned_device_output(lib_, req, dev, static_cast<size_t>(rows) * row_bytes);
         }
     }
     const std::vector<int64_t> &dims0 = resps[0].first_dims;
@@ -208,7 +207,7 @@ void GpuRunner::queue_alltoall(const Response &resp, Request &req, int32_t n, in
     }
     req.owned_shape = req.input.shape;
     req.owned_shape[0] = rows;
-    char *out = owned_device_output(lib_, req, static_cast<size_t>(rows) * row_bytes);
+    char *out = owned_device_output(lib_, req, dev, static_cast<size_t>(rows) * row_bytes);
     const char *in = static_cast<const char *>(req.input.data);
     NcclGroup group(lib_);
     size_t send_off = 0, recv_off = 0;
@@ -246,7 +245,7 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
     if (pre != 1.0) {
         for (const RequestPtr &r : reqs)
             scaled_bytes += r->input.bytes();
-        dev.scratch.reserve(lib_, DeviceBuffer::Kind::kDevice, dev.device, scaled_bytes);
+        dev.scratch.reserve_device(lib_, dev.device, scaled_bytes, dev.stream);
     }
     std::vector<const char *> srcs;
     size_t scaled_off = 0;
@@ -267,7 +266,7 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
         r->owned_shape = r->input.shape;
         r->owned_shape[0] = my_rows;
         size_t bytes = static_cast<size_t>(my_rows) * row_bytes_of(r->input);
-        outs.push_back(owned_device_output(lib_, *r, bytes));
+        outs.push_back(owned_device_output(lib_, *r, dev, bytes));
         mine.push_back(bytes / esz);
     }
     {

@@ -101,6 +101,11 @@ void RequestData::reset() {
 }
 
 void Request::reset_for_reuse() {
+    // A CUDA output of an op that ended with the caller's stream waiting for it is read there:
+    // freed in order on that stream, with no wait for the device. Otherwise (no stream, a
+    // failed op) reset() frees it once the device's work is done, as cudaFree does.
+    if (has_stream && status_.load(std::memory_order_acquire) == HVD_OK)
+        device_output.release_on(stream);
     reset();
     status_.store(HVD_INPROGRESS, std::memory_order_relaxed);
     sleepers_.store(0, std::memory_order_relaxed);

@@ -84,8 +84,10 @@ DeviceStates::~DeviceStates() {
     for (auto &[device, d] : devices_) {
         hvd_gpu_err_t err;
         err.text[0] = '\0';
-        d->fusion.release();
-        d->scratch.release();
+        // Every use of them was on the stream: freed in order there, without waiting for
+        // the caller's work on the device.
+        d->fusion.release_on(d->stream);
+        d->scratch.release_on(d->stream);
         d->staging.release();
         bool freed = true;
         for (std::vector<void *> *events : {&d->arrived, &d->departed})

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define HVD_GPU_MODULE_ABI_VERSION 2
+#define HVD_GPU_MODULE_ABI_VERSION 3
 #define HVD_GPU_MODULE_ENTRY "hvd_gpu_module_get"
 #define HVD_GPU_ERR_LEN 512
 #define HVD_GPU_NCCL_ID_BYTES 128
@@ -71,8 +71,19 @@ typedef struct hvd_gpu_module {
      * `expected`: the device the caller takes it for, made current for the call (as below). */
     int (*pointer_device)(int32_t expected, const void *ptr, int32_t *is_device, int32_t *device,
                           hvd_gpu_err_t *err);
-    int (*device_alloc)(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err);
+    /* Device memory, allocated in stream order on `stream` (stream NULL: the device's default
+     * stream): from the device's current memory pool (cudaMallocAsync) where the device has
+     * memory pools, else cudaMalloc. Work queued on `stream` after the call may use it; work
+     * on another stream only once ordered after that (an event, or the host having seen
+     * `stream` reach the call). */
+    int (*device_alloc)(int32_t device, size_t bytes, void *stream, void **ptr, hvd_gpu_err_t *err);
+    /* Frees device_alloc's memory once every work queued on the device so far has completed:
+     * waits on the host for the whole device, as cudaFree does. */
     int (*device_free)(int32_t device, void *ptr, hvd_gpu_err_t *err);
+    /* Frees device_alloc's memory in stream order (cudaFreeAsync): once the work queued on
+     * `stream` so far has run, with no wait on the host nor on other streams. The caller
+     * orders every other use before it. Where the device has no memory pools, as device_free. */
+    int (*device_free_on)(int32_t device, void *ptr, void *stream, hvd_gpu_err_t *err);
     /* Pinned host memory. Every call here that names a device makes it current for the call
      * (and leaves it current on a thread that had no CUDA context); every NCCL call on a
      * communicator does so with the communicator's device: no thread of the library ever

@@ -62,6 +62,14 @@ add_test(NAME unit.test_device_staged_chunks COMMAND test_device_staged_chunks)
 set_tests_properties(unit.test_device_staged_chunks PROPERTIES LABELS "unit;gpu;threads"
   TIMEOUT 60)
 
+add_executable(test_device_buffer ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_device_buffer.cc)
+target_link_libraries(test_device_buffer PRIVATE hvd_internal PkgConfig::CMOCKA)
+target_include_directories(test_device_buffer PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+target_compile_options(test_device_buffer PRIVATE ${HVD_WARNINGS}
+  -include ${CMAKE_CURRENT_SOURCE_DIR}/unit/cmocka_prelude.h)
+add_test(NAME unit.test_device_buffer COMMAND test_device_buffer)
+set_tests_properties(unit.test_device_buffer PROPERTIES LABELS "unit;gpu" TIMEOUT 60)
+
 add_executable(mp_cuda_refused ${CMAKE_CURRENT_SOURCE_DIR}/gpu/mp_cuda_refused.c
                                ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_check.c)
 target_link_libraries(mp_cuda_refused PRIVATE hvd PkgConfig::CMOCKA m)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """hvd.torch on CUDA tensors, as a Horovod user writes it: every collective on tensors of the
-current device, results read on the current stream, and DistributedOptimizer on a CUDA model
-giving the same weights as one process on the global batch. Run under hvdrun on a machine
-with a GPU (scripts/gpu_check.sh); exits 77 without one."""
+current device, results read on the current stream (a side stream too), and
+DistributedOptimizer on a CUDA model giving the same weights as one process on the global
+batch. Run under hvdrun on a machine with a GPU (scripts/gpu_check.sh); exits 77 without
+one."""
 import sys
 
 import torch
@@ -46,6 +47,30 @@ a = hvd.alltoall(torch.arange(size, device=dev, dtype=torch.float32) + 10 * rank
 check("alltoall", a, torch.tensor([10.0 * r + rank for r in range(size)]))
 rs = hvd.reducescatter(torch.ones(2 * size, 3, device=dev), op=hvd.Sum)
 check("reducescatter", rs, torch.full((2, 3), float(size)))
+# Outputs the library owns, on a side stream: each op reads what was queued there before it
+# (a slow kernel delays the input), its result is valid there with no host wait, and the
+# memory the release frees on that stream serves later ops without touching earlier results.
+side = torch.cuda.Stream(device=dev)
+gathered = []
+with torch.cuda.stream(side):
+    for i in range(12):
+        x = torch.empty((rank + 1 + i % 3, 2), device=dev)
+        torch.cuda._sleep(2000000)
+        x.fill_(float(rank + i))
+        gathered.append(hvd.allgather(x, name="side.%d" % i))
+    # Enqueued on the side stream, synchronized on the default one, which then waits for it.
+    x = torch.empty((rank + 1, 2), device=dev)
+    torch.cuda._sleep(50000000)
+    x.fill_(float(-rank))
+    handle = hvd.allgather_async(x, name="side.switch")
+switched = hvd.synchronize(handle)
+check("allgather synchronized on another stream", switched,
+      torch.cat([torch.full((r + 1, 2), float(-r)) for r in range(size)]))
+torch.cuda.current_stream(dev).wait_stream(side)
+for i, got in enumerate(gathered):
+    check("allgather %d on a side stream" % i, got,
+          torch.cat([torch.full((r + 1 + i % 3, 2), float(r + i)) for r in range(size)]))
+
 grouped = hvd.grouped_allreduce([torch.ones(4, device=dev) * rank, torch.ones(2, device=dev)],
                                 op=hvd.Sum)
 check("grouped allreduce", grouped[0], torch.full((4,), float(sum(range(size)))))

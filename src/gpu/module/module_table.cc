@@ -263,15 +263,45 @@ int m_pointer_device(int32_t expected, const void *ptr, int32_t *is_device, int3
     return 0;
 }
 
-int m_device_alloc(int32_t device, size_t bytes, void **ptr, hvd_gpu_err_t *err) {
+// Whether `device` (current) allocates in stream order: cudaMallocAsync and cudaFreeAsync
+// need memory pools, which some drivers and virtual GPUs lack. A device that cannot be asked
+// counts as without.
+bool has_memory_pools(int32_t device) {
+    int supported = 0;
+    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) !=
+        cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return supported != 0;
+}
+
+int m_device_alloc(int32_t device, size_t bytes, void *stream, void **ptr, hvd_gpu_err_t *err) {
     ON_DEVICE(device);
-    CUDA_TRY(cudaMalloc(ptr, bytes > 0 ? bytes : 1), "cudaMalloc");
+    const size_t n = bytes > 0 ? bytes : 1;
+    if (has_memory_pools(device)) {
+        CUDA_TRY(cudaMallocAsync(ptr, n, static_cast<cudaStream_t>(stream)), "cudaMallocAsync");
+    } else {
+        CUDA_TRY(cudaMalloc(ptr, n), "cudaMalloc");
+    }
     return 0;
 }
 
 int m_device_free(int32_t device, void *ptr, hvd_gpu_err_t *err) {
     ON_DEVICE(device);
+    // cudaFree waits for the device itself only for cudaMalloc's memory: pool memory is freed
+    // at once, so the wait is explicit. The memory is freed even when the wait reports an
+    // earlier failure.
+    const cudaError_t waited = cudaDeviceSynchronize();
     CUDA_TRY(cudaFree(ptr), "cudaFree");
+    CUDA_TRY(waited, "cudaDeviceSynchronize (before cudaFree)");
+    return 0;
+}
+
+int m_device_free_on(int32_t device, void *ptr, void *stream, hvd_gpu_err_t *err) {
+    if (!has_memory_pools(device)) return m_device_free(device, ptr, err);
+    ON_DEVICE(device);
+    CUDA_TRY(cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream)), "cudaFreeAsync");
     return 0;
 }
 
@@ -525,6 +555,7 @@ const hvd_gpu_module_t kTable = {
     m_pointer_device,
     m_device_alloc,
     m_device_free,
+    m_device_free_on,
     m_host_alloc,
     m_host_free,
     m_stream_create,

@@ -111,8 +111,9 @@ def in_out(tensors, outputs):
 def on_current_stream(ins, outs, keep):
     """As Horovod does for CUDA tensors: the op reads its inputs once the work queued so far on
     the current CUDA stream is done (an event recorded there is each tensor's ready event),
-    and its result is valid on that stream. Returns (ins, outs, keep, stream); host tensors
-    pass through with stream None. The event is kept alive with the op's tensors."""
+    and its result is valid on that stream. Returns (ins, outs, keep, stream), stream a
+    torch.cuda.Stream; host tensors pass through with stream None. The event is kept alive
+    with the op's tensors."""
     device_id = None
     for d in ins:
         if len(d) > 3 and d[3] == _DEVICE_CUDA:
@@ -133,7 +134,24 @@ def on_current_stream(ins, outs, keep):
     same = outs is ins
     ins = with_event(ins)
     outs = ins if same else with_event(outs)
-    return ins, outs, (keep, event), stream.cuda_stream
+    return ins, outs, (keep, event), stream
+
+
+def on_stream(stream, finish):
+    """finish(req) run with `stream` (the op's) current: the copies it makes of the library's
+    outputs queue there, after the op and before the request's release frees those outputs
+    there. The stream current where it runs then waits for them, so its result is valid
+    there too."""
+
+    def run(req):
+        current = torch.cuda.current_stream(stream.device)
+        with torch.cuda.stream(stream):
+            result = finish(req)
+        if current != stream:
+            current.wait_stream(stream)
+        return result
+
+    return run
 
 
 class _CudaArray:

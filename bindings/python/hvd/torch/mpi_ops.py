@@ -73,10 +73,13 @@ _INTO_CALLER_TENSORS = ("allreduce", "grouped_allreduce", "broadcast", "allgathe
 
 def _enqueue(kind, ins, outs, keep, finish, **kwargs):
     ins, outs, keep, stream = _tensors.on_current_stream(ins, outs, keep)
-    # Results in the caller's tensors are valid on the current stream; outputs the library
-    # owns are copied into new tensors once the op is done on the device (no stream).
-    if stream is not None and kind in _INTO_CALLER_TENSORS:
-        kwargs["stream"] = stream
+    # Results are valid on the current stream, with no wait on the host. Outputs the library
+    # owns are copied into new tensors on that stream, which the request's release then frees
+    # them on.
+    if stream is not None:
+        kwargs["stream"] = stream.cuda_stream
+        if finish is not None and kind not in _INTO_CALLER_TENSORS:
+            finish = _tensors.on_stream(stream, finish)
     try:
         return _runtime.enqueue(kind, ins, outs, keep=keep, finish=finish, **kwargs)
     except ValueError:
