@@ -70,6 +70,25 @@ target_compile_options(test_device_buffer PRIVATE ${HVD_WARNINGS}
 add_test(NAME unit.test_device_buffer COMMAND test_device_buffer)
 set_tests_properties(unit.test_device_buffer PROPERTIES LABELS "unit;gpu" TIMEOUT 60)
 
+# The NCCL path of several ranks and the host-staged path of ranks sharing a device, as
+# threads of one process on the devices of a test module (fake_gpu_device.cc): where no GPU is.
+add_library(fake_gpu_device MODULE ${CMAKE_CURRENT_SOURCE_DIR}/gpu/fake_gpu_device.cc
+                                   ${PROJECT_SOURCE_DIR}/src/common/dtype.cc)
+target_include_directories(fake_gpu_device PRIVATE ${PROJECT_SOURCE_DIR}/src
+  ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
+target_compile_options(fake_gpu_device PRIVATE ${HVD_WARNINGS})
+target_link_libraries(fake_gpu_device PRIVATE Threads::Threads)
+add_executable(test_nccl_ranks ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_nccl_ranks.cc)
+target_link_libraries(test_nccl_ranks PRIVATE hvd_internal PkgConfig::CMOCKA ${CMAKE_DL_LIBS})
+target_include_directories(test_nccl_ranks PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+target_compile_options(test_nccl_ranks PRIVATE ${HVD_WARNINGS}
+  -include ${CMAKE_CURRENT_SOURCE_DIR}/unit/cmocka_prelude.h)
+target_compile_definitions(test_nccl_ranks PRIVATE
+  HVD_FAKE_GPU_DEVICE="$<TARGET_FILE:fake_gpu_device>")
+add_dependencies(test_nccl_ranks fake_gpu_device)
+add_test(NAME unit.test_nccl_ranks COMMAND test_nccl_ranks)
+set_tests_properties(unit.test_nccl_ranks PROPERTIES LABELS "unit;gpu;threads" TIMEOUT 300)
+
 add_executable(mp_cuda_refused ${CMAKE_CURRENT_SOURCE_DIR}/gpu/mp_cuda_refused.c
                                ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_check.c)
 target_link_libraries(mp_cuda_refused PRIVATE hvd PkgConfig::CMOCKA m)

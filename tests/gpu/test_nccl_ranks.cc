@@ -1,0 +1,810 @@
+// SPDX-License-Identifier: Apache-2.0
+// The NCCL path of several ranks, and the host-staged path of ranks sharing a device, through
+// the C API where no GPU is: a job's ranks run as threads of this process on the devices of
+// tests/gpu/fake_gpu_device.cc (host memory; streams that run asynchronously on threads of
+// their own; an NCCL among the ranks of the process). Rank r uses device r, so every member
+// has a device of its own and the NCCL path runs: every NCCL dtype x op of allreduce, fused
+// and grouped allreduces with scaling, ragged and even allgathers, broadcast, alltoall with
+// splits, even and uneven reduce-scatters, dtypes NCCL lacks (host-staged in an NCCL job), a
+// process set, and an op ordered on the caller's stream. Ranks on one device take the
+// host-staged path, the chunked pipeline included. Results are checked against references
+// computed here, on 1 to 4 ranks; scripts/gpu_check.sh runs the same paths on a GPU.
+#include <cmocka.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dtype_elements.h"
+#include "gpu/gpu_module_api.h"
+#include "hvd/hvd.h"
+#include "inprocess_job.h"
+
+namespace {
+
+const hvd_gpu_module_t *g_device = nullptr;     // the fake module's own table, for the test
+uint64_t (*g_rounds)() = nullptr;               // NCCL rounds the fake module ran so far
+size_t (*g_misuses)(char *, size_t) = nullptr;  // its device work on freed memory
+
+// Runs a test body and checks whether it used NCCL (rounds on the fake module) or not.
+void expect_nccl(bool used, const std::function<void()> &body) {
+    const uint64_t before = g_rounds();
+    body();
+    const uint64_t ran = g_rounds() - before;
+    if (used && ran == 0) fail_msg("the NCCL path did not run");
+    if (!used && ran != 0) fail_msg("%llu NCCL rounds ran", static_cast<unsigned long long>(ran));
+    char misuses[4096];
+    if (g_misuses(misuses, sizeof misuses) != 0)
+        fail_msg("device work on freed memory:\n%s", misuses);
+}
+
+// ------------------------------------------------------------------ device memory and values
+
+void *device_alloc(int32_t device, size_t bytes) {
+    void *p = nullptr;
+    hvd_gpu_err_t err;
+    if (g_device->device_alloc(device, bytes, nullptr, &p, &err) != 0) std::abort();
+    return p;
+}
+
+void device_free(int32_t device, void *p) {
+    hvd_gpu_err_t err;
+    g_device->device_free(device, p, &err);
+}
+
+// Device memory of one tensor, freed with it.
+struct DeviceArray {
+    DeviceArray(int32_t device_, int32_t dtype_, std::vector<int64_t> shape_)
+        : device(device_), dtype(dtype_), shape(std::move(shape_)) {
+        count = 1;
+        for (int64_t d : shape)
+            count *= static_cast<size_t>(d);
+        data = device_alloc(device, count * hvd::dtype_size(dtype));
+    }
+    DeviceArray(const DeviceArray &) = delete;
+    DeviceArray &operator=(const DeviceArray &) = delete;
+    ~DeviceArray() { device_free(device, data); }
+
+    hvd_tensor_t tensor() const {
+        hvd_tensor_t t =
+            inprocess_job::tensor(data, dtype, static_cast<int32_t>(shape.size()), shape.data());
+        t.device_type = HVD_DEVICE_CUDA;
+        t.device_id = device;
+        return t;
+    }
+
+    int32_t device, dtype;
+    std::vector<int64_t> shape;
+    size_t count = 0;
+    void *data = nullptr;
+};
+
+using dtype_elements::load;
+using dtype_elements::store;
+
+bool is_float(int32_t dtype) {
+    return dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_BFLOAT16 ||
+           dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT64;
+}
+
+// Element i of rank r's tensor t: small integers, exact in every dtype and in every sum and
+// product of up to four ranks; negative ones for signed dtypes.
+double value(int32_t dtype, int32_t op, int32_t r, size_t i, int t = 0) {
+    if (op == HVD_OP_PRODUCT) return 1 + static_cast<double>((static_cast<size_t>(r) + i) % 2);
+    if (dtype == HVD_DTYPE_BOOL) return static_cast<double>((static_cast<size_t>(r) + i) % 3 == 0);
+    const double v = static_cast<double>((static_cast<size_t>(r) * 7 + i * 3 + t * 5) % 11) + 1;
+    const bool is_unsigned = dtype == HVD_DTYPE_UINT8 || dtype == HVD_DTYPE_UINT16;
+    return is_unsigned ? v : v - 5;
+}
+
+// op over the ranks' values of element i, scaled as the library does: floats by prescale and
+// postscale (Average by 1/n), integers by Average's 1/n in float64, truncated.
+double reference(int32_t dtype, int32_t op, int32_t n, size_t i, double pre = 1.0,
+                 double post = 1.0, int t = 0) {
+    double acc = 0;
+    for (int32_t r = 0; r < n; ++r) {
+        const double v = value(dtype, op, r, i, t) * pre;
+        if (r == 0)
+            acc = v;
+        else if (op == HVD_OP_MIN)
+            acc = std::min(acc, v);
+        else if (op == HVD_OP_MAX)
+            acc = std::max(acc, v);
+        else if (op == HVD_OP_PRODUCT)
+            acc *= v;
+        else
+            acc += v;
+    }
+    if (op == HVD_OP_AVERAGE) post /= n;
+    return is_float(dtype) ? acc * post : std::trunc(acc * post);
+}
+
+// "" or the first element of `got` (count elements) that is not want(i).
+std::string compare(const std::string &what, int32_t dtype, const void *got, size_t count,
+                    const std::function<double(size_t)> &want) {
+    const double tol = dtype == HVD_DTYPE_BFLOAT16  ? 1e-2
+                       : dtype == HVD_DTYPE_FLOAT16 ? 2e-3
+                       : dtype == HVD_DTYPE_FLOAT32 ? 1e-6
+                                                    : 1e-12;
+    for (size_t i = 0; i < count; ++i) {
+        const double g = load(dtype, got, i), w = want(i);
+        if (std::fabs(g - w) > tol * std::max(1.0, std::fabs(w)))
+            return what + " (dtype " + std::to_string(dtype) + "): element " + std::to_string(i) +
+                   " is " + std::to_string(g) + ", not " + std::to_string(w);
+    }
+    return "";
+}
+
+// ------------------------------------------------------------------ a rank
+
+struct Rank {
+    hvd_context_h ctx = nullptr;
+    int32_t rank = 0, size = 0, device = 0;
+};
+
+// An op's parameters and the name they point at.
+struct Params : hvd_op_params_t {
+    explicit Params(std::string n) {
+        std::memset(static_cast<hvd_op_params_t *>(this), 0, sizeof(hvd_op_params_t));
+        field_mask = HVD_OP_FIELD_NAME;
+        rename(std::move(n));
+    }
+    Params(const Params &) = delete;
+    Params &operator=(const Params &) = delete;
+    void rename(std::string n) {
+        label = std::move(n);
+        name = label.c_str();
+    }
+    std::string label;
+};
+
+// Waits for req and releases it; "" or what failed.
+std::string finish(hvd_request_h req, const std::string &what) {
+    hvd_status_t s = hvd_request_wait(req, 60000);
+    std::string out;
+    if (s != HVD_OK) {
+        char msg[512];
+        hvd_request_message(req, msg, sizeof msg);
+        out = what + ": " + hvd_status_name(s) + ": " + msg;
+    }
+    hvd_request_release(req);
+    return out;
+}
+
+std::string enqueue_failed(const std::string &what) {
+    char msg[512];
+    hvd_last_error(msg, sizeof msg);
+    return what + ": enqueue failed: " + msg;
+}
+
+// Runs body on `size` ranks, rank r on device device_of(r).
+void run_job(int32_t size, const std::function<int32_t(int32_t)> &device_of,
+             const std::function<std::string(Rank &)> &body) {
+    inprocess_job::run_on_ranks(size, [&](const hvd_unique_id_t &id, int32_t rank, int32_t n) {
+        Rank me;
+        me.rank = rank;
+        me.size = n;
+        me.device = device_of(rank);
+        if (inprocess_job::join_job(id, rank, n, &me.ctx) != HVD_OK) return std::string("init");
+        std::string err = body(me);
+        hvd_finalize(me.ctx);
+        return err;
+    });
+}
+
+int32_t own_device(int32_t rank) {
+    return rank;
+}
+int32_t shared_device(int32_t) {
+    return 0;
+}
+
+// ------------------------------------------------------------------ allreduce
+
+const int32_t kNcclDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_DTYPE_INT32,
+                               HVD_DTYPE_INT64,   HVD_DTYPE_FLOAT16, HVD_DTYPE_BFLOAT16,
+                               HVD_DTYPE_FLOAT32, HVD_DTYPE_FLOAT64};
+const int32_t kOps[] = {HVD_OP_SUM, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT, HVD_OP_AVERAGE};
+
+// Every dtype x op, out of place, all enqueued before any is waited for (those of one dtype and
+// op fuse); then every float dtype in place with prescale and postscale.
+std::string allreduce_everything(Rank &me, const std::vector<int32_t> &dtypes) {
+    struct Case {
+        int32_t dtype, op;
+        std::unique_ptr<DeviceArray> in, out;
+        hvd_request_h req = nullptr;
+    };
+    std::vector<Case> cases;
+    const size_t n = 37;
+    for (int32_t dtype : dtypes)
+        for (int32_t op : kOps) {
+            Case c{dtype, op,
+                   std::make_unique<DeviceArray>(me.device, dtype, std::vector<int64_t>{37}),
+                   std::make_unique<DeviceArray>(me.device, dtype, std::vector<int64_t>{37})};
+            for (size_t i = 0; i < n; ++i)
+                store(dtype, c.in->data, i, value(dtype, op, me.rank, i));
+            cases.push_back(std::move(c));
+        }
+    for (Case &c : cases) {
+        const std::string name = "ar." + std::to_string(c.dtype) + "." + std::to_string(c.op);
+        Params p(name);
+        p.field_mask |= HVD_OP_FIELD_REDUCE_OP;
+        p.reduce_op = c.op;
+        hvd_tensor_t in = c.in->tensor(), out = c.out->tensor();
+        if (hvd_allreduce_enqueue(me.ctx, &in, &out, &p, &c.req) != HVD_OK)
+            return enqueue_failed(name);
+    }
+    for (Case &c : cases) {
+        const std::string what =
+            "allreduce dtype " + std::to_string(c.dtype) + " op " + std::to_string(c.op);
+        std::string err = finish(c.req, what);
+        if (err.empty())
+            err = compare(what, c.dtype, c.out->data, n,
+                          [&](size_t i) { return reference(c.dtype, c.op, me.size, i); });
+        if (!err.empty()) return err;
+    }
+    for (int32_t dtype : dtypes) {
+        if (!is_float(dtype)) continue;
+        DeviceArray x(me.device, dtype, {5, 3});
+        for (size_t i = 0; i < x.count; ++i)
+            store(dtype, x.data, i, value(dtype, HVD_OP_SUM, me.rank, i));
+        const std::string name = "ar.scaled." + std::to_string(dtype);
+        Params p(name);
+        p.field_mask |= HVD_OP_FIELD_SCALE;
+        p.prescale = 0.5;
+        p.postscale = 3.0;
+        hvd_tensor_t t = x.tensor();
+        hvd_request_h req;
+        if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) != HVD_OK) return enqueue_failed(name);
+        std::string err = finish(req, name);
+        if (err.empty())
+            err = compare(name, dtype, x.data, x.count, [&](size_t i) {
+                return reference(dtype, HVD_OP_SUM, me.size, i, 0.5, 3.0);
+            });
+        if (!err.empty()) return err;
+    }
+    return "";
+}
+
+void test_allreduce_every_dtype_and_op(void **) {
+    expect_nccl(true, [] {
+        for (int32_t n = 1; n <= 4; ++n)
+            run_job(n, own_device, [](Rank &me) {
+                return allreduce_everything(
+                    me, std::vector<int32_t>(std::begin(kNcclDtypes), std::end(kNcclDtypes)));
+            });
+    });
+}
+
+// int16, uint16 and bool, which NCCL does not reduce, take the host path in the same job.
+void test_dtypes_nccl_lacks(void **) {
+    expect_nccl(false, [] {
+        for (int32_t n = 2; n <= 3; ++n)
+            run_job(n, own_device, [](Rank &me) {
+                std::vector<int32_t> dtypes = {HVD_DTYPE_INT16, HVD_DTYPE_UINT16};
+                std::string err = allreduce_everything(me, dtypes);
+                if (!err.empty()) return err;
+                DeviceArray b(me.device, HVD_DTYPE_BOOL, {9}), out(me.device, HVD_DTYPE_BOOL, {9});
+                for (size_t i = 0; i < b.count; ++i)
+                    store(HVD_DTYPE_BOOL, b.data, i, value(HVD_DTYPE_BOOL, HVD_OP_MAX, me.rank, i));
+                Params p("ar.bool");
+                p.field_mask |= HVD_OP_FIELD_REDUCE_OP;
+                p.reduce_op = HVD_OP_MAX;
+                hvd_tensor_t in = b.tensor(), o = out.tensor();
+                hvd_request_h req;
+                if (hvd_allreduce_enqueue(me.ctx, &in, &o, &p, &req) != HVD_OK)
+                    return enqueue_failed("ar.bool");
+                err = finish(req, "bool allreduce");
+                if (!err.empty()) return err;
+                return compare("bool max", HVD_DTYPE_BOOL, out.data, out.count, [&](size_t i) {
+                    return reference(HVD_DTYPE_BOOL, HVD_OP_MAX, me.size, i);
+                });
+            });
+    });
+}
+
+// Twenty float32 tensors of different sizes, averaged: one fused run through the device fusion
+// buffer, its copies scaled on the way.
+void test_fused_and_grouped(void **) {
+    expect_nccl(true, [] {
+        for (int32_t n = 2; n <= 4; ++n)
+            run_job(n, own_device, [](Rank &me) {
+                std::vector<std::unique_ptr<DeviceArray>> xs;
+                std::vector<hvd_request_h> reqs;
+                for (int t = 0; t < 20; ++t) {
+                    xs.push_back(std::make_unique<DeviceArray>(me.device, HVD_DTYPE_FLOAT32,
+                                                               std::vector<int64_t>{1 + t * 13}));
+                    for (size_t i = 0; i < xs.back()->count; ++i)
+                        store(HVD_DTYPE_FLOAT32, xs.back()->data, i,
+                              value(HVD_DTYPE_FLOAT32, HVD_OP_SUM, me.rank, i, t));
+                    Params p("fused." + std::to_string(t));
+                    p.field_mask |= HVD_OP_FIELD_REDUCE_OP;
+                    p.reduce_op = HVD_OP_AVERAGE;
+                    hvd_tensor_t x = xs.back()->tensor();
+                    hvd_request_h req;
+                    if (hvd_allreduce_enqueue(me.ctx, &x, &x, &p, &req) != HVD_OK)
+                        return enqueue_failed("fused");
+                    reqs.push_back(req);
+                }
+                for (int t = 0; t < 20; ++t) {
+                    std::string err = finish(reqs[t], "fused allreduce " + std::to_string(t));
+                    if (err.empty())
+                        err = compare("fused " + std::to_string(t), HVD_DTYPE_FLOAT32, xs[t]->data,
+                                      xs[t]->count, [&](size_t i) {
+                                          return reference(HVD_DTYPE_FLOAT32, HVD_OP_AVERAGE,
+                                                           me.size, i, 1.0, 1.0, t);
+                                      });
+                    if (!err.empty()) return err;
+                }
+                // A grouped allreduce of five float64 tensors, two of them out of place.
+                std::vector<std::unique_ptr<DeviceArray>> ins, outs;
+                std::vector<hvd_tensor_t> tin(5), tout(5);
+                std::vector<const hvd_tensor_t *> pin(5), pout(5);
+                for (int t = 0; t < 5; ++t) {
+                    ins.push_back(std::make_unique<DeviceArray>(me.device, HVD_DTYPE_FLOAT64,
+                                                                std::vector<int64_t>{3, 1 + t}));
+                    for (size_t i = 0; i < ins.back()->count; ++i)
+                        store(HVD_DTYPE_FLOAT64, ins.back()->data, i,
+                              value(HVD_DTYPE_FLOAT64, HVD_OP_SUM, me.rank, i, t));
+                    const bool apart = t % 2 == 1;
+                    outs.push_back(
+                        apart ? std::make_unique<DeviceArray>(me.device, HVD_DTYPE_FLOAT64,
+                                                              std::vector<int64_t>{3, 1 + t})
+                              : nullptr);
+                    tin[t] = ins[t]->tensor();
+                    tout[t] = apart ? outs[t]->tensor() : tin[t];
+                    pin[t] = &tin[t];
+                    pout[t] = &tout[t];
+                }
+                Params p("grouped");
+                p.field_mask |= HVD_OP_FIELD_SCALE;
+                p.prescale = 1.0;
+                p.postscale = 0.25;
+                hvd_request_h req;
+                if (hvd_grouped_allreduce_enqueue(me.ctx, pin.data(), pout.data(), 5, &p, &req) !=
+                    HVD_OK)
+                    return enqueue_failed("grouped");
+                std::string err = finish(req, "grouped allreduce");
+                for (int t = 0; t < 5 && err.empty(); ++t)
+                    err = compare("grouped " + std::to_string(t), HVD_DTYPE_FLOAT64, tout[t].data,
+                                  ins[t]->count, [&](size_t i) {
+                                      return reference(HVD_DTYPE_FLOAT64, HVD_OP_SUM, me.size, i,
+                                                       1.0, 0.25, t);
+                                  });
+                return err;
+            });
+    });
+}
+
+// ------------------------------------------------------------------ data movement
+
+// A library-owned output: its shape, and "" or what differs from want(row, column).
+std::string check_outstore(hvd_request_h req, const std::string &what, int32_t dtype, int64_t rows,
+                           int64_t cols, const std::function<double(int64_t, int64_t)> &want) {
+    hvd_tensor_t out;
+    if (hvd_request_output(req, 0, &out) != HVD_OK) return what + ": no output";
+    if (out.device_type != HVD_DEVICE_CUDA) return what + ": the output is not device memory";
+    if (out.shape[0] != rows)
+        return what + ": " + std::to_string(out.shape[0]) + " rows, not " + std::to_string(rows);
+    return compare(what, dtype, out.data, static_cast<size_t>(rows * cols), [&](size_t i) {
+        return want(static_cast<int64_t>(i) / cols, static_cast<int64_t>(i) % cols);
+    });
+}
+
+std::string wait_only(hvd_request_h req, const std::string &what) {
+    hvd_status_t s = hvd_request_wait(req, 60000);
+    if (s == HVD_OK) return "";
+    char msg[512];
+    hvd_request_message(req, msg, sizeof msg);
+    hvd_request_release(req);
+    return what + ": " + hvd_status_name(s) + ": " + msg;
+}
+
+// Ragged rows (rank r has r + 1) go through a group of broadcasts, even ones through one
+// ncclAllGather; both into library-owned outputs.
+std::string allgathers(Rank &me) {
+    const int64_t cols = 3;
+    DeviceArray ragged(me.device, HVD_DTYPE_INT32, {me.rank + 1, cols});
+    for (size_t i = 0; i < ragged.count; ++i)
+        store(HVD_DTYPE_INT32, ragged.data, i, 100 * me.rank + static_cast<double>(i));
+    DeviceArray even(me.device, HVD_DTYPE_FLOAT32, {2, cols});
+    for (size_t i = 0; i < even.count; ++i)
+        store(HVD_DTYPE_FLOAT32, even.data, i, -100.0 * me.rank - static_cast<double>(i));
+    Params p1("ag.ragged"), p2("ag.even");
+    hvd_tensor_t t1 = ragged.tensor(), t2 = even.tensor();
+    hvd_request_h r1, r2;
+    if (hvd_allgather_enqueue(me.ctx, &t1, &p1, &r1) != HVD_OK) return enqueue_failed("ragged");
+    if (hvd_allgather_enqueue(me.ctx, &t2, &p2, &r2) != HVD_OK) return enqueue_failed("even");
+    std::string err = wait_only(r1, "ragged allgather");
+    if (!err.empty()) return err;
+    const int64_t rows = static_cast<int64_t>(me.size) * (me.size + 1) / 2;
+    err = check_outstore(r1, "ragged allgather", HVD_DTYPE_INT32, rows, cols,
+                         [&](int64_t row, int64_t col) {
+                             int64_t r = 0, first = 0;
+                             while (first + r + 1 <= row)
+                                 first += ++r;
+                             return 100.0 * r + static_cast<double>((row - first) * cols + col);
+                         });
+    hvd_request_release(r1);
+    if (!err.empty()) return err;
+    err = wait_only(r2, "even allgather");
+    if (!err.empty()) return err;
+    err = check_outstore(r2, "even allgather", HVD_DTYPE_FLOAT32, 2 * me.size, cols,
+                         [&](int64_t row, int64_t col) {
+                             return -100.0 * static_cast<double>(row / 2) -
+                                    static_cast<double>((row % 2) * cols + col);
+                         });
+    hvd_request_release(r2);
+    return err;
+}
+
+// From the last rank, in place and out of place.
+std::string broadcasts(Rank &me) {
+    const int32_t root = me.size - 1;
+    DeviceArray x(me.device, HVD_DTYPE_BFLOAT16, {7}), out(me.device, HVD_DTYPE_BFLOAT16, {7});
+    for (size_t i = 0; i < x.count; ++i)
+        store(HVD_DTYPE_BFLOAT16, x.data, i, value(HVD_DTYPE_BFLOAT16, HVD_OP_SUM, me.rank, i));
+    Params p("bc.apart");
+    p.field_mask |= HVD_OP_FIELD_ROOT;
+    p.root_rank = root;
+    hvd_tensor_t in = x.tensor(), o = out.tensor();
+    hvd_request_h req;
+    if (hvd_broadcast_enqueue(me.ctx, &in, &o, &p, &req) != HVD_OK) return enqueue_failed("bc");
+    std::string err = finish(req, "broadcast out of place");
+    auto want = [&](size_t i) { return value(HVD_DTYPE_BFLOAT16, HVD_OP_SUM, root, i); };
+    if (err.empty()) err = compare("broadcast out of place", HVD_DTYPE_BFLOAT16, out.data, 7, want);
+    if (!err.empty()) return err;
+    p.rename("bc.inplace");
+    if (hvd_broadcast_enqueue(me.ctx, &in, &in, &p, &req) != HVD_OK) return enqueue_failed("bc");
+    err = finish(req, "broadcast in place");
+    return err.empty() ? compare("broadcast in place", HVD_DTYPE_BFLOAT16, x.data, 7, want) : err;
+}
+
+// Rank r sends (r + j) % 3 rows to rank j; row k of those holds 1000 r + 10 j + k.
+std::string alltoalls(Rank &me) {
+    const int64_t cols = 2;
+    auto rows_to = [](int32_t from, int32_t to) { return (from + to) % 3; };
+    std::vector<int32_t> splits;
+    int64_t total = 0;
+    for (int32_t j = 0; j < me.size; ++j) {
+        splits.push_back(rows_to(me.rank, j));
+        total += splits.back();
+    }
+    DeviceArray x(me.device, HVD_DTYPE_INT64, {total, cols});
+    size_t e = 0;
+    for (int32_t j = 0; j < me.size; ++j)
+        for (int32_t k = 0; k < rows_to(me.rank, j); ++k)
+            for (int64_t c = 0; c < cols; ++c)
+                store(HVD_DTYPE_INT64, x.data, e++, 1000.0 * me.rank + 10 * j + k + 0 * c);
+    Params p("a2a");
+    p.field_mask |= HVD_OP_FIELD_SPLITS;
+    p.splits = splits.data();
+    p.num_splits = me.size;
+    hvd_tensor_t t = x.tensor();
+    hvd_request_h req;
+    if (hvd_alltoall_enqueue(me.ctx, &t, &p, &req) != HVD_OK) return enqueue_failed("a2a");
+    std::string err = wait_only(req, "alltoall");
+    if (!err.empty()) return err;
+    std::vector<int32_t> received(static_cast<size_t>(me.size));
+    hvd_request_received_splits(req, received.data(), me.size);
+    std::vector<std::pair<int32_t, int32_t>> row_of;  // (sender, k)
+    for (int32_t j = 0; j < me.size; ++j) {
+        if (received[j] != rows_to(j, me.rank)) {
+            hvd_request_release(req);
+            return "alltoall: " + std::to_string(received[j]) + " rows from rank " +
+                   std::to_string(j);
+        }
+        for (int32_t k = 0; k < received[j]; ++k)
+            row_of.push_back({j, k});
+    }
+    err = check_outstore(req, "alltoall", HVD_DTYPE_INT64, static_cast<int64_t>(row_of.size()),
+                         cols, [&](int64_t row, int64_t) {
+                             return 1000.0 * row_of[row].first + 10 * me.rank + row_of[row].second;
+                         });
+    hvd_request_release(req);
+    return err;
+}
+
+// d0 rows split so that the first d0 % n ranks get one more; Sum of an even split (one
+// ncclReduceScatter) and Average with prescale of an uneven one (a reduce per rank).
+std::string reducescatters(Rank &me) {
+    const int64_t cols = 2;
+    for (int64_t d0 : {2 * static_cast<int64_t>(me.size), 2 * static_cast<int64_t>(me.size) + 1}) {
+        const bool even = d0 % me.size == 0;
+        const int32_t op = even ? HVD_OP_SUM : HVD_OP_AVERAGE;
+        const double pre = even ? 1.0 : 2.0;
+        DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {d0, cols});
+        for (size_t i = 0; i < x.count; ++i)
+            store(HVD_DTYPE_FLOAT32, x.data, i, value(HVD_DTYPE_FLOAT32, HVD_OP_SUM, me.rank, i));
+        const std::string name = even ? "rs.even" : "rs.uneven";
+        Params p(name);
+        p.field_mask |= HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_SCALE;
+        p.reduce_op = op;
+        p.prescale = pre;
+        p.postscale = 1.0;
+        hvd_tensor_t t = x.tensor();
+        hvd_request_h req;
+        if (hvd_reducescatter_enqueue(me.ctx, &t, &p, &req) != HVD_OK) return enqueue_failed(name);
+        std::string err = wait_only(req, name);
+        if (!err.empty()) return err;
+        int64_t first = 0;
+        for (int32_t r = 0; r < me.rank; ++r)
+            first += d0 / me.size + (r < d0 % me.size ? 1 : 0);
+        const int64_t mine = d0 / me.size + (me.rank < d0 % me.size ? 1 : 0);
+        err =
+            check_outstore(req, name, HVD_DTYPE_FLOAT32, mine, cols, [&](int64_t row, int64_t col) {
+                const size_t i = static_cast<size_t>((first + row) * cols + col);
+                return reference(HVD_DTYPE_FLOAT32, op, me.size, i, pre);
+            });
+        hvd_request_release(req);
+        if (!err.empty()) return err;
+    }
+    return "";
+}
+
+void test_data_movement(void **) {
+    expect_nccl(true, [] {
+        for (int32_t n = 1; n <= 4; ++n)
+            run_job(n, own_device, [](Rank &me) {
+                for (auto step : {allgathers, broadcasts, alltoalls, reducescatters}) {
+                    std::string err = step(me);
+                    if (!err.empty()) return err;
+                }
+                return std::string();
+            });
+    });
+}
+
+// A set of the first and the last rank: a communicator of its own.
+void test_process_set(void **) {
+    expect_nccl(true, [] {
+        for (int32_t n = 3; n <= 4; ++n)
+            run_job(n, own_device, [](Rank &me) {
+                const int32_t ranks[] = {0, me.size - 1};
+                hvd_process_set_h ps;
+                if (hvd_process_set_create(me.ctx, ranks, 2, &ps) != HVD_OK)
+                    return enqueue_failed("process set");
+                if (me.rank != 0 && me.rank != me.size - 1) return std::string();
+                DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {11});
+                for (size_t i = 0; i < x.count; ++i)
+                    store(HVD_DTYPE_FLOAT32, x.data, i, 1.0 + me.rank + static_cast<double>(i));
+                Params p("set.ar");
+                p.field_mask |= HVD_OP_FIELD_PROCESS_SET;
+                p.process_set = ps;
+                hvd_tensor_t t = x.tensor();
+                hvd_request_h req;
+                if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) != HVD_OK)
+                    return enqueue_failed("set.ar");
+                std::string err = finish(req, "allreduce in a process set");
+                return err.empty()
+                           ? compare("process set", HVD_DTYPE_FLOAT32, x.data, 11,
+                                     [&](size_t i) { return 2.0 + (me.size - 1) + 2.0 * i; })
+                           : err;
+            });
+    });
+}
+
+// ------------------------------------------------------------------ streams
+
+// A stream of the caller, the event that tells when its work so far has run.
+struct CallerStream {
+    explicit CallerStream(int32_t device_) : device(device_) {
+        hvd_gpu_err_t err;
+        g_device->stream_create(device, &stream, &err);
+        g_device->event_create(device, &event, &err);
+    }
+    ~CallerStream() {
+        hvd_gpu_err_t err;
+        g_device->stream_destroy(device, stream, &err);
+        g_device->event_destroy(device, event, &err);
+    }
+    void copy(void *dst, const void *src, size_t bytes) {
+        hvd_gpu_err_t err;
+        g_device->copy_async(device, dst, src, bytes, stream, &err);
+    }
+    bool sync() {  // the host waits for the stream's work so far
+        hvd_gpu_err_t err;
+        g_device->event_record(device, event, stream, &err);
+        for (int i = 0; i < 600000; ++i) {
+            int32_t done = 0;
+            g_device->event_query(device, event, &done, &err);
+            if (done) return true;
+            usleep(100);
+        }
+        return false;
+    }
+    int32_t device;
+    void *stream = nullptr, *event = nullptr;
+};
+
+// Two grouped allreduces on the caller's stream, behind a long copy there, the second larger:
+// the fusion buffer grows while the first run may still wait on the stream, so its old memory
+// must go in stream order. Checked once the stream's work is done.
+std::string grouped_on_stream(Rank &me, CallerStream &s, void *slow,
+                              const std::vector<char> &filler) {
+    std::vector<std::unique_ptr<DeviceArray>> xs;
+    std::vector<hvd_tensor_t> ts(6);
+    for (size_t k = 0; k < 6; ++k) {
+        xs.push_back(std::make_unique<DeviceArray>(me.device, HVD_DTYPE_FLOAT32,
+                                                   std::vector<int64_t>{k < 3 ? 100 : 5000}));
+        for (size_t i = 0; i < xs[k]->count; ++i)
+            store(HVD_DTYPE_FLOAT32, xs[k]->data, i,
+                  value(HVD_DTYPE_FLOAT32, HVD_OP_SUM, me.rank, i, static_cast<int>(k)));
+        ts[k] = xs[k]->tensor();
+    }
+    s.copy(slow, filler.data(), filler.size());
+    for (size_t first : {0, 3}) {
+        const hvd_tensor_t *ps[3] = {&ts[first], &ts[first + 1], &ts[first + 2]};
+        Params p("stream.grouped." + std::to_string(first));
+        p.field_mask |= HVD_OP_FIELD_STREAM;
+        p.stream = s.stream;
+        hvd_request_h req;
+        if (hvd_grouped_allreduce_enqueue(me.ctx, ps, ps, 3, &p, &req) != HVD_OK)
+            return enqueue_failed(p.label);
+        std::string err = finish(req, p.label);
+        if (!err.empty()) return err;
+    }
+    if (!s.sync()) return "the caller's stream did not finish";
+    for (size_t k = 0; k < xs.size(); ++k) {
+        std::string err = compare("grouped on the stream", HVD_DTYPE_FLOAT32, xs[k]->data,
+                                  xs[k]->count, [&](size_t i) {
+                                      return reference(HVD_DTYPE_FLOAT32, HVD_OP_SUM, me.size, i,
+                                                       1.0, 1.0, static_cast<int>(k));
+                                  });
+        if (!err.empty()) return err;
+    }
+    return "";
+}
+
+// With a stream and no ready event, an op reads what the caller queued there before it (here
+// a write of the input behind a long copy), and its result is valid on that stream with no
+// host wait; an allgather's output, read there, is freed there at release.
+void test_caller_stream(void **) {
+    expect_nccl(true, [] {
+        for (int32_t n = 1; n <= 3; ++n)
+            run_job(n, own_device, [](Rank &me) {
+                CallerStream s(me.device);
+                const size_t big = 64 << 20;
+                std::vector<char> filler(big, 1);
+                void *slow = device_alloc(me.device, big);
+                DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {1000});
+                std::vector<float> pattern(1000), back(1000, -1.0f),
+                    gathered(1000 * me.size, -1.0f);
+                for (size_t i = 0; i < pattern.size(); ++i)
+                    pattern[i] = static_cast<float>(me.rank * 1000 + i);
+                s.copy(slow, filler.data(), big);  // keeps the stream busy before the input lands
+                s.copy(x.data, pattern.data(), x.count * sizeof(float));
+                Params p("stream.ar");
+                p.field_mask |= HVD_OP_FIELD_STREAM;
+                p.stream = s.stream;
+                hvd_tensor_t t = x.tensor();
+                hvd_request_h ar, ag;
+                if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &ar) != HVD_OK)
+                    return enqueue_failed("stream.ar");
+                std::string err = finish(ar, "allreduce on the caller's stream");
+                if (!err.empty()) return err;
+                s.copy(back.data(), x.data, x.count * sizeof(float));
+                p.rename("stream.ag");
+                if (hvd_allgather_enqueue(me.ctx, &t, &p, &ag) != HVD_OK)
+                    return enqueue_failed("stream.ag");
+                err = wait_only(ag, "allgather on the caller's stream");
+                if (!err.empty()) return err;
+                hvd_tensor_t out;
+                hvd_request_output(ag, 0, &out);
+                // The read comes late on the stream (behind another long copy): the release
+                // must free the output after it, on the stream, not when it is called.
+                s.copy(slow, filler.data(), big);
+                s.copy(gathered.data(), out.data, gathered.size() * sizeof(float));
+                hvd_request_release(ag);
+                err = grouped_on_stream(me, s, slow, filler);
+                if (!err.empty()) return err;
+                if (!s.sync()) return std::string("the caller's stream did not finish");
+                device_free(me.device, slow);
+                const double sum_base = 1000.0 * me.size * (me.size - 1) / 2;
+                for (size_t i = 0; i < back.size(); ++i)
+                    if (back[i] != static_cast<float>(sum_base + me.size * static_cast<double>(i)))
+                        return "allreduce on the stream: element " + std::to_string(i) + " is " +
+                               std::to_string(back[i]);
+                for (size_t i = 0; i < gathered.size(); ++i)
+                    if (gathered[i] !=
+                        static_cast<float>(sum_base + me.size * static_cast<double>(i % 1000)))
+                        return "allgather on the stream: element " + std::to_string(i) + " is " +
+                               std::to_string(gathered[i]);
+                return std::string();
+            });
+    });
+}
+
+// ------------------------------------------------------------------ ranks sharing a device
+
+// Ranks on one device stage through host memory: a 40 MiB allreduce in chunks (slots
+// reused), in place and out of place, a broadcast in chunks, and an allgather staged whole.
+void test_shared_device_host_path(void **) {
+    expect_nccl(false, [] {
+        for (int32_t n = 2; n <= 3; ++n)
+            run_job(n, shared_device, [](Rank &me) {
+                const int64_t count = (40 << 20) / 4;
+                DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {count}),
+                    out(me.device, HVD_DTYPE_FLOAT32, {count});
+                auto v = [](int32_t r, size_t i) {
+                    return static_cast<double>((i * 7 + r * 3) % 1001);
+                };
+                for (size_t i = 0; i < x.count; ++i)
+                    store(HVD_DTYPE_FLOAT32, x.data, i, v(me.rank, i));
+                Params p("big.apart");
+                hvd_tensor_t in = x.tensor(), o = out.tensor();
+                hvd_request_h req;
+                if (hvd_allreduce_enqueue(me.ctx, &in, &o, &p, &req) != HVD_OK)
+                    return enqueue_failed("big.apart");
+                std::string err = finish(req, "staged allreduce out of place");
+                auto sum = [&](size_t i) {
+                    double s = 0;
+                    for (int32_t r = 0; r < me.size; ++r)
+                        s += v(r, i);
+                    return s;
+                };
+                if (err.empty())
+                    err = compare("staged out of place", HVD_DTYPE_FLOAT32, out.data, x.count, sum);
+                if (err.empty())
+                    err = compare("staged input kept", HVD_DTYPE_FLOAT32, x.data, x.count,
+                                  [&](size_t i) { return v(me.rank, i); });
+                if (!err.empty()) return err;
+                p.rename("big.inplace");
+                if (hvd_allreduce_enqueue(me.ctx, &in, &in, &p, &req) != HVD_OK)
+                    return enqueue_failed("big.inplace");
+                err = finish(req, "staged allreduce in place");
+                if (err.empty())
+                    err = compare("staged in place", HVD_DTYPE_FLOAT32, x.data, x.count, sum);
+                if (!err.empty()) return err;
+                Params pb("big.bcast");
+                pb.field_mask |= HVD_OP_FIELD_ROOT;
+                pb.root_rank = me.size - 1;
+                for (size_t i = 0; i < out.count; ++i)
+                    store(HVD_DTYPE_FLOAT32, out.data, i, v(me.rank, i));
+                if (hvd_broadcast_enqueue(me.ctx, &o, &o, &pb, &req) != HVD_OK)
+                    return enqueue_failed("big.bcast");
+                err = finish(req, "staged broadcast");
+                if (err.empty())
+                    err = compare("staged broadcast", HVD_DTYPE_FLOAT32, out.data, out.count,
+                                  [&](size_t i) { return v(me.size - 1, i); });
+                if (!err.empty()) return err;
+                return allgathers(me);
+            });
+    });
+}
+
+}  // namespace
+
+int main() {
+    const char *module = HVD_FAKE_GPU_DEVICE;
+    setenv("HVD_GPU_MODULE", module, 1);
+    void *h = dlopen(module, RTLD_NOW);
+    if (h == nullptr) {
+        std::fprintf(stderr, "cannot open %s: %s\n", module, dlerror());
+        return 1;
+    }
+    auto get = reinterpret_cast<hvd_gpu_module_get_fn>(dlsym(h, HVD_GPU_MODULE_ENTRY));
+    uint32_t abi = 0;
+    g_device = get(HVD_GPU_MODULE_ABI_VERSION, &abi);
+    g_rounds = reinterpret_cast<uint64_t (*)()>(dlsym(h, "fake_gpu_device_rounds"));
+    g_misuses = reinterpret_cast<size_t (*)(char *, size_t)>(dlsym(h, "fake_gpu_device_misuses"));
+    hvd_gpu_info_t info;
+    hvd_gpu_err_t err;
+    g_device->open(nullptr, &info, &err);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_allreduce_every_dtype_and_op),
+        cmocka_unit_test(test_dtypes_nccl_lacks),
+        cmocka_unit_test(test_fused_and_grouped),
+        cmocka_unit_test(test_data_movement),
+        cmocka_unit_test(test_process_set),
+        cmocka_unit_test(test_caller_stream),
+        cmocka_unit_test(test_shared_device_host_path),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
