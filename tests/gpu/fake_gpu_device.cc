@@ -43,9 +43,12 @@ int fail(hvd_gpu_err_t *err, const std::string &text) {
 
 // ------------------------------------------------------------------ streams and events
 
-struct Event {
+// An event's records and completions, shared with the stream work that refers to it: as with
+// CUDA, an event may be destroyed while work queued on it is pending.
+struct EventState {
     std::atomic<uint64_t> recorded{0}, completed{0};
 };
+using Event = std::shared_ptr<EventState>;
 
 class Stream {
   public:
@@ -204,8 +207,9 @@ struct Op {
 
 struct Round {
     std::vector<std::vector<Op>> ops;  // per rank
-    int arrived = 0;
+    int arrived = 0;                   // ranks in it now
     bool done = false;
+    bool abandoned = false;  // a rank left it undone (aborted): it never runs now
 };
 
 struct Group {
@@ -214,16 +218,19 @@ struct Group {
     std::condition_variable cv;
     std::map<uint64_t, Round> rounds;
     std::string error;  // the first failure: every rank's communicator reports it
-    bool aborted = false;
 };
 
 struct Comm {
     std::shared_ptr<Group> group;
     int32_t rank = 0, device = 0;
     uint64_t next_round = 0;
+    bool aborted = false;  // under group->mu
 };
 
 std::atomic<uint64_t> rounds_run{0};  // for the test: whether the NCCL path ran
+std::mutex failing_mu;
+int failing_rounds = 0;  // the next rounds to fail (fake_gpu_device_fail_rounds), and how
+std::string failing_message;
 std::mutex groups_mu;
 std::map<std::string, std::shared_ptr<Group>> groups;  // by unique id
 std::atomic<uint64_t> next_id{1};
@@ -325,36 +332,56 @@ std::string execute(Round &r) {
     return "";
 }
 
-// The stream work of one rank's round: waits for every rank, the last one runs it.
+// Reports (touch) a round's buffers that are not live device memory.
+void touch_round(const Round &r, int32_t nranks) {
+    const size_t n = static_cast<size_t>(nranks);
+    for (const std::vector<Op> &rank_ops : r.ops)
+        for (const Op &o : rank_ops) {
+            const bool bytes_count = o.kind == Kind::kSend || o.kind == Kind::kRecv ||
+                                     o.kind == Kind::kBroadcast || o.kind == Kind::kAllgather;
+            const size_t bytes = bytes_count ? o.count : o.count * dtype_size(o.dtype);
+            touch(o.send, o.kind == Kind::kReducescatter ? bytes * n : bytes,
+                  "an NCCL call's input");
+            touch(o.recv, o.kind == Kind::kAllgather ? bytes * n : bytes, "an NCCL call's output");
+        }
+}
+
+// The stream work of one rank's round: waits for every rank, the last one runs it. As real
+// NCCL: a collective of an aborted communicator moves nothing and ends; a failing one (an
+// asynchronous error) holds its streams, as a kernel whose peer data never comes would, until
+// each rank aborts its own communicator; a round a rank left undone never runs.
 void take_part(Comm *c, uint64_t seq, std::vector<Op> ops) {
     Group &g = *c->group;
     std::unique_lock<std::mutex> lock(g.mu);
+    if (c->aborted) return;
     Round &r = g.rounds[seq];
     if (r.ops.empty()) r.ops.resize(static_cast<size_t>(g.nranks));
     r.ops[static_cast<size_t>(c->rank)] = std::move(ops);
-    if (++r.arrived == g.nranks) {
-        for (const std::vector<Op> &rank_ops : r.ops)
-            for (const Op &o : rank_ops) {
-                const size_t bytes = o.kind == Kind::kSend || o.kind == Kind::kRecv ||
-                                             o.kind == Kind::kBroadcast ||
-                                             o.kind == Kind::kAllgather
-                                         ? o.count
-                                         : o.count * dtype_size(o.dtype);
-                const size_t n = static_cast<size_t>(g.nranks);
-                const bool wide_send = o.kind == Kind::kReducescatter;
-                const bool wide_recv = o.kind == Kind::kAllgather;
-                touch(o.send, wide_send ? bytes * n : bytes, "an NCCL call's input");
-                touch(o.recv, wide_recv ? bytes * n : bytes, "an NCCL call's output");
+    if (++r.arrived == g.nranks && !r.abandoned) {
+        touch_round(r, g.nranks);
+        std::string bad;
+        {
+            std::lock_guard<std::mutex> failing(failing_mu);
+            if (failing_rounds > 0) {
+                --failing_rounds;
+                bad = failing_message;
             }
-        std::string bad = execute(r);
+        }
         ++rounds_run;
-        if (!bad.empty() && g.error.empty()) g.error = "fake NCCL: " + bad;
-        r.done = true;
-        g.cv.notify_all();
-    } else if (!g.cv.wait_for(lock, kCollectiveWait, [&] { return r.done || g.aborted; })) {
-        if (g.error.empty()) g.error = "fake NCCL: a rank did not reach a collective in time";
+        if (!bad.empty()) {
+            if (g.error.empty()) g.error = "fake NCCL: " + bad;
+        } else {
+            bad = execute(r);
+            if (!bad.empty() && g.error.empty()) g.error = "fake NCCL: " + bad;
+            r.done = true;
+            g.cv.notify_all();
+        }
     }
-    if (r.done && --r.arrived == 0) g.rounds.erase(seq);
+    if (!g.cv.wait_for(lock, kCollectiveWait, [&] { return r.done || c->aborted; }) &&
+        g.error.empty())
+        g.error = "fake NCCL: a rank did not reach a collective in time";
+    if (!r.done) r.abandoned = true;  // its buffers may go now
+    if (--r.arrived == 0) g.rounds.erase(seq);
 }
 
 void queue_round(Comm *c, Stream *s, std::vector<Op> ops) {
@@ -492,7 +519,7 @@ int f_stream_destroy(int32_t, void *stream, hvd_gpu_err_t *) {
     return 0;
 }
 int f_event_create(int32_t, void **event, hvd_gpu_err_t *) {
-    *event = new Event();
+    *event = new Event(std::make_shared<EventState>());
     return 0;
 }
 int f_event_destroy(int32_t, void *event, hvd_gpu_err_t *) {
@@ -500,7 +527,7 @@ int f_event_destroy(int32_t, void *event, hvd_gpu_err_t *) {
     return 0;
 }
 int f_event_record(int32_t device, void *event, void *stream, hvd_gpu_err_t *) {
-    Event *e = static_cast<Event *>(event);
+    Event e = *static_cast<Event *>(event);
     const uint64_t g = ++e->recorded;
     stream_of(device, stream)->queue([e, g] {
         uint64_t c = e->completed.load();
@@ -510,12 +537,12 @@ int f_event_record(int32_t device, void *event, void *stream, hvd_gpu_err_t *) {
     return 0;
 }
 int f_event_query(int32_t, void *event, int32_t *done, hvd_gpu_err_t *) {
-    Event *e = static_cast<Event *>(event);
+    const Event &e = *static_cast<Event *>(event);
     *done = e->completed.load() >= e->recorded.load();
     return 0;
 }
 int f_stream_wait_event(int32_t device, void *stream, void *event, hvd_gpu_err_t *) {
-    Event *e = static_cast<Event *>(event);
+    Event e = *static_cast<Event *>(event);
     const uint64_t g = e->recorded.load();  // the record queued last, as CUDA takes it
     stream_of(device, stream)->queue([e, g] {
         while (e->completed.load() < g)
@@ -600,7 +627,7 @@ int f_nccl_comm_abort(void *comm, hvd_gpu_err_t *) {
     Comm *c = static_cast<Comm *>(comm);
     {
         std::lock_guard<std::mutex> lock(c->group->mu);
-        c->group->aborted = true;
+        c->aborted = true;
     }
     c->group->cv.notify_all();
     // Its stream work may still refer to it: the communicator itself is kept.
@@ -731,4 +758,24 @@ extern "C" __attribute__((visibility("default"))) size_t fake_gpu_device_misuses
         all += m + "\n";
     if (len > 0) std::snprintf(buf, len, "%s", all.c_str());
     return d.misuses.size();
+}
+
+// For the test: the next n collective rounds fail with `message`, reported by every member's
+// communicator as an asynchronous NCCL error; their outputs are not written.
+extern "C" __attribute__((visibility("default"))) void fake_gpu_device_fail_rounds(
+    int n, const char *message) {
+    std::lock_guard<std::mutex> lock(failing_mu);
+    failing_rounds = n;
+    failing_message = message;
+}
+
+// For the test: queues on `stream` of `device` work that waits until *open is nonzero, as a
+// kernel that does not end would (the test opens it before the stream is destroyed).
+extern "C" __attribute__((visibility("default"))) void fake_gpu_device_gate(int32_t device,
+                                                                            void *stream,
+                                                                            const int *open) {
+    stream_of(device, stream)->queue([open] {
+        while (__atomic_load_n(open, __ATOMIC_ACQUIRE) == 0)
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+    });
 }

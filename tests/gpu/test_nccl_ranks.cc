@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -28,17 +29,25 @@
 
 namespace {
 
-const hvd_gpu_module_t *g_device = nullptr;     // the fake module's own table, for the test
-uint64_t (*g_rounds)() = nullptr;               // NCCL rounds the fake module ran so far
-size_t (*g_misuses)(char *, size_t) = nullptr;  // its device work on freed memory
+const hvd_gpu_module_t *g_device = nullptr;          // the fake module's own table, for the test
+uint64_t (*g_rounds)() = nullptr;                    // NCCL rounds the fake module ran so far
+size_t (*g_misuses)(char *, size_t) = nullptr;       // its device work on freed memory
+void (*g_fail_rounds)(int, const char *) = nullptr;  // makes its next NCCL calls fail
+void (*g_gate)(int32_t, void *, const int *) = nullptr;  // blocks a stream until opened
 
-// Runs a test body and checks whether it used NCCL (rounds on the fake module) or not.
-void expect_nccl(bool used, const std::function<void()> &body) {
+// What a test body does with NCCL: runs collectives on it, none, or starts one that never
+// completes (a failure test).
+enum class Nccl { kUsed, kUnused, kStarted };
+
+// Runs a test body and checks its use of NCCL (rounds on the fake module) and that no device
+// work touched freed memory.
+void expect_nccl(Nccl use, const std::function<void()> &body) {
     const uint64_t before = g_rounds();
     body();
     const uint64_t ran = g_rounds() - before;
-    if (used && ran == 0) fail_msg("the NCCL path did not run");
-    if (!used && ran != 0) fail_msg("%llu NCCL rounds ran", static_cast<unsigned long long>(ran));
+    if (use == Nccl::kUsed && ran == 0) fail_msg("the NCCL path did not run");
+    if (use == Nccl::kUnused && ran != 0)
+        fail_msg("%llu NCCL rounds ran", static_cast<unsigned long long>(ran));
     char misuses[4096];
     if (g_misuses(misuses, sizeof misuses) != 0)
         fail_msg("device work on freed memory:\n%s", misuses);
@@ -273,7 +282,7 @@ std::string allreduce_everything(Rank &me, const std::vector<int32_t> &dtypes) {
 }
 
 void test_allreduce_every_dtype_and_op(void **) {
-    expect_nccl(true, [] {
+    expect_nccl(Nccl::kUsed, [] {
         for (int32_t n = 1; n <= 4; ++n)
             run_job(n, own_device, [](Rank &me) {
                 return allreduce_everything(
@@ -284,7 +293,7 @@ void test_allreduce_every_dtype_and_op(void **) {
 
 // int16, uint16 and bool, which NCCL does not reduce, take the host path in the same job.
 void test_dtypes_nccl_lacks(void **) {
-    expect_nccl(false, [] {
+    expect_nccl(Nccl::kUnused, [] {
         for (int32_t n = 2; n <= 3; ++n)
             run_job(n, own_device, [](Rank &me) {
                 std::vector<int32_t> dtypes = {HVD_DTYPE_INT16, HVD_DTYPE_UINT16};
@@ -312,7 +321,7 @@ void test_dtypes_nccl_lacks(void **) {
 // Twenty float32 tensors of different sizes, averaged: one fused run through the device fusion
 // buffer, its copies scaled on the way.
 void test_fused_and_grouped(void **) {
-    expect_nccl(true, [] {
+    expect_nccl(Nccl::kUsed, [] {
         for (int32_t n = 2; n <= 4; ++n)
             run_job(n, own_device, [](Rank &me) {
                 std::vector<std::unique_ptr<DeviceArray>> xs;
@@ -549,7 +558,7 @@ std::string reducescatters(Rank &me) {
 }
 
 void test_data_movement(void **) {
-    expect_nccl(true, [] {
+    expect_nccl(Nccl::kUsed, [] {
         for (int32_t n = 1; n <= 4; ++n)
             run_job(n, own_device, [](Rank &me) {
                 for (auto step : {allgathers, broadcasts, alltoalls, reducescatters}) {
@@ -563,7 +572,7 @@ void test_data_movement(void **) {
 
 // A set of the first and the last rank: a communicator of its own.
 void test_process_set(void **) {
-    expect_nccl(true, [] {
+    expect_nccl(Nccl::kUsed, [] {
         for (int32_t n = 3; n <= 4; ++n)
             run_job(n, own_device, [](Rank &me) {
                 const int32_t ranks[] = {0, me.size - 1};
@@ -666,7 +675,7 @@ std::string grouped_on_stream(Rank &me, CallerStream &s, void *slow,
 // a write of the input behind a long copy), and its result is valid on that stream with no
 // host wait; an allgather's output, read there, is freed there at release.
 void test_caller_stream(void **) {
-    expect_nccl(true, [] {
+    expect_nccl(Nccl::kUsed, [] {
         for (int32_t n = 1; n <= 3; ++n)
             run_job(n, own_device, [](Rank &me) {
                 CallerStream s(me.device);
@@ -726,7 +735,7 @@ void test_caller_stream(void **) {
 // Ranks on one device stage through host memory: a 40 MiB allreduce in chunks (slots
 // reused), in place and out of place, a broadcast in chunks, and an allgather staged whole.
 void test_shared_device_host_path(void **) {
-    expect_nccl(false, [] {
+    expect_nccl(Nccl::kUnused, [] {
         for (int32_t n = 2; n <= 3; ++n)
             run_job(n, shared_device, [](Rank &me) {
                 const int64_t count = (40 << 20) / 4;
@@ -779,6 +788,95 @@ void test_shared_device_host_path(void **) {
     });
 }
 
+// ------------------------------------------------------------------ failures
+
+// An allreduce of 1000 floats; its status and message, waited for at most 60 s.
+hvd_status_t allreduce_status(Rank &me, const std::string &name, hvd_op_params_t *p,
+                              std::string *message) {
+    DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {1000});
+    hvd_tensor_t t = x.tensor();
+    hvd_request_h req;
+    if (hvd_allreduce_enqueue(me.ctx, &t, &t, p, &req) != HVD_OK) {
+        *message = enqueue_failed(name);
+        return hvd_context_error(me.ctx);
+    }
+    const hvd_status_t s = hvd_request_wait(req, 60000);
+    char msg[512];
+    hvd_request_message(req, msg, sizeof msg);
+    *message = msg;
+    hvd_request_release(req);
+    return s;
+}
+
+// An asynchronous NCCL error fails the op on every rank with HVD_ERR_DEVICE and NCCL's
+// message (or with the failure of the rank that saw it first), within seconds, and the
+// context stays failed; nothing hangs.
+void test_nccl_error(void **) {
+    for (int32_t n = 2; n <= 3; ++n) {
+        g_fail_rounds(1, "unhandled cuda error (run with NCCL_DEBUG=INFO for details)");
+        expect_nccl(Nccl::kUsed, [n] {
+            run_job(n, own_device, [](Rank &me) {
+                Params p("fails");
+                std::string message;
+                const auto start = std::chrono::steady_clock::now();
+                hvd_status_t s = allreduce_status(me, "fails", &p, &message);
+                const double took =
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                if (s == HVD_OK || s == HVD_INPROGRESS)
+                    return "the op did not fail: " + std::string(hvd_status_name(s));
+                if (took > 15) return "the failure took " + std::to_string(took) + " s";
+                const bool own = s == HVD_ERR_DEVICE &&
+                                 message.find("unhandled cuda error") != std::string::npos;
+                const bool peer = message.find("rank") != std::string::npos;
+                if (!own && !peer)
+                    return "the failure does not say what failed: " +
+                           std::string(hvd_status_name(s)) + ": " + message;
+                Params again("after");
+                s = allreduce_status(me, "after", &again, &message);
+                if (s == HVD_OK) return std::string("the context went on after the failure");
+                return std::string();
+            });
+        });
+    }
+}
+
+// A rank whose device never reaches an NCCL call (its stream held by the caller's work)
+// leaves its peer inside NCCL: the op timeout fails the peer's op, the communicators are
+// aborted and every rank's context fails within the timeout and seconds; nothing hangs.
+void test_stalled_peer(void **) {
+    expect_nccl(Nccl::kStarted, [] {
+        run_job(2, own_device, [](Rank &me) {
+            CallerStream s(me.device);
+            static int open = 0;
+            __atomic_store_n(&open, 0, __ATOMIC_RELEASE);
+            Params p("stalls");
+            p.field_mask |= HVD_OP_FIELD_TIMEOUT;
+            p.timeout_ms = 2000;
+            if (me.rank == 1) {  // ordered after work on its stream that does not end
+                g_gate(me.device, s.stream, &open);
+                p.field_mask |= HVD_OP_FIELD_STREAM;
+                p.stream = s.stream;
+            }
+            std::string message;
+            const auto start = std::chrono::steady_clock::now();
+            hvd_status_t st = allreduce_status(me, "stalls", &p, &message);
+            std::string err;
+            if (me.rank == 0 && st == HVD_OK) err = "rank 0's op did not fail";
+            // Rank 1's op completed once queued; its context fails once the watch sees the
+            // deadline pass or the peer's failure.
+            for (int i = 0; i < 300 && err.empty() && hvd_context_error(me.ctx) == HVD_OK; ++i)
+                usleep(100000);
+            const double took =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (err.empty() && hvd_context_error(me.ctx) == HVD_OK)
+                err = "the context did not fail";
+            if (err.empty() && took > 20) err = "the failure took " + std::to_string(took) + " s";
+            __atomic_store_n(&open, 1, __ATOMIC_RELEASE);
+            return err;
+        });
+    });
+}
+
 }  // namespace
 
 int main() {
@@ -794,6 +892,10 @@ int main() {
     g_device = get(HVD_GPU_MODULE_ABI_VERSION, &abi);
     g_rounds = reinterpret_cast<uint64_t (*)()>(dlsym(h, "fake_gpu_device_rounds"));
     g_misuses = reinterpret_cast<size_t (*)(char *, size_t)>(dlsym(h, "fake_gpu_device_misuses"));
+    g_fail_rounds =
+        reinterpret_cast<void (*)(int, const char *)>(dlsym(h, "fake_gpu_device_fail_rounds"));
+    g_gate =
+        reinterpret_cast<void (*)(int32_t, void *, const int *)>(dlsym(h, "fake_gpu_device_gate"));
     hvd_gpu_info_t info;
     hvd_gpu_err_t err;
     g_device->open(nullptr, &info, &err);
@@ -805,6 +907,8 @@ int main() {
         cmocka_unit_test(test_process_set),
         cmocka_unit_test(test_caller_stream),
         cmocka_unit_test(test_shared_device_host_path),
+        cmocka_unit_test(test_nccl_error),
+        cmocka_unit_test(test_stalled_peer),
     };
     return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
