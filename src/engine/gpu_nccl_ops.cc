@@ -52,14 +52,12 @@ void scale(const gpu::GpuLibrary *lib, gpu::DeviceState &dev, void *dst, const v
               dev.stream);
 }
 
-// A library-owned output of `bytes` bytes on the device, for the work on its stream.
-char *owned_device_output(const gpu::GpuLibrary *lib, Request &req, gpu::DeviceState &dev,
-                          size_t bytes) {
-    req.device_output.reserve_device(lib, dev.device, bytes, dev.stream);
+}  // namespace
+
+char *GpuRunner::owned_device_output(Request &req, gpu::DeviceState &dev, size_t bytes) {
+    req.device_output.reserve_device(lib_, dev.device, bytes, dev.stream);
     return req.device_output.data();
 }
-
-}  // namespace
 
 void GpuRunner::settle(void *nc) {
     comms_.await_idle(nc, *settling_);
@@ -155,7 +153,7 @@ void GpuRunner::queue_allgather(const Response *resps, const std::vector<Request
         } else {
             req.owned_shape = req.input.shape;
             req.owned_shape[0] = rows;
-            outs[t] = owned_device_output(lib_, req, dev, static_cast<size_t>(rows) * row_bytes);
+            outs[t] = owned_device_output(req, dev, static_cast<size_t>(rows) * row_bytes);
         }
     }
     const std::vector<int64_t> &dims0 = resps[0].first_dims;
@@ -207,7 +205,7 @@ void GpuRunner::queue_alltoall(const Response &resp, Request &req, int32_t n, in
     }
     req.owned_shape = req.input.shape;
     req.owned_shape[0] = rows;
-    char *out = owned_device_output(lib_, req, dev, static_cast<size_t>(rows) * row_bytes);
+    char *out = owned_device_output(req, dev, static_cast<size_t>(rows) * row_bytes);
     const char *in = static_cast<const char *>(req.input.data);
     NcclGroup group(lib_);
     size_t send_off = 0, recv_off = 0;
@@ -266,7 +264,7 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
         r->owned_shape = r->input.shape;
         r->owned_shape[0] = my_rows;
         size_t bytes = static_cast<size_t>(my_rows) * row_bytes_of(r->input);
-        outs.push_back(owned_device_output(lib_, *r, dev, bytes));
+        outs.push_back(owned_device_output(*r, dev, bytes));
         mine.push_back(bytes / esz);
     }
     {

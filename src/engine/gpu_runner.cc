@@ -49,11 +49,15 @@ hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps,
         trace.begin("WAIT_FOR_DATA");
         wait_ready_events(reqs, *dev);
         trace.end();
-        if (!nccl_runs(*lib_, resps[0])) {
+        const bool nccl = nccl_runs(*lib_, resps[0]);
+        if (!nccl && comm.size() > 1) {
             s = run_host_staged(comm, resps, reqs, fusion, *dev, trace, message);
         } else {
-            trace.begin("NCCL_" + upper_op_name(resps[0].type));
-            queue_nccl(comm, resps, reqs, *dev, &nccl_comm);
+            trace.begin(nccl ? "NCCL_" + upper_op_name(resps[0].type) : "MEMCPY_DEVICE_TO_DEVICE");
+            if (nccl)
+                queue_nccl(comm, resps, reqs, *dev, &nccl_comm);
+            else  // a set of one: its data stays on the device
+                queue_local(resps, reqs, *dev);
             bool must_wait = false;
             for (const RequestPtr &r : reqs)
                 must_wait = must_wait || !r->has_stream;

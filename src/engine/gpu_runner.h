@@ -97,6 +97,16 @@ class GpuRunner {
                         gpu::DeviceState &dev);
     void queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t n, int32_t me, void *nc,
                              gpu::DeviceState &dev);
+    // The host path of a set of one member (gpu_local_ops.cc): each op's result is its own
+    // tensor, copied or scaled on the device's stream.
+    void queue_local(const Response *resps, const std::vector<RequestPtr> &reqs,
+                     gpu::DeviceState &dev);
+    // dst = src * pre, then * post (each 1.0: a plain copy; nothing where dst is src), for
+    // `bytes` bytes of `dtype` on dev.stream.
+    void copy_scaled(gpu::DeviceState &dev, void *dst, const void *src, size_t bytes, int32_t dtype,
+                     double pre, double post);
+    // A library-owned output of `bytes` bytes on the device, for the work on its stream.
+    char *owned_device_output(Request &req, gpu::DeviceState &dev, size_t bytes);
     // Waits until the communicator's last NCCL call (or group) has queued its work, before
     // anything that depends on it is queued (NcclComms::await_idle, with the run's Comm).
     void settle(void *nccl_comm);

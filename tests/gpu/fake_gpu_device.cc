@@ -491,7 +491,9 @@ int f_device_free_on(int32_t device, void *ptr, void *stream, hvd_gpu_err_t *) {
     stream_of(device, stream)->queue([ptr] { forget_memory(ptr); });
     return 0;
 }
+std::atomic<uint64_t> pinned_allocs{0};  // for the test: whether data went through the host
 int f_host_alloc(int32_t, size_t bytes, void **ptr, hvd_gpu_err_t *err) {
+    ++pinned_allocs;
     *ptr = std::malloc(bytes > 0 ? bytes : 1);
     return *ptr != nullptr ? 0 : fail(err, "fake cudaHostAlloc: out of memory");
 }
@@ -778,4 +780,9 @@ extern "C" __attribute__((visibility("default"))) void fake_gpu_device_gate(int3
         while (__atomic_load_n(open, __ATOMIC_ACQUIRE) == 0)
             std::this_thread::sleep_for(std::chrono::microseconds(100));
     });
+}
+
+// For the test: how many pinned host buffers were allocated so far.
+extern "C" __attribute__((visibility("default"))) uint64_t fake_gpu_device_pinned_allocs() {
+    return pinned_allocs.load();
 }

@@ -34,6 +34,7 @@ uint64_t (*g_rounds)() = nullptr;                    // NCCL rounds the fake mod
 size_t (*g_misuses)(char *, size_t) = nullptr;       // its device work on freed memory
 void (*g_fail_rounds)(int, const char *) = nullptr;  // makes its next NCCL calls fail
 void (*g_gate)(int32_t, void *, const int *) = nullptr;  // blocks a stream until opened
+uint64_t (*g_pinned_allocs)() = nullptr;                 // pinned host buffers it made
 
 // What a test body does with NCCL: runs collectives on it, none, or starts one that never
 // completes (a failure test).
@@ -42,6 +43,10 @@ enum class Nccl { kUsed, kUnused, kStarted };
 // Runs a test body and checks its use of NCCL (rounds on the fake module) and that no device
 // work touched freed memory.
 void expect_nccl(Nccl use, const std::function<void()> &body) {
+    // With HVD_GPU_OPERATIONS=host (the test's second run) every op takes the host path: the
+    // staged collectives, or for one rank the device-local copies.
+    const char *ops = std::getenv("HVD_GPU_OPERATIONS");
+    if (ops != nullptr && std::strcmp(ops, "host") == 0) use = Nccl::kUnused;
     const uint64_t before = g_rounds();
     body();
     const uint64_t ran = g_rounds() - before;
@@ -475,22 +480,25 @@ std::string broadcasts(Rank &me) {
     return err.empty() ? compare("broadcast in place", HVD_DTYPE_BFLOAT16, x.data, 7, want) : err;
 }
 
-// Rank r sends (r + j) % 3 rows to rank j; row k of those holds 1000 r + 10 j + k.
+// Rank r sends (r + j + 1) % 3 rows to rank j; row k of those holds 1000 r + 10 j + k.
 std::string alltoalls(Rank &me) {
     const int64_t cols = 2;
-    auto rows_to = [](int32_t from, int32_t to) { return (from + to) % 3; };
+    auto rows_to = [](int32_t from, int32_t to) { return (from + to + 1) % 3; };
     std::vector<int32_t> splits;
     int64_t total = 0;
     for (int32_t j = 0; j < me.size; ++j) {
         splits.push_back(rows_to(me.rank, j));
         total += splits.back();
     }
-    DeviceArray x(me.device, HVD_DTYPE_INT64, {total, cols});
+    // Two rows past the splits, which nobody receives.
+    DeviceArray x(me.device, HVD_DTYPE_INT64, {total + 2, cols});
     size_t e = 0;
     for (int32_t j = 0; j < me.size; ++j)
         for (int32_t k = 0; k < rows_to(me.rank, j); ++k)
             for (int64_t c = 0; c < cols; ++c)
-                store(HVD_DTYPE_INT64, x.data, e++, 1000.0 * me.rank + 10 * j + k + 0 * c);
+                store(HVD_DTYPE_INT64, x.data, e++, 1000.0 * me.rank + 10 * j + k);
+    while (e < x.count)
+        store(HVD_DTYPE_INT64, x.data, e++, -1);
     Params p("a2a");
     p.field_mask |= HVD_OP_FIELD_SPLITS;
     p.splits = splits.data();
@@ -788,6 +796,26 @@ void test_shared_device_host_path(void **) {
     });
 }
 
+// A job of one rank runs every op on its device: NCCL, or on the host path (NCCL's missing
+// dtypes; everything with HVD_GPU_OPERATIONS=host) copies or scales there, no data through
+// host memory.
+void test_one_rank_stays_on_device(void **) {
+    const uint64_t before = g_pinned_allocs();
+    run_job(1, own_device, [](Rank &me) {
+        std::vector<int32_t> dtypes(std::begin(kNcclDtypes), std::end(kNcclDtypes));
+        dtypes.push_back(HVD_DTYPE_INT16);
+        dtypes.push_back(HVD_DTYPE_UINT16);
+        std::string err = allreduce_everything(me, dtypes);
+        for (auto step : {allgathers, broadcasts, alltoalls, reducescatters})
+            if (err.empty()) err = step(me);
+        return err;
+    });
+    const uint64_t pinned = g_pinned_allocs() - before;
+    if (pinned != 0)
+        fail_msg("%llu pinned buffers: data went through host memory",
+                 static_cast<unsigned long long>(pinned));
+}
+
 // ------------------------------------------------------------------ failures
 
 // An allreduce of 1000 floats; its status and message, waited for at most 60 s.
@@ -812,6 +840,8 @@ hvd_status_t allreduce_status(Rank &me, const std::string &name, hvd_op_params_t
 // message (or with the failure of the rank that saw it first), within seconds, and the
 // context stays failed; nothing hangs.
 void test_nccl_error(void **) {
+    const char *ops = std::getenv("HVD_GPU_OPERATIONS");
+    if (ops != nullptr && std::strcmp(ops, "host") == 0) skip();  // no NCCL to fail
     for (int32_t n = 2; n <= 3; ++n) {
         g_fail_rounds(1, "unhandled cuda error (run with NCCL_DEBUG=INFO for details)");
         expect_nccl(Nccl::kUsed, [n] {
@@ -894,6 +924,7 @@ int main() {
     g_misuses = reinterpret_cast<size_t (*)(char *, size_t)>(dlsym(h, "fake_gpu_device_misuses"));
     g_fail_rounds =
         reinterpret_cast<void (*)(int, const char *)>(dlsym(h, "fake_gpu_device_fail_rounds"));
+    g_pinned_allocs = reinterpret_cast<uint64_t (*)()>(dlsym(h, "fake_gpu_device_pinned_allocs"));
     g_gate =
         reinterpret_cast<void (*)(int32_t, void *, const int *)>(dlsym(h, "fake_gpu_device_gate"));
     hvd_gpu_info_t info;
@@ -907,6 +938,7 @@ int main() {
         cmocka_unit_test(test_process_set),
         cmocka_unit_test(test_caller_stream),
         cmocka_unit_test(test_shared_device_host_path),
+        cmocka_unit_test(test_one_rank_stays_on_device),
         cmocka_unit_test(test_nccl_error),
         cmocka_unit_test(test_stalled_peer),
     };

@@ -88,6 +88,10 @@ target_compile_definitions(test_nccl_ranks PRIVATE
 add_dependencies(test_nccl_ranks fake_gpu_device)
 add_test(NAME unit.test_nccl_ranks COMMAND test_nccl_ranks)
 set_tests_properties(unit.test_nccl_ranks PROPERTIES LABELS "unit;gpu;threads" TIMEOUT 300)
+# The same on the host path: the staged collectives, and one rank's ops left on its device.
+add_test(NAME unit.test_nccl_ranks_host_path COMMAND test_nccl_ranks)
+set_tests_properties(unit.test_nccl_ranks_host_path PROPERTIES LABELS "unit;gpu;threads"
+  TIMEOUT 300 ENVIRONMENT "HVD_GPU_OPERATIONS=host")
 
 add_executable(mp_cuda_refused ${CMAKE_CURRENT_SOURCE_DIR}/gpu/mp_cuda_refused.c
                                ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_check.c)
