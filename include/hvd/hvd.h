@@ -570,11 +570,13 @@ HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) HVD
 /* Output i (0 for a single-tensor op) of a request that completed with HVD_OK: data, dtype,
  * shape. For library-owned outputs (allgather, alltoall, reducescatter) the data and shape stay
  * valid until hvd_request_release; for caller-owned outputs it describes the caller's tensor.
- * A library-owned output in CUDA memory is freed by the release in stream order: for an op
- * given a stream (HVD_OP_FIELD_STREAM) that succeeded, once the work queued on that stream
+ * A library-owned output in CUDA memory, of an op given a stream (HVD_OP_FIELD_STREAM) that
+ * succeeded, is freed by the release in order on that stream: once the work queued there
  * before the release has run (reads queued there need no host wait; reads on another stream
- * the caller orders before the release, as for cudaFreeAsync); otherwise the release first
- * waits on the host for the work queued on the device, as cudaFree does.
+ * the caller orders before the release, as for cudaFreeAsync; released before the op ended,
+ * it is freed there when the op ends, so the stream must live until then). Otherwise, and on
+ * a device without memory pools, the release first waits on the host for the work queued on
+ * the device, as cudaFree does.
  * Returns HVD_INPROGRESS while the request runs, the request's error status if it failed,
  * HVD_ERR_INVALID_ARG for a NULL pointer or an index out of range. */
 HVD_API hvd_status_t hvd_request_output(hvd_request_h req, int32_t i,

@@ -13,7 +13,7 @@ void DeviceBuffer::reserve_device(const GpuLibrary *lib, int32_t device, size_t 
     else
         release();
     void *p = nullptr;
-    lib->call("cudaMallocAsync", lib->api->device_alloc, device, bytes, stream, &p);
+    lib->call("allocating GPU memory", lib->api->device_alloc, device, bytes, stream, &p);
     lib_ = lib;
     kind_ = Kind::kDevice;
     device_ = device;

@@ -72,10 +72,10 @@ typedef struct hvd_gpu_module {
     int (*pointer_device)(int32_t expected, const void *ptr, int32_t *is_device, int32_t *device,
                           hvd_gpu_err_t *err);
     /* Device memory, allocated in stream order on `stream` (stream NULL: the device's default
-     * stream): from the device's current memory pool (cudaMallocAsync) where the device has
-     * memory pools, else cudaMalloc. Work queued on `stream` after the call may use it; work
-     * on another stream only once ordered after that (an event, or the host having seen
-     * `stream` reach the call). */
+     * stream): from the module's own memory pool of the device (cudaMallocFromPoolAsync) where
+     * the device has memory pools, else cudaMalloc. Work queued on `stream` after the call
+     * may use it; work on another stream only once ordered after that (an event, or the host
+     * having seen `stream` reach the call). */
     int (*device_alloc)(int32_t device, size_t bytes, void *stream, void **ptr, hvd_gpu_err_t *err);
     /* Frees device_alloc's memory once every work queued on the device so far has completed:
      * waits on the host for the whole device, as cudaFree does. */

@@ -151,8 +151,8 @@ class OpArrays:
         ptr, code, shape = backend.output(req, i)
         if self.cuda is not None:
             # Queued on the op's stream, where the output is valid. The request is released
-            # after this; releasing frees the library's output with cudaFree, which waits for
-            # the device, so the copy is done before the memory can be reused.
+            # after this, which frees the library's output in order on that same stream: after
+            # the copy.
             return self._maker().copy_from(ptr, shape, code, self.device_id, self.stream)
         out = np.empty(shape, dtype=_dtypes.numpy_dtype(code))
         if out.nbytes:

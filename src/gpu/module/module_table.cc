@@ -263,24 +263,49 @@ int m_pointer_device(int32_t expected, const void *ptr, int32_t *is_device, int3
     return 0;
 }
 
-// Whether `device` (current) allocates in stream order: cudaMallocAsync and cudaFreeAsync
-// need memory pools, which some drivers and virtual GPUs lack. A device that cannot be asked
-// counts as without.
-bool has_memory_pools(int32_t device) {
+// The library's memory pool on `device` (current), made on first use; null where the device
+// has no memory pools (some drivers and virtual GPUs) or one cannot be made: cudaMalloc and
+// cudaFree serve there. A pool of its own, not the device's default one that frameworks
+// allocate from, and one that never reuses a block freed on another stream by making the
+// allocating stream wait for that one: neither the frameworks' allocations nor the library's
+// ever wait on each other's streams (where NCCL kernels may wait on peers). Decided once per
+// device, so that memory is always freed the way it was allocated.
+cudaMemPool_t library_pool(int32_t device) {
+    static std::mutex mu;
+    static std::unordered_map<int32_t, cudaMemPool_t> pools;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = pools.find(device);
+    if (it != pools.end()) return it->second;
+    cudaMemPool_t pool = nullptr;
     int supported = 0;
-    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) !=
-        cudaSuccess) {
-        cudaGetLastError();
-        return false;
+    if (cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) ==
+            cudaSuccess &&
+        supported != 0) {
+        cudaMemPoolProps props{};
+        props.allocType = cudaMemAllocationTypePinned;
+        props.handleTypes = cudaMemHandleTypeNone;
+        props.location.type = cudaMemLocationTypeDevice;
+        props.location.id = device;
+        int no = 0;
+        if (cudaMemPoolCreate(&pool, &props) != cudaSuccess ||
+            cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &no) != cudaSuccess ||
+            cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no) !=
+                cudaSuccess) {
+            if (pool != nullptr) cudaMemPoolDestroy(pool);
+            pool = nullptr;
+        }
     }
-    return supported != 0;
+    cudaGetLastError();  // a failed query or creation is not the next call's error
+    pools[device] = pool;
+    return pool;
 }
 
 int m_device_alloc(int32_t device, size_t bytes, void *stream, void **ptr, hvd_gpu_err_t *err) {
     ON_DEVICE(device);
     const size_t n = bytes > 0 ? bytes : 1;
-    if (has_memory_pools(device)) {
-        CUDA_TRY(cudaMallocAsync(ptr, n, static_cast<cudaStream_t>(stream)), "cudaMallocAsync");
+    if (cudaMemPool_t pool = library_pool(device)) {
+        CUDA_TRY(cudaMallocFromPoolAsync(ptr, n, pool, static_cast<cudaStream_t>(stream)),
+                 "cudaMallocFromPoolAsync");
     } else {
         CUDA_TRY(cudaMalloc(ptr, n), "cudaMalloc");
     }
@@ -290,16 +315,17 @@ int m_device_alloc(int32_t device, size_t bytes, void *stream, void **ptr, hvd_g
 int m_device_free(int32_t device, void *ptr, hvd_gpu_err_t *err) {
     ON_DEVICE(device);
     // cudaFree waits for the device itself only for cudaMalloc's memory: pool memory is freed
-    // at once, so the wait is explicit. The memory is freed even when the wait reports an
-    // earlier failure.
+    // at once, so the wait is explicit. Where the wait fails (an earlier error), the free is
+    // still tried; the wait's error is the one reported.
     const cudaError_t waited = cudaDeviceSynchronize();
-    CUDA_TRY(cudaFree(ptr), "cudaFree");
+    const cudaError_t freed = cudaFree(ptr);
     CUDA_TRY(waited, "cudaDeviceSynchronize (before cudaFree)");
+    CUDA_TRY(freed, "cudaFree");
     return 0;
 }
 
 int m_device_free_on(int32_t device, void *ptr, void *stream, hvd_gpu_err_t *err) {
-    if (!has_memory_pools(device)) return m_device_free(device, ptr, err);
+    if (library_pool(device) == nullptr) return m_device_free(device, ptr, err);
     ON_DEVICE(device);
     CUDA_TRY(cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream)), "cudaFreeAsync");
     return 0;

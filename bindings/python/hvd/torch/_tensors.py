@@ -134,7 +134,22 @@ def on_current_stream(ins, outs, keep):
     same = outs is ins
     ins = with_event(ins)
     outs = ins if same else with_event(outs)
+    # The op's tensors are in use on the stream until the op is over there, though the handle
+    # lets go of them once the work is queued: a tensor made on another stream is not reused
+    # there before that.
+    _record_on(keep, stream)
     return ins, outs, (keep, event), stream
+
+
+def _record_on(objs, stream):
+    """record_stream(stream) for every CUDA tensor in objs (a tensor, or lists and tuples of
+    them, nested)."""
+    if isinstance(objs, torch.Tensor):
+        if objs.is_cuda:
+            objs.record_stream(stream)
+    elif isinstance(objs, (list, tuple)):
+        for o in objs:
+            _record_on(o, stream)
 
 
 def on_stream(stream, finish):
@@ -149,6 +164,7 @@ def on_stream(stream, finish):
             result = finish(req)
         if current != stream:
             current.wait_stream(stream)
+            _record_on(result, current)  # made on the op's stream, read on this one
         return result
 
     return run
