@@ -10,17 +10,14 @@ namespace hvd::engine {
 
 void GpuRunner::copy_scaled(gpu::DeviceState &dev, void *dst, const void *src, size_t bytes,
                             int32_t dtype, double pre, double post) {
-    const size_t count = bytes / dtype_size(dtype);
     if (bytes == 0) return;
+    const size_t count = bytes / dtype_size(dtype);
     if (pre != 1.0)
-        lib_->call("scale kernel", lib_->api->scale_async, dev.device, dst, src, count, dtype, pre,
-                   dev.stream);
+        scale(dev, dst, src, count, dtype, pre);
     else if (dst != src)
         lib_->call("cudaMemcpyAsync", lib_->api->copy_async, dev.device, dst, src, bytes,
                    dev.stream);
-    if (post != 1.0)
-        lib_->call("scale kernel", lib_->api->scale_async, dev.device, dst, dst, count, dtype, post,
-                   dev.stream);
+    if (post != 1.0) scale(dev, dst, dst, count, dtype, post);
 }
 
 void GpuRunner::queue_local(const Response *resps, const std::vector<RequestPtr> &reqs,
@@ -37,15 +34,13 @@ void GpuRunner::queue_local(const Response *resps, const std::vector<RequestPtr>
             case OpType::kBroadcast:
                 copy_scaled(dev, r.output.data, in.data, in.bytes(), in.dtype, 1.0, 1.0);
                 break;
-            case OpType::kAllgather:
-                if (r.meta.out_rows >= 0) {
-                    copy_scaled(dev, r.output.data, in.data, in.bytes(), in.dtype, 1.0, 1.0);
-                } else {
-                    r.owned_shape = in.shape;
-                    copy_scaled(dev, owned_device_output(r, dev, in.bytes()), in.data, in.bytes(),
-                                in.dtype, 1.0, 1.0);
-                }
+            case OpType::kAllgather: {  // into the caller's output, or one the library owns
+                const bool into = r.meta.out_rows >= 0;
+                if (!into) r.owned_shape = in.shape;
+                void *out = into ? r.output.data : owned_device_output(r, dev, in.bytes());
+                copy_scaled(dev, out, in.data, in.bytes(), in.dtype, 1.0, 1.0);
                 break;
+            }
             case OpType::kAlltoall: {  // the rows it sends itself; those past the splits stay
                 const int64_t rows = resps[t].first_dims.at(0);
                 r.received_splits.assign(1, static_cast<int32_t>(rows));

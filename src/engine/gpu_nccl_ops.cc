@@ -46,13 +46,13 @@ void copy_batched(const gpu::GpuLibrary *lib, gpu::DeviceState &dev,
     }
 }
 
-void scale(const gpu::GpuLibrary *lib, gpu::DeviceState &dev, void *dst, const void *src,
-           size_t count, int32_t dtype, double factor) {
-    lib->call("scale kernel", lib->api->scale_async, dev.device, dst, src, count, dtype, factor,
-              dev.stream);
-}
-
 }  // namespace
+
+void GpuRunner::scale(gpu::DeviceState &dev, void *dst, const void *src, size_t count,
+                      int32_t dtype, double factor) {
+    lib_->call("scale kernel", lib_->api->scale_async, dev.device, dst, src, count, dtype, factor,
+               dev.stream);
+}
 
 char *GpuRunner::owned_device_output(Request &req, gpu::DeviceState &dev, size_t bytes) {
     req.device_output.reserve_device(lib_, dev.device, bytes, dev.stream);
@@ -104,13 +104,13 @@ void GpuRunner::queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set
         size_t count = in.elements();
         const void *src = in.data;
         if (pre != 1.0) {  // into the output: the caller's input is never modified
-            scale(lib_, dev, out.data, in.data, count, dtype, pre);
+            scale(dev, out.data, in.data, count, dtype, pre);
             src = out.data;
         }
         lib_->call("ncclAllReduce", lib_->api->nccl_allreduce, src, out.data, count, dtype, op, nc,
                    dev.stream);
         settle(nc);
-        if (post != 1.0) scale(lib_, dev, out.data, out.data, count, dtype, post);
+        if (post != 1.0) scale(dev, out.data, out.data, count, dtype, post);
         return;
     }
     size_t total = 0;
@@ -251,7 +251,7 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
         const char *src = static_cast<const char *>(r->input.data);
         if (pre != 1.0) {
             char *dst = dev.scratch.data() + scaled_off;
-            scale(lib_, dev, dst, src, r->input.elements(), dtype, pre);
+            scale(dev, dst, src, r->input.elements(), dtype, pre);
             src = dst;
             scaled_off += r->input.bytes();
         }
@@ -295,7 +295,7 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
     }
     if (post == 1.0) return;
     for (size_t t = 0; t < reqs.size(); ++t)
-        scale(lib_, dev, outs[t], outs[t], mine[t], dtype, post);
+        scale(dev, outs[t], outs[t], mine[t], dtype, post);
 }
 
 }  // namespace hvd::engine

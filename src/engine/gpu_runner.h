@@ -105,6 +105,10 @@ class GpuRunner {
     // `bytes` bytes of `dtype` on dev.stream.
     void copy_scaled(gpu::DeviceState &dev, void *dst, const void *src, size_t bytes, int32_t dtype,
                      double pre, double post);
+    // dst[i] = src[i] * factor for count elements of dtype (in place where dst is src), as a
+    // kernel on dev.stream.
+    void scale(gpu::DeviceState &dev, void *dst, const void *src, size_t count, int32_t dtype,
+               double factor);
     // A library-owned output of `bytes` bytes on the device, for the work on its stream.
     char *owned_device_output(Request &req, gpu::DeviceState &dev, size_t bytes);
     // Waits until the communicator's last NCCL call (or group) has queued its work, before
