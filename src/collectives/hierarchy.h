@@ -49,6 +49,10 @@ struct Hierarchy {
     size_t broadcast_min_bytes = 0;
     // Allgathers of more bytes of output than this run flat (HVD_HIERARCHICAL_ALLGATHER_MAX_BYTES).
     size_t allgather_max_bytes = std::numeric_limits<size_t>::max();
+    // Allreduces of CUDA tensors on NCCL run hierarchically too (HVD_HIERARCHICAL_ALLREDUCE=1,
+    // never `auto`: NCCL across hosts is the better default there): NCCL within each host,
+    // the host path across hosts (engine/gpu_hierarchical_allreduce.cc).
+    bool cuda_allreduce = false;
 
     // The fewest ranks any host runs: the number of shares a host's data is cut into, one per
     // local index that every host has.

@@ -187,7 +187,9 @@ const SettingInfo kTable[] = {
      "local rank, then the host gathers the shares; `0`: one ring or recursive doubling over "
      "all ranks. With uneven hosts the buffer is cut into as many shares as the smallest host "
      "has ranks. Needs a host of two ranks or more, shared memory on every such host and the "
-     "same value on every rank; otherwise the flat algorithms run."},
+     "same value on every rank; otherwise the flat algorithms run. `1` also runs allreduces "
+     "of CUDA tensors on NCCL hierarchically (NCCL within each host, the host path across "
+     "hosts); `auto` leaves them to NCCL across hosts."},
     {Setting::kHierarchicalAllreduceMinBytes, "HIERARCHICAL_ALLREDUCE_MIN_BYTES", false, kInt,
      kTuning, 16384, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "With `HVD_HIERARCHICAL_ALLREDUCE=auto`, allreduces from this size run hierarchically."},

@@ -64,7 +64,7 @@ char *DeviceStagedChunks::arrive(const StagedChunk &chunk, hvd_status_t *status,
     for (; queued_ < ahead; ++queued_)
         queue_to_host(queued_);
     *status = gpu::wait_event(*lib_, dev_.device, dev_.arrived[chunk.index % kStagingSlots],
-                              nullptr, comm_.deadline, comm_.abort_status, rank_, what_, message,
+                              nccl_comm_, comm_.deadline, comm_.abort_status, rank_, what_, message,
                               comm_.transport_to_drive());
     if (*status == HVD_OK) return slot(chunk.index);
     *message += strprintf(directions_.to_host ? " (copying chunk %zu of %zu to the host)"

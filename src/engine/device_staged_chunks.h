@@ -73,6 +73,9 @@ class DeviceStagedChunks : public StagedChunks {
     // Makes the device's stream wait for every copy back queued so far. Throws
     // hvd::Error(HVD_ERR_DEVICE).
     void join();
+    // The NCCL communicator whose work precedes the chunks on the stream: the waits for the
+    // chunks fail as soon as it reports an asynchronous error (null: none).
+    void poll_nccl(void *nccl_comm) { nccl_comm_ = nccl_comm; }
 
   private:
     char *slot(size_t index) const;
@@ -92,6 +95,7 @@ class DeviceStagedChunks : public StagedChunks {
     bool joined_ = true;           // no copy back queued since the last join
     std::string what_;
     StagingDirections directions_;
+    void *nccl_comm_ = nullptr;
 };
 
 }  // namespace hvd::engine

@@ -42,6 +42,21 @@ class ActivityTrace {
     const std::vector<RequestPtr> &reqs_;
 };
 
+// An activity of a run's trace for as long as it lives: ends it on the way out of a scope,
+// an exception's way included.
+class ActivitySpan {
+  public:
+    ActivitySpan(const ActivityTrace &trace, const std::string &activity) : trace_(trace) {
+        trace_.begin(activity);
+    }
+    ActivitySpan(const ActivitySpan &) = delete;
+    ActivitySpan &operator=(const ActivitySpan &) = delete;
+    ~ActivitySpan() { trace_.end(); }
+
+  private:
+    const ActivityTrace &trace_;
+};
+
 // A fused run (responses chained with fuse_next, one request each): the execute_fused_* of
 // its op type below.
 hvd_status_t execute_fused(collectives::Comm &comm, const Response *resps,

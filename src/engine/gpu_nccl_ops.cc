@@ -6,47 +6,48 @@
 
 #include "common/error.h"
 #include "engine/gpu_runner.h"
+#include "engine/nccl_group.h"
 #include "engine/op_math.h"
 
 namespace hvd::engine {
 
-namespace {
-
-// NCCL calls of a run queued between group start and end(): one launch for all of them. A
-// group left by an exception is ended without a check (its communicator is aborted then).
-class NcclGroup {
-  public:
-    explicit NcclGroup(const gpu::GpuLibrary *lib) : lib_(lib) {
-        lib_->call("ncclGroupStart", lib_->api->nccl_group_start);
-    }
-    NcclGroup(const NcclGroup &) = delete;
-    NcclGroup &operator=(const NcclGroup &) = delete;
-    void end() {
-        ended_ = true;
-        lib_->call("ncclGroupEnd", lib_->api->nccl_group_end);
-    }
-    ~NcclGroup() {
-        if (ended_) return;
-        hvd_gpu_err_t err;
-        lib_->api->nccl_group_end(&err);
-    }
-
-  private:
-    const gpu::GpuLibrary *lib_;
-    bool ended_ = false;
-};
-
-// Batched copies of (dst, src, bytes), HVD_GPU_COPY_BATCH per kernel.
-void copy_batched(const gpu::GpuLibrary *lib, gpu::DeviceState &dev,
-                  const std::vector<hvd_gpu_copy_t> &copies, int32_t dtype, double factor) {
+void GpuRunner::copy_batched(gpu::DeviceState &dev, const std::vector<hvd_gpu_copy_t> &copies,
+                             int32_t dtype, double factor) {
     for (size_t i = 0; i < copies.size(); i += HVD_GPU_COPY_BATCH) {
         size_t k = std::min<size_t>(HVD_GPU_COPY_BATCH, copies.size() - i);
-        lib->call("batched copy", lib->api->copy_batch_async, dev.device, copies.data() + i, k,
-                  dtype, factor, dev.stream);
+        lib_->call("batched copy", lib_->api->copy_batch_async, dev.device, copies.data() + i, k,
+                   dtype, factor, dev.stream);
     }
 }
 
-}  // namespace
+char *GpuRunner::fuse_inputs(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                             double pre) {
+    size_t total = 0;
+    for (const RequestPtr &r : reqs)
+        total += r->input.bytes();
+    dev.fusion.reserve_device(lib_, dev.device, total, dev.stream);
+    std::vector<hvd_gpu_copy_t> copies;
+    copies.reserve(reqs.size());
+    size_t offset = 0;
+    for (const RequestPtr &r : reqs) {
+        copies.push_back({dev.fusion.data() + offset, r->input.data, r->input.bytes()});
+        offset += r->input.bytes();
+    }
+    copy_batched(dev, copies, reqs.front()->input.dtype, pre);
+    return dev.fusion.data();
+}
+
+void GpuRunner::unfuse_outputs(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                               const char *fused, double post) {
+    std::vector<hvd_gpu_copy_t> copies;
+    copies.reserve(reqs.size());
+    size_t offset = 0;
+    for (const RequestPtr &r : reqs) {
+        copies.push_back({r->output.data, fused + offset, r->input.bytes()});
+        offset += r->input.bytes();
+    }
+    copy_batched(dev, copies, reqs.front()->input.dtype, post);
+}
 
 void GpuRunner::scale(gpu::DeviceState &dev, void *dst, const void *src, size_t count,
                       int32_t dtype, double factor) {
@@ -116,24 +117,11 @@ void GpuRunner::queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set
     size_t total = 0;
     for (const RequestPtr &r : reqs)
         total += r->input.bytes();
-    dev.fusion.reserve_device(lib_, dev.device, total, dev.stream);
-    std::vector<hvd_gpu_copy_t> copies;
-    copies.reserve(reqs.size());
-    size_t offset = 0;
-    for (const RequestPtr &r : reqs) {
-        copies.push_back({dev.fusion.data() + offset, r->input.data, r->input.bytes()});
-        offset += r->input.bytes();
-    }
-    copy_batched(lib_, dev, copies, dtype, pre);
-    lib_->call("ncclAllReduce", lib_->api->nccl_allreduce, dev.fusion.data(), dev.fusion.data(),
-               total / dtype_size(dtype), dtype, op, nc, dev.stream);
+    char *fused = fuse_inputs(reqs, dev, pre);
+    lib_->call("ncclAllReduce", lib_->api->nccl_allreduce, fused, fused, total / dtype_size(dtype),
+               dtype, op, nc, dev.stream);
     settle(nc);
-    offset = 0;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-        copies[i] = {reqs[i]->output.data, dev.fusion.data() + offset, reqs[i]->input.bytes()};
-        offset += reqs[i]->input.bytes();
-    }
-    copy_batched(lib_, dev, copies, dtype, post);
+    unfuse_outputs(reqs, dev, fused, post);
 }
 
 // Every member's rows of every tensor, as one NCCL group of broadcasts (members' row counts

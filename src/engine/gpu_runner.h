@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Runs the agreed responses whose tensors are in CUDA memory: on NCCL (resp.nccl) or staged
-// through pinned host memory into the CPU collectives. Either way it first makes the
-// library's stream of the device wait for each tensor's ready event; afterwards each request
-// with a caller's stream has that stream wait for the op's end (the request then completes at
-// once, the host never blocks on the device, and the op's work is watched until it ends), and
-// the others complete once their output is valid on the device. Engine thread only.
+// Runs the agreed responses whose tensors are in CUDA memory: on NCCL (resp.nccl; allreduces
+// of a job spanning hosts hierarchically where asked), or staged through pinned host memory
+// into the CPU collectives. Either way it first makes the library's stream of the device wait
+// for each tensor's ready event; afterwards each request with a caller's stream has that
+// stream wait for the op's end (the request then completes at once, the host never blocks on
+// the device, and the op's work is watched until it ends), and the others complete once their
+// output is valid on the device. Engine thread only.
 #pragma once
 
 #include <cstdint>
@@ -85,6 +86,16 @@ class GpuRunner {
     hvd_status_t run_staged_broadcast(collectives::Comm &comm, const Response &resp,
                                       const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                                       const ActivityTrace &trace, std::string *message);
+    // Whether an allreduce on NCCL runs hierarchically: comm has the job's hierarchy (the op's
+    // type runs hierarchically) and HVD_HIERARCHICAL_ALLREDUCE=1 asked for it on CUDA tensors.
+    static bool runs_hierarchical(const collectives::Comm &comm, const Response &resp);
+    // The hierarchical allreduce (gpu_hierarchical_allreduce.cc): NCCL within the host, the
+    // host path across hosts, NCCL again within the host; then finish_on_device. *nccl_comm
+    // gets the host's communicator (where the host runs two ranks or more).
+    hvd_status_t run_hierarchical_allreduce(collectives::Comm &comm, const Response &resp,
+                                            const std::vector<RequestPtr> &reqs,
+                                            gpu::DeviceState &dev, const ActivityTrace &trace,
+                                            void **nccl_comm, std::string *message);
     // Queues the run's NCCL work on dev.stream; *nccl_comm gets the communicator used.
     void queue_nccl(collectives::Comm &comm, const Response *resps,
                     const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev, void **nccl_comm);
@@ -97,6 +108,16 @@ class GpuRunner {
                         gpu::DeviceState &dev);
     void queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t n, int32_t me, void *nc,
                              gpu::DeviceState &dev);
+    // dev.fusion := the run's allreduce inputs one after another, each scaled by pre (batched
+    // copy kernels); returns dev.fusion's data.
+    char *fuse_inputs(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev, double pre);
+    // Copies each request's part of `fused` into its output, scaled by post.
+    void unfuse_outputs(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                        const char *fused, double post);
+    // Queues (dst, src, bytes) copies of dtype elements scaled by factor, HVD_GPU_COPY_BATCH
+    // per kernel, on dev.stream.
+    void copy_batched(gpu::DeviceState &dev, const std::vector<hvd_gpu_copy_t> &copies,
+                      int32_t dtype, double factor);
     // The host path of a set of one member (gpu_local_ops.cc): each op's result is its own
     // tensor, copied or scaled on the device's stream.
     void queue_local(const Response *resps, const std::vector<RequestPtr> &reqs,

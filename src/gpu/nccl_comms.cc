@@ -50,8 +50,9 @@ void await_ready(const GpuLibrary &lib, void *nccl_comm, const collectives::Comm
 
 }  // namespace
 
-void *NcclComms::get(collectives::Comm &comm, int32_t device, uint64_t devices_key) {
-    Key key{comm.set_id, devices_key};
+void *NcclComms::get(collectives::Comm &comm, int32_t device, uint64_t devices_key,
+                     NcclScope scope) {
+    Key key{comm.set_id, devices_key, scope};
     auto it = comms_.find(key);
     if (it != comms_.end()) return it->second;
     uint8_t id[HVD_GPU_NCCL_ID_BYTES] = {};
@@ -113,7 +114,7 @@ void NcclComms::abort(void *nccl_comm) {
 void NcclComms::forget_set(uint16_t set_id) {
     std::vector<void *> gone;
     for (auto it = comms_.begin(); it != comms_.end();) {
-        if (it->first.first != set_id) {
+        if (std::get<0>(it->first) != set_id) {
             ++it;
             continue;
         }

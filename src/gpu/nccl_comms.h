@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // NCCL communicators of a context: one per process set and set of devices (the response's
-// devices_key), made when the first op of that set on those devices runs, through libhvd's
-// own connections (NCCL's unique id is broadcast from the set's first member over the set's
-// host collective), and aborted when the set or the context goes. Engine thread only.
+// devices_key), and one more among the set's ranks on this host where the hierarchical
+// allreduce runs, made when the first op that needs it runs, through libhvd's own connections
+// (NCCL's unique id is broadcast from the first member over the members' host collective), and
+// aborted when the set or the context goes. Engine thread only.
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <utility>
+#include <tuple>
 
 #include "collectives/comm.h"
 #include "gpu/gpu_library.h"
 
 namespace hvd::gpu {
+
+// The members of a communicator: every member of the process set, or the set's ranks on this
+// host (the hierarchical allreduce's steps within a host).
+enum class NcclScope : uint8_t { kSet = 0, kHost = 1 };
 
 class NcclComms {
   public:
@@ -21,11 +26,13 @@ class NcclComms {
     NcclComms &operator=(const NcclComms &) = delete;
     ~NcclComms() { abort_all(); }
 
-    // The communicator for comm's members, this rank on `device`. Every member calls it at the
-    // same point of the job's order (from the same response), so all make a missing one
+    // The communicator for comm's members (`scope` tells which members those are, so that a
+    // set's two communicators are kept apart), this rank on `device`. Every member calls it at
+    // the same point of the job's order (from the same response), so all make a missing one
     // together: within comm.deadline, failing with the abort status when the context aborts.
     // Throws hvd::Error (HVD_ERR_DEVICE with NCCL's message, HVD_ERR_TIMED_OUT, ...).
-    void *get(collectives::Comm &comm, int32_t device, uint64_t devices_key);
+    void *get(collectives::Comm &comm, int32_t device, uint64_t devices_key,
+              NcclScope scope = NcclScope::kSet);
     // Waits until the communicator finished its last call: on a non-blocking communicator a
     // call (or a group's end) may return before its work is queued on the stream, and nothing
     // may be queued after it, nor another NCCL call made, until then. Bounded by comm's
@@ -41,7 +48,7 @@ class NcclComms {
     void abort_all();
 
   private:
-    using Key = std::pair<uint16_t, uint64_t>;
+    using Key = std::tuple<uint16_t, uint64_t, NcclScope>;
     const GpuLibrary *lib_;
     int32_t rank_;
     std::map<Key, void *> comms_;

@@ -9,6 +9,8 @@
 // or frees too early. The multi-rank logic of the library's NCCL path (fusion, scaling,
 // ragged allgathers, alltoall, uneven reduce-scatters, process sets) and its host-staged
 // pipeline run against it where no GPU is; scripts/gpu_check.sh runs them on a real one.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -413,8 +415,11 @@ int f_open(const char *, hvd_gpu_info_t *info, hvd_gpu_err_t *) {
 }
 int f_device_uuid(int32_t device, uint8_t uuid[16], hvd_gpu_err_t *err) {
     if (!valid_device(device)) return fail(err, "no device " + std::to_string(device));
+    // Each process's devices are devices of their own (as GPUs of different hosts would be).
     std::memset(uuid, 0, 16);
     uuid[0] = static_cast<uint8_t>(0xf0 + device);
+    const uint32_t pid = static_cast<uint32_t>(getpid());
+    std::memcpy(uuid + 4, &pid, sizeof pid);
     return 0;
 }
 int f_pointer_device(int32_t, const void *ptr, int32_t *is_device, int32_t *device,
@@ -552,9 +557,16 @@ int f_stream_wait_event(int32_t device, void *stream, void *event, hvd_gpu_err_t
     });
     return 0;
 }
+// For the test (fake_gpu_device_slow_copies): how much longer a copy of a MiB or more takes, so
+// that work that does not wait for such a copy runs before it ends.
+std::atomic<int> large_copy_delay_us{0};
+
 int f_copy_async(int32_t device, void *dst, const void *src, size_t bytes, void *stream,
                  hvd_gpu_err_t *) {
     stream_of(device, stream)->queue([=] {
+        const int delay = large_copy_delay_us.load();
+        if (delay > 0 && bytes >= (1u << 20))
+            std::this_thread::sleep_for(std::chrono::microseconds(delay));
         touch(src, bytes, "a copy's source");
         touch(dst, bytes, "a copy's destination");
         std::memmove(dst, src, bytes);
@@ -785,4 +797,9 @@ extern "C" __attribute__((visibility("default"))) void fake_gpu_device_gate(int3
 // For the test: how many pinned host buffers were allocated so far.
 extern "C" __attribute__((visibility("default"))) uint64_t fake_gpu_device_pinned_allocs() {
     return pinned_allocs.load();
+}
+
+// For the test: copies (cudaMemcpyAsync) of a MiB or more take `us` microseconds longer.
+extern "C" __attribute__((visibility("default"))) void fake_gpu_device_slow_copies(int us) {
+    large_copy_delay_us.store(us);
 }

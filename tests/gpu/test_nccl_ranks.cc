@@ -23,18 +23,14 @@
 #include <vector>
 
 #include "dtype_elements.h"
+#include "fake_device_job.h"
 #include "gpu/gpu_module_api.h"
 #include "hvd/hvd.h"
 #include "inprocess_job.h"
 
 namespace {
 
-const hvd_gpu_module_t *g_device = nullptr;          // the fake module's own table, for the test
-uint64_t (*g_rounds)() = nullptr;                    // NCCL rounds the fake module ran so far
-size_t (*g_misuses)(char *, size_t) = nullptr;       // its device work on freed memory
-void (*g_fail_rounds)(int, const char *) = nullptr;  // makes its next NCCL calls fail
-void (*g_gate)(int32_t, void *, const int *) = nullptr;  // blocks a stream until opened
-uint64_t (*g_pinned_allocs)() = nullptr;                 // pinned host buffers it made
+using namespace fake_device_job;
 
 // What a test body does with NCCL: runs collectives on it, none, or starts one that never
 // completes (a failure test).
@@ -56,145 +52,6 @@ void expect_nccl(Nccl use, const std::function<void()> &body) {
     char misuses[4096];
     if (g_misuses(misuses, sizeof misuses) != 0)
         fail_msg("device work on freed memory:\n%s", misuses);
-}
-
-// ------------------------------------------------------------------ device memory and values
-
-void *device_alloc(int32_t device, size_t bytes) {
-    void *p = nullptr;
-    hvd_gpu_err_t err;
-    if (g_device->device_alloc(device, bytes, nullptr, &p, &err) != 0) std::abort();
-    return p;
-}
-
-void device_free(int32_t device, void *p) {
-    hvd_gpu_err_t err;
-    g_device->device_free(device, p, &err);
-}
-
-// Device memory of one tensor, freed with it.
-struct DeviceArray {
-    DeviceArray(int32_t device_, int32_t dtype_, std::vector<int64_t> shape_)
-        : device(device_), dtype(dtype_), shape(std::move(shape_)) {
-        count = 1;
-        for (int64_t d : shape)
-            count *= static_cast<size_t>(d);
-        data = device_alloc(device, count * hvd::dtype_size(dtype));
-    }
-    DeviceArray(const DeviceArray &) = delete;
-    DeviceArray &operator=(const DeviceArray &) = delete;
-    ~DeviceArray() { device_free(device, data); }
-
-    hvd_tensor_t tensor() const {
-        hvd_tensor_t t =
-            inprocess_job::tensor(data, dtype, static_cast<int32_t>(shape.size()), shape.data());
-        t.device_type = HVD_DEVICE_CUDA;
-        t.device_id = device;
-        return t;
-    }
-
-    int32_t device, dtype;
-    std::vector<int64_t> shape;
-    size_t count = 0;
-    void *data = nullptr;
-};
-
-using dtype_elements::load;
-using dtype_elements::store;
-
-bool is_float(int32_t dtype) {
-    return dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_BFLOAT16 ||
-           dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT64;
-}
-
-// Element i of rank r's tensor t: small integers, exact in every dtype and in every sum and
-// product of up to four ranks; negative ones for signed dtypes.
-double value(int32_t dtype, int32_t op, int32_t r, size_t i, int t = 0) {
-    if (op == HVD_OP_PRODUCT) return 1 + static_cast<double>((static_cast<size_t>(r) + i) % 2);
-    if (dtype == HVD_DTYPE_BOOL) return static_cast<double>((static_cast<size_t>(r) + i) % 3 == 0);
-    const double v = static_cast<double>((static_cast<size_t>(r) * 7 + i * 3 + t * 5) % 11) + 1;
-    const bool is_unsigned = dtype == HVD_DTYPE_UINT8 || dtype == HVD_DTYPE_UINT16;
-    return is_unsigned ? v : v - 5;
-}
-
-// op over the ranks' values of element i, scaled as the library does: floats by prescale and
-// postscale (Average by 1/n), integers by Average's 1/n in float64, truncated.
-double reference(int32_t dtype, int32_t op, int32_t n, size_t i, double pre = 1.0,
-                 double post = 1.0, int t = 0) {
-    double acc = 0;
-    for (int32_t r = 0; r < n; ++r) {
-        const double v = value(dtype, op, r, i, t) * pre;
-        if (r == 0)
-            acc = v;
-        else if (op == HVD_OP_MIN)
-            acc = std::min(acc, v);
-        else if (op == HVD_OP_MAX)
-            acc = std::max(acc, v);
-        else if (op == HVD_OP_PRODUCT)
-            acc *= v;
-        else
-            acc += v;
-    }
-    if (op == HVD_OP_AVERAGE) post /= n;
-    return is_float(dtype) ? acc * post : std::trunc(acc * post);
-}
-
-// "" or the first element of `got` (count elements) that is not want(i).
-std::string compare(const std::string &what, int32_t dtype, const void *got, size_t count,
-                    const std::function<double(size_t)> &want) {
-    const double tol = dtype == HVD_DTYPE_BFLOAT16  ? 1e-2
-                       : dtype == HVD_DTYPE_FLOAT16 ? 2e-3
-                       : dtype == HVD_DTYPE_FLOAT32 ? 1e-6
-                                                    : 1e-12;
-    for (size_t i = 0; i < count; ++i) {
-        const double g = load(dtype, got, i), w = want(i);
-        if (std::fabs(g - w) > tol * std::max(1.0, std::fabs(w)))
-            return what + " (dtype " + std::to_string(dtype) + "): element " + std::to_string(i) +
-                   " is " + std::to_string(g) + ", not " + std::to_string(w);
-    }
-    return "";
-}
-
-// ------------------------------------------------------------------ a rank
-
-struct Rank {
-    hvd_context_h ctx = nullptr;
-    int32_t rank = 0, size = 0, device = 0;
-};
-
-// An op's parameters and the name they point at.
-struct Params : hvd_op_params_t {
-    explicit Params(std::string n) {
-        std::memset(static_cast<hvd_op_params_t *>(this), 0, sizeof(hvd_op_params_t));
-        field_mask = HVD_OP_FIELD_NAME;
-        rename(std::move(n));
-    }
-    Params(const Params &) = delete;
-    Params &operator=(const Params &) = delete;
-    void rename(std::string n) {
-        label = std::move(n);
-        name = label.c_str();
-    }
-    std::string label;
-};
-
-// Waits for req and releases it; "" or what failed.
-std::string finish(hvd_request_h req, const std::string &what) {
-    hvd_status_t s = hvd_request_wait(req, 60000);
-    std::string out;
-    if (s != HVD_OK) {
-        char msg[512];
-        hvd_request_message(req, msg, sizeof msg);
-        out = what + ": " + hvd_status_name(s) + ": " + msg;
-    }
-    hvd_request_release(req);
-    return out;
-}
-
-std::string enqueue_failed(const std::string &what) {
-    char msg[512];
-    hvd_last_error(msg, sizeof msg);
-    return what + ": enqueue failed: " + msg;
 }
 
 // Runs body on `size` ranks, rank r on device device_of(r).
@@ -220,71 +77,6 @@ int32_t shared_device(int32_t) {
 }
 
 // ------------------------------------------------------------------ allreduce
-
-const int32_t kNcclDtypes[] = {HVD_DTYPE_UINT8,   HVD_DTYPE_INT8,    HVD_DTYPE_INT32,
-                               HVD_DTYPE_INT64,   HVD_DTYPE_FLOAT16, HVD_DTYPE_BFLOAT16,
-                               HVD_DTYPE_FLOAT32, HVD_DTYPE_FLOAT64};
-const int32_t kOps[] = {HVD_OP_SUM, HVD_OP_MIN, HVD_OP_MAX, HVD_OP_PRODUCT, HVD_OP_AVERAGE};
-
-// Every dtype x op, out of place, all enqueued before any is waited for (those of one dtype and
-// op fuse); then every float dtype in place with prescale and postscale.
-std::string allreduce_everything(Rank &me, const std::vector<int32_t> &dtypes) {
-    struct Case {
-        int32_t dtype, op;
-        std::unique_ptr<DeviceArray> in, out;
-        hvd_request_h req = nullptr;
-    };
-    std::vector<Case> cases;
-    const size_t n = 37;
-    for (int32_t dtype : dtypes)
-        for (int32_t op : kOps) {
-            Case c{dtype, op,
-                   std::make_unique<DeviceArray>(me.device, dtype, std::vector<int64_t>{37}),
-                   std::make_unique<DeviceArray>(me.device, dtype, std::vector<int64_t>{37})};
-            for (size_t i = 0; i < n; ++i)
-                store(dtype, c.in->data, i, value(dtype, op, me.rank, i));
-            cases.push_back(std::move(c));
-        }
-    for (Case &c : cases) {
-        const std::string name = "ar." + std::to_string(c.dtype) + "." + std::to_string(c.op);
-        Params p(name);
-        p.field_mask |= HVD_OP_FIELD_REDUCE_OP;
-        p.reduce_op = c.op;
-        hvd_tensor_t in = c.in->tensor(), out = c.out->tensor();
-        if (hvd_allreduce_enqueue(me.ctx, &in, &out, &p, &c.req) != HVD_OK)
-            return enqueue_failed(name);
-    }
-    for (Case &c : cases) {
-        const std::string what =
-            "allreduce dtype " + std::to_string(c.dtype) + " op " + std::to_string(c.op);
-        std::string err = finish(c.req, what);
-        if (err.empty())
-            err = compare(what, c.dtype, c.out->data, n,
-                          [&](size_t i) { return reference(c.dtype, c.op, me.size, i); });
-        if (!err.empty()) return err;
-    }
-    for (int32_t dtype : dtypes) {
-        if (!is_float(dtype)) continue;
-        DeviceArray x(me.device, dtype, {5, 3});
-        for (size_t i = 0; i < x.count; ++i)
-            store(dtype, x.data, i, value(dtype, HVD_OP_SUM, me.rank, i));
-        const std::string name = "ar.scaled." + std::to_string(dtype);
-        Params p(name);
-        p.field_mask |= HVD_OP_FIELD_SCALE;
-        p.prescale = 0.5;
-        p.postscale = 3.0;
-        hvd_tensor_t t = x.tensor();
-        hvd_request_h req;
-        if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) != HVD_OK) return enqueue_failed(name);
-        std::string err = finish(req, name);
-        if (err.empty())
-            err = compare(name, dtype, x.data, x.count, [&](size_t i) {
-                return reference(dtype, HVD_OP_SUM, me.size, i, 0.5, 3.0);
-            });
-        if (!err.empty()) return err;
-    }
-    return "";
-}
 
 void test_allreduce_every_dtype_and_op(void **) {
     expect_nccl(Nccl::kUsed, [] {
@@ -609,37 +401,6 @@ void test_process_set(void **) {
 
 // ------------------------------------------------------------------ streams
 
-// A stream of the caller, the event that tells when its work so far has run.
-struct CallerStream {
-    explicit CallerStream(int32_t device_) : device(device_) {
-        hvd_gpu_err_t err;
-        g_device->stream_create(device, &stream, &err);
-        g_device->event_create(device, &event, &err);
-    }
-    ~CallerStream() {
-        hvd_gpu_err_t err;
-        g_device->stream_destroy(device, stream, &err);
-        g_device->event_destroy(device, event, &err);
-    }
-    void copy(void *dst, const void *src, size_t bytes) {
-        hvd_gpu_err_t err;
-        g_device->copy_async(device, dst, src, bytes, stream, &err);
-    }
-    bool sync() {  // the host waits for the stream's work so far
-        hvd_gpu_err_t err;
-        g_device->event_record(device, event, stream, &err);
-        for (int i = 0; i < 600000; ++i) {
-            int32_t done = 0;
-            g_device->event_query(device, event, &done, &err);
-            if (done) return true;
-            usleep(100);
-        }
-        return false;
-    }
-    int32_t device;
-    void *stream = nullptr, *event = nullptr;
-};
-
 // Two grouped allreduces on the caller's stream, behind a long copy there, the second larger:
 // the fusion buffer grows while the first run may still wait on the stream, so its old memory
 // must go in stream order. Checked once the stream's work is done.
@@ -910,26 +671,7 @@ void test_stalled_peer(void **) {
 }  // namespace
 
 int main() {
-    const char *module = HVD_FAKE_GPU_DEVICE;
-    setenv("HVD_GPU_MODULE", module, 1);
-    void *h = dlopen(module, RTLD_NOW);
-    if (h == nullptr) {
-        std::fprintf(stderr, "cannot open %s: %s\n", module, dlerror());
-        return 1;
-    }
-    auto get = reinterpret_cast<hvd_gpu_module_get_fn>(dlsym(h, HVD_GPU_MODULE_ENTRY));
-    uint32_t abi = 0;
-    g_device = get(HVD_GPU_MODULE_ABI_VERSION, &abi);
-    g_rounds = reinterpret_cast<uint64_t (*)()>(dlsym(h, "fake_gpu_device_rounds"));
-    g_misuses = reinterpret_cast<size_t (*)(char *, size_t)>(dlsym(h, "fake_gpu_device_misuses"));
-    g_fail_rounds =
-        reinterpret_cast<void (*)(int, const char *)>(dlsym(h, "fake_gpu_device_fail_rounds"));
-    g_pinned_allocs = reinterpret_cast<uint64_t (*)()>(dlsym(h, "fake_gpu_device_pinned_allocs"));
-    g_gate =
-        reinterpret_cast<void (*)(int32_t, void *, const int *)>(dlsym(h, "fake_gpu_device_gate"));
-    hvd_gpu_info_t info;
-    hvd_gpu_err_t err;
-    g_device->open(nullptr, &info, &err);
+    if (!fake_device_job::load_fake_device(HVD_FAKE_GPU_DEVICE)) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allreduce_every_dtype_and_op),
         cmocka_unit_test(test_dtypes_nccl_lacks),

@@ -78,20 +78,30 @@ target_include_directories(fake_gpu_device PRIVATE ${PROJECT_SOURCE_DIR}/src
   ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
 target_compile_options(fake_gpu_device PRIVATE ${HVD_WARNINGS})
 target_link_libraries(fake_gpu_device PRIVATE Threads::Threads)
-add_executable(test_nccl_ranks ${CMAKE_CURRENT_SOURCE_DIR}/gpu/test_nccl_ranks.cc)
-target_link_libraries(test_nccl_ranks PRIVATE hvd_internal PkgConfig::CMOCKA ${CMAKE_DL_LIBS})
-target_include_directories(test_nccl_ranks PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
-target_compile_options(test_nccl_ranks PRIVATE ${HVD_WARNINGS}
-  -include ${CMAKE_CURRENT_SOURCE_DIR}/unit/cmocka_prelude.h)
-target_compile_definitions(test_nccl_ranks PRIVATE
-  HVD_FAKE_GPU_DEVICE="$<TARGET_FILE:fake_gpu_device>")
-add_dependencies(test_nccl_ranks fake_gpu_device)
+# A test program of the GPU paths that runs on the test module.
+function(add_fake_device_test name)
+  add_executable(${name} ${CMAKE_CURRENT_SOURCE_DIR}/gpu/${name}.cc)
+  target_link_libraries(${name} PRIVATE hvd_internal PkgConfig::CMOCKA ${CMAKE_DL_LIBS})
+  target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/unit)
+  target_compile_options(${name} PRIVATE ${HVD_WARNINGS}
+    -include ${CMAKE_CURRENT_SOURCE_DIR}/unit/cmocka_prelude.h)
+  target_compile_definitions(${name} PRIVATE HVD_FAKE_GPU_DEVICE="$<TARGET_FILE:fake_gpu_device>")
+  add_dependencies(${name} fake_gpu_device)
+endfunction()
+add_fake_device_test(test_nccl_ranks)
 add_test(NAME unit.test_nccl_ranks COMMAND test_nccl_ranks)
 set_tests_properties(unit.test_nccl_ranks PROPERTIES LABELS "unit;gpu;threads" TIMEOUT 300)
 # The same on the host path: the staged collectives, and one rank's ops left on its device.
 add_test(NAME unit.test_nccl_ranks_host_path COMMAND test_nccl_ranks)
 set_tests_properties(unit.test_nccl_ranks_host_path PROPERTIES LABELS "unit;gpu;threads"
   TIMEOUT 300 ENVIRONMENT "HVD_GPU_OPERATIONS=host")
+
+# The hierarchical allreduce of CUDA tensors: hosts as processes (HVD_HOSTNAME), their ranks as
+# threads on the test module's devices, NCCL within each host only.
+add_fake_device_test(test_nccl_hierarchical)
+add_test(NAME unit.test_nccl_hierarchical COMMAND test_nccl_hierarchical)
+set_tests_properties(unit.test_nccl_hierarchical PROPERTIES LABELS "unit;gpu;threads"
+  TIMEOUT 300)
 
 add_executable(mp_cuda_refused ${CMAKE_CURRENT_SOURCE_DIR}/gpu/mp_cuda_refused.c
                                ${CMAKE_CURRENT_SOURCE_DIR}/mp/mp_check.c)

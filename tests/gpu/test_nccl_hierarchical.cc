@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hierarchical allreduce of CUDA tensors (HVD_HIERARCHICAL_ALLREDUCE=1) where no GPU is: a
+// job of several "hosts", each a process of its own (HVD_HOSTNAME) whose ranks run as threads
+// on the devices of the test module (fake_gpu_device.cc, whose NCCL joins the threads of one
+// process). NCCL thus runs only within a host, which is all the hierarchical allreduce asks of
+// it: a flat NCCL collective across hosts would never complete here. Layouts: hosts of equal
+// size (every local rank holds a share), a host of one rank (one share; ranks without a share),
+// ranks of a host apart, hosts of different sizes, three hosts. On each, every NCCL dtype x op
+// against references computed here, prescale and postscale, element counts below the number of
+// shares, even and uneven shares, a fused run, a run large enough to cross hosts in chunks, and
+// an op ordered on the caller's stream. Each host checks that NCCL ran there (where it has two
+// ranks) and that its share holders staged through pinned memory; and a host that dies makes
+// the other's ranks fail, not hang.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_device_job.h"
+
+extern char **environ;
+
+namespace {
+
+using namespace fake_device_job;
+
+// ------------------------------------------------------------------ what each rank runs
+
+// Float32 allreduces of `counts` elements each, averaged, all enqueued before any is waited
+// for (so that they fuse); in place.
+std::string averaged_sizes(Rank &me, const std::vector<int64_t> &counts, const std::string &tag) {
+    std::vector<std::unique_ptr<DeviceArray>> xs;
+    std::vector<hvd_request_h> reqs;
+    for (size_t k = 0; k < counts.size(); ++k) {
+        xs.push_back(std::make_unique<DeviceArray>(me.device, HVD_DTYPE_FLOAT32,
+                                                   std::vector<int64_t>{counts[k]}));
+        for (size_t i = 0; i < xs[k]->count; ++i)
+            store(HVD_DTYPE_FLOAT32, xs[k]->data, i,
+                  value(HVD_DTYPE_FLOAT32, HVD_OP_SUM, me.rank, i, static_cast<int>(k)));
+        Params p(tag + "." + std::to_string(k));
+        p.field_mask |= HVD_OP_FIELD_REDUCE_OP;
+        p.reduce_op = HVD_OP_AVERAGE;
+        hvd_tensor_t t = xs[k]->tensor();
+        hvd_request_h req;
+        if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) != HVD_OK)
+            return enqueue_failed(p.label);
+        reqs.push_back(req);
+    }
+    for (size_t k = 0; k < counts.size(); ++k) {
+        const std::string what = tag + " allreduce " + std::to_string(k) + " of " +
+                                 std::to_string(counts[k]) + " elements";
+        std::string err = finish(reqs[k], what);
+        if (err.empty())
+            err = compare(what, HVD_DTYPE_FLOAT32, xs[k]->data, xs[k]->count, [&](size_t i) {
+                return reference(HVD_DTYPE_FLOAT32, HVD_OP_AVERAGE, me.size, i, 1.0, 1.0,
+                                 static_cast<int>(k));
+            });
+        if (!err.empty()) return err;
+    }
+    return "";
+}
+
+// An allreduce ordered on the caller's stream behind a long copy there, read back on the
+// stream: right only if the library's work waited for the stream and the stream for it.
+std::string on_callers_stream(Rank &me) {
+    CallerStream s(me.device);
+    const size_t big = 32 << 20;
+    std::vector<char> filler(big, 1);
+    void *slow = device_alloc(me.device, big);
+    DeviceArray x(me.device, HVD_DTYPE_INT32, {1001});
+    std::vector<int32_t> pattern(x.count), back(x.count, -1);
+    for (size_t i = 0; i < pattern.size(); ++i)
+        pattern[i] = static_cast<int32_t>(me.rank * 1000 + i);
+    s.copy(slow, filler.data(), big);
+    s.copy(x.data, pattern.data(), x.count * sizeof(int32_t));
+    Params p("stream.ar");
+    p.field_mask |= HVD_OP_FIELD_STREAM;
+    p.stream = s.stream;
+    hvd_tensor_t t = x.tensor();
+    hvd_request_h req;
+    if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) != HVD_OK)
+        return enqueue_failed("stream.ar");
+    std::string err = finish(req, "allreduce on the caller's stream");
+    s.copy(back.data(), x.data, x.count * sizeof(int32_t));
+    const bool synced = s.sync();
+    device_free(me.device, slow);
+    if (!err.empty()) return err;
+    if (!synced) return "the caller's stream did not finish";
+    const int64_t base = 1000LL * me.size * (me.size - 1) / 2;
+    for (size_t i = 0; i < back.size(); ++i)
+        if (back[i] != base + me.size * static_cast<int64_t>(i))
+            return "allreduce on the stream: element " + std::to_string(i) + " is " +
+                   std::to_string(back[i]);
+    return "";
+}
+
+std::string every_case(Rank &me) {
+    std::string err = allreduce_everything(
+        me, std::vector<int32_t>(std::begin(kNcclDtypes), std::end(kNcclDtypes)));
+    // One element (fewer than the shares), an even count, an uneven one; then alone, a
+    // tensor whose shares cross hosts in chunks (10 MiB).
+    if (err.empty()) err = averaged_sizes(me, {1, 2, 64, 1000, 4097}, "fused");
+    if (err.empty()) err = averaged_sizes(me, {10 << 18}, "large");
+    if (err.empty()) err = on_callers_stream(me);
+    return err;
+}
+
+// ------------------------------------------------------------------ one host's process
+
+// Runs the ranks of `layout` (one host letter per rank) on host `host`, as threads of this
+// process, device i for its i-th rank. `dies`: this host's process ends without a word once its
+// ranks finished one allreduce (the other hosts' ranks must then fail). Returns the exit code.
+int run_host(const std::string &layout, char host, const hvd_unique_id_t &id, bool dies) {
+    std::vector<int32_t> mine;
+    for (size_t r = 0; r < layout.size(); ++r)
+        if (layout[r] == host) mine.push_back(static_cast<int32_t>(r));
+    const int32_t size = static_cast<int32_t>(layout.size());
+    const uint64_t rounds = g_rounds(), pinned = g_pinned_allocs();
+    // Copies of a chunk take a while: work that does not wait for them reads too early.
+    g_slow_copies(5000);
+    std::vector<std::string> errors(mine.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < mine.size(); ++i)
+        threads.emplace_back([&, i] {
+            Rank me;
+            me.rank = mine[i];
+            me.size = size;
+            me.device = static_cast<int32_t>(i);
+            if (inprocess_job::join_job(id, me.rank, size, &me.ctx) != HVD_OK) {
+                errors[i] = "init";
+                return;
+            }
+            if (dies) {
+                errors[i] = averaged_sizes(me, {100}, "before");
+                return;  // no finalize: the process ends below
+            }
+            errors[i] = every_case(me);
+            hvd_finalize(me.ctx);
+        });
+    for (std::thread &t : threads)
+        t.join();
+    if (dies) {  // a while after, so that the other hosts' ranks finished that allreduce too
+        for (const std::string &e : errors)
+            if (!e.empty()) std::fprintf(stderr, "host %c: %s\n", host, e.c_str());
+        std::fflush(stderr);
+        sleep(2);
+        _exit(errors[0].empty() && errors.back().empty() ? 0 : 1);
+    }
+    int code = 0;
+    for (size_t i = 0; i < mine.size(); ++i)
+        if (!errors[i].empty()) {
+            std::fprintf(stderr, "layout %s, rank %d: %s\n", layout.c_str(), mine[i],
+                         errors[i].c_str());
+            code = 1;
+        }
+    if (mine.size() > 1 && g_rounds() == rounds) {
+        std::fprintf(stderr, "layout %s, host %c: NCCL did not run within the host\n",
+                     layout.c_str(), host);
+        code = 1;
+    }
+    if (mine.size() == 1 && g_rounds() != rounds) {
+        std::fprintf(stderr, "layout %s, host %c: NCCL ran for a host of one rank\n",
+                     layout.c_str(), host);
+        code = 1;
+    }
+    if (g_pinned_allocs() == pinned) {
+        std::fprintf(stderr, "layout %s, host %c: no share crossed hosts through host memory\n",
+                     layout.c_str(), host);
+        code = 1;
+    }
+    char misuses[4096];
+    if (g_misuses(misuses, sizeof misuses) != 0) {
+        std::fprintf(stderr, "layout %s, host %c: device work on freed memory:\n%s\n",
+                     layout.c_str(), host, misuses);
+        code = 1;
+    }
+    return code;
+}
+
+std::string to_hex(const hvd_unique_id_t &id) {
+    static const char digits[] = "0123456789abcdef";
+    std::string hex;
+    for (char c : id.internal) {
+        hex += digits[(static_cast<unsigned char>(c) >> 4) & 0xf];
+        hex += digits[static_cast<unsigned char>(c) & 0xf];
+    }
+    return hex;
+}
+
+bool from_hex(const std::string &hex, hvd_unique_id_t *id) {
+    if (hex.size() != 2 * sizeof id->internal) return false;
+    for (size_t i = 0; i < sizeof id->internal; ++i)
+        id->internal[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    return true;
+}
+
+// ------------------------------------------------------------------ the job
+
+// Starts this program for host `host` of the job (HVD_HOSTNAME=host); its pid, -1 on failure.
+pid_t spawn_host(const std::string &layout, char host, const std::string &id_hex, bool dies) {
+    std::vector<std::string> env;
+    for (char **e = environ; *e != nullptr; ++e)
+        if (std::strncmp(*e, "HVD_HOSTNAME=", 13) != 0) env.emplace_back(*e);
+    env.push_back(std::string("HVD_HOSTNAME=") + host);
+    std::vector<std::string> args = {"test_nccl_hierarchical", "--host", layout,
+                                     std::string(1, host),     id_hex,   dies ? "dies" : "lives"};
+    std::vector<char *> argv, envp;
+    for (std::string &a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (std::string &e : env)
+        envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_t pid = -1;
+    if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data()) != 0)
+        return -1;
+    return pid;
+}
+
+// Waits up to `seconds` for pid; its exit code, or -1 (killed) when it did not end in time.
+int wait_for(pid_t pid, int seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    for (;;) {
+        int status = 0;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (std::chrono::steady_clock::now() > end) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            return -1;
+        }
+        usleep(20000);
+    }
+}
+
+// Runs a job of `layout`: host 'a' in this process, every other host in a process of its own.
+void run_layout(const std::string &layout) {
+    hvd_unique_id_t id;
+    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
+    const std::string hex = to_hex(id);
+    std::vector<std::pair<char, pid_t>> others;
+    for (char host : layout)
+        if (host != 'a' && std::none_of(others.begin(), others.end(),
+                                        [&](const auto &o) { return o.first == host; })) {
+            pid_t pid = spawn_host(layout, host, hex, false);
+            if (pid < 0) fail_msg("cannot start host %c", host);
+            others.push_back({host, pid});
+        }
+    const int code = run_host(layout, 'a', id, false);
+    for (const auto &[host, pid] : others) {
+        const int other = wait_for(pid, 120);
+        if (other != 0) fail_msg("layout %s: host %c exited with %d", layout.c_str(), host, other);
+    }
+    if (code != 0) fail_msg("layout %s: host a failed (above)", layout.c_str());
+}
+
+void test_two_hosts_of_two(void **) {
+    run_layout("aabb");
+}
+void test_a_host_of_one(void **) {
+    run_layout("aab");
+}
+void test_hosts_apart(void **) {
+    run_layout("abab");
+}
+void test_hosts_of_different_sizes(void **) {
+    run_layout("aaabb");
+}
+void test_three_hosts(void **) {
+    run_layout("abcabc");
+}
+
+// Host b ends once its ranks finished one allreduce: host a's ranks, whose next allreduce
+// needs b's holders, fail within their op timeout, and none hangs.
+void test_a_host_dies(void **) {
+    hvd_unique_id_t id;
+    assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
+    const pid_t b = spawn_host("aabb", 'b', to_hex(id), true);
+    if (b < 0) fail_msg("cannot start host b");
+    std::vector<std::string> errors(2);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int32_t r = 0; r < 2; ++r)
+        threads.emplace_back([&, r] {
+            Rank me;
+            me.rank = r;
+            me.size = 4;
+            me.device = r;
+            if (inprocess_job::join_job(id, r, 4, &me.ctx) != HVD_OK) {
+                errors[r] = "init";
+                return;
+            }
+            errors[r] = averaged_sizes(me, {100}, "before");
+            if (errors[r].empty()) {
+                DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {1000});
+                Params p("after");
+                hvd_tensor_t t = x.tensor();
+                hvd_request_h req;
+                if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) == HVD_OK) {
+                    if (finish(req, "after").empty())
+                        errors[r] =
+                            "the allreduce without host b "
+                            "succeeded";
+                }
+            }
+            hvd_finalize(me.ctx);
+        });
+    for (std::thread &t : threads)
+        t.join();
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int code = wait_for(b, 30);
+    for (int32_t r = 0; r < 2; ++r)
+        if (!errors[r].empty()) fail_msg("rank %d: %s", r, errors[r].c_str());
+    if (code != 0) fail_msg("host b exited with %d before it was meant to end", code);
+    if (took > 60) fail_msg("the failure took %.0f s", took);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (!load_fake_device(HVD_FAKE_GPU_DEVICE)) return 1;
+    setenv("HVD_HIERARCHICAL_ALLREDUCE", "1", 1);
+    if (argc == 6 && std::strcmp(argv[1], "--host") == 0) {
+        hvd_unique_id_t id;
+        if (!from_hex(argv[4], &id)) return 2;
+        return run_host(argv[2], argv[3][0], id, std::strcmp(argv[5], "dies") == 0);
+    }
+    setenv("HVD_HOSTNAME", "a", 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_hosts_of_two), cmocka_unit_test(test_a_host_of_one),
+        cmocka_unit_test(test_hosts_apart),      cmocka_unit_test(test_hosts_of_different_sizes),
+        cmocka_unit_test(test_three_hosts),      cmocka_unit_test(test_a_host_dies),
+    };
+    return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
