@@ -200,7 +200,10 @@ const SettingInfo kTable[] = {
      "two ranks or more) gather each host's block through shared memory, then each of a host's "
      "ranks gathers its share of every host's block across hosts with the ranks of the same "
      "local rank, then the host gathers the shares; `0`: one ring over all ranks. Any number of "
-     "ranks per host; needs shared memory on every host and the same value on every rank."},
+     "ranks per host; needs shared memory on every host and the same value on every rank. "
+     "`1` also runs allgathers of CUDA tensors on NCCL hierarchically (NCCL within each host, "
+     "the hosts' first ranks across hosts through host memory); `auto` leaves them to NCCL "
+     "across hosts."},
     {Setting::kHierarchicalAllgatherMaxBytes, "HIERARCHICAL_ALLGATHER_MAX_BYTES", false, kInt,
      kTuning, 0, nullptr, 0, kUnbounded, kToDefault, "bytes", nullptr, NO_KEY,
      "With `HVD_HIERARCHICAL_ALLGATHER=auto`, allgathers of more than this many bytes of output "

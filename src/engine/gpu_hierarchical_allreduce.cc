@@ -94,8 +94,18 @@ struct HostStep {
 }  // namespace
 
 bool GpuRunner::runs_hierarchical(const collectives::Comm &comm, const Response &resp) {
-    return resp.type == OpType::kAllreduce && comm.hierarchy != nullptr &&
-           comm.hierarchy->cuda_allreduce;
+    if (comm.hierarchy == nullptr) return false;
+    if (resp.type == OpType::kAllreduce) return comm.hierarchy->cuda_allreduce;
+    return resp.type == OpType::kAllgather && comm.hierarchy->cuda_allgather;
+}
+
+void *GpuRunner::host_comm(collectives::Comm &local, const Response &resp, gpu::DeviceState &dev,
+                           void **nccl_comm) {
+    if (local.size() < 2) return nullptr;
+    void *nc = comms_.get(local, dev.device, resp.devices_key, gpu::NcclScope::kHost);
+    *nccl_comm = nc;
+    settling_ = &local;
+    return nc;
 }
 
 hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, const Response &resp,
@@ -113,12 +123,7 @@ hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, cons
     const Shares shares(count, h.min_local_size());
     const size_t locals = h.local_members.size();
     collectives::Comm local = h.local_comm(comm);
-    void *nc = nullptr;
-    if (locals > 1) {
-        nc = comms_.get(local, dev.device, resp.devices_key, gpu::NcclScope::kHost);
-        *nccl_comm = nc;
-        settling_ = &local;
-    }
+    void *nc = host_comm(local, resp, dev, nccl_comm);
     char *buf;
     if (reqs.size() == 1) {
         buf = static_cast<char *>(first.output.data);

@@ -127,8 +127,9 @@ void GpuRunner::queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set
 // Every member's rows of every tensor, as one NCCL group of broadcasts (members' row counts
 // may differ, which ncclAllGather does not allow); a lone tensor with equal counts is one
 // ncclAllGather.
-void GpuRunner::queue_allgather(const Response *resps, const std::vector<RequestPtr> &reqs,
-                                int32_t me, void *nc, gpu::DeviceState &dev) {
+std::vector<char *> GpuRunner::allgather_outputs(const Response *resps,
+                                                 const std::vector<RequestPtr> &reqs,
+                                                 gpu::DeviceState &dev) {
     std::vector<char *> outs(reqs.size());
     for (size_t t = 0; t < reqs.size(); ++t) {
         Request &req = *reqs[t];
@@ -144,6 +145,12 @@ void GpuRunner::queue_allgather(const Response *resps, const std::vector<Request
             outs[t] = owned_device_output(req, dev, static_cast<size_t>(rows) * row_bytes);
         }
     }
+    return outs;
+}
+
+void GpuRunner::queue_allgather(const Response *resps, const std::vector<RequestPtr> &reqs,
+                                int32_t me, void *nc, gpu::DeviceState &dev) {
+    const std::vector<char *> outs = allgather_outputs(resps, reqs, dev);
     const std::vector<int64_t> &dims0 = resps[0].first_dims;
     bool equal = std::all_of(dims0.begin(), dims0.end(), [&](int64_t d) { return d == dims0[0]; });
     if (reqs.size() == 1 && equal) {

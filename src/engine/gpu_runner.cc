@@ -53,7 +53,11 @@ hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps,
         if (!nccl && comm.size() > 1) {
             s = run_host_staged(comm, resps, reqs, fusion, *dev, trace, message);
         } else if (nccl && runs_hierarchical(comm, resps[0])) {
-            s = run_hierarchical_allreduce(comm, resps[0], reqs, *dev, trace, &nccl_comm, message);
+            s = resps[0].type == OpType::kAllreduce
+                    ? run_hierarchical_allreduce(comm, resps[0], reqs, *dev, trace, &nccl_comm,
+                                                 message)
+                    : run_hierarchical_allgather(comm, resps, reqs, *dev, trace, &nccl_comm,
+                                                 message);
         } else {
             trace.begin(nccl ? "NCCL_" + upper_op_name(resps[0].type) : "MEMCPY_DEVICE_TO_DEVICE");
             if (nccl)

@@ -86,8 +86,9 @@ class GpuRunner {
     hvd_status_t run_staged_broadcast(collectives::Comm &comm, const Response &resp,
                                       const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                                       const ActivityTrace &trace, std::string *message);
-    // Whether an allreduce on NCCL runs hierarchically: comm has the job's hierarchy (the op's
-    // type runs hierarchically) and HVD_HIERARCHICAL_ALLREDUCE=1 asked for it on CUDA tensors.
+    // Whether an allreduce or allgather on NCCL runs hierarchically: comm has the job's
+    // hierarchy (the op's type runs hierarchically) and HVD_HIERARCHICAL_ALLREDUCE=1 or
+    // HVD_HIERARCHICAL_ALLGATHER=1 asked for it on CUDA tensors.
     static bool runs_hierarchical(const collectives::Comm &comm, const Response &resp);
     // The hierarchical allreduce (gpu_hierarchical_allreduce.cc): NCCL within the host, the
     // host path across hosts, NCCL again within the host; then finish_on_device. *nccl_comm
@@ -96,6 +97,22 @@ class GpuRunner {
                                             const std::vector<RequestPtr> &reqs,
                                             gpu::DeviceState &dev, const ActivityTrace &trace,
                                             void **nccl_comm, std::string *message);
+    // The hierarchical allgather (gpu_hierarchical_allgather.cc): NCCL within the host, the
+    // host leaders across hosts through pinned memory, NCCL again within the host; then
+    // finish_on_device. *nccl_comm as run_hierarchical_allreduce's.
+    hvd_status_t run_hierarchical_allgather(collectives::Comm &comm, const Response *resps,
+                                            const std::vector<RequestPtr> &reqs,
+                                            gpu::DeviceState &dev, const ActivityTrace &trace,
+                                            void **nccl_comm, std::string *message);
+    // The run's allgather outputs on the device: each caller's, or one the library owns (its
+    // shape set) for every member's rows.
+    std::vector<char *> allgather_outputs(const Response *resps,
+                                          const std::vector<RequestPtr> &reqs,
+                                          gpu::DeviceState &dev);
+    // The host's NCCL communicator of the job's hierarchy (null where the host runs one rank),
+    // made on first use; settle() then waits on it.
+    void *host_comm(collectives::Comm &local, const Response &resp, gpu::DeviceState &dev,
+                    void **nccl_comm);
     // Queues the run's NCCL work on dev.stream; *nccl_comm gets the communicator used.
     void queue_nccl(collectives::Comm &comm, const Response *resps,
                     const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev, void **nccl_comm);
@@ -158,7 +175,7 @@ class GpuRunner {
     gpu::NcclComms comms_;
     gpu::DeviceStates devices_;
     gpu::DeviceWatch watch_;
-    const collectives::Comm *settling_ = nullptr;  // the run queue_nccl works on
+    const collectives::Comm *settling_ = nullptr;  // the Comm of the communicator in use
 };
 
 }  // namespace hvd::engine

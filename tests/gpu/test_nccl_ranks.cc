@@ -190,66 +190,6 @@ void test_fused_and_grouped(void **) {
 
 // ------------------------------------------------------------------ data movement
 
-// A library-owned output: its shape, and "" or what differs from want(row, column).
-std::string check_outstore(hvd_request_h req, const std::string &what, int32_t dtype, int64_t rows,
-                           int64_t cols, const std::function<double(int64_t, int64_t)> &want) {
-    hvd_tensor_t out;
-    if (hvd_request_output(req, 0, &out) != HVD_OK) return what + ": no output";
-    if (out.device_type != HVD_DEVICE_CUDA) return what + ": the output is not device memory";
-    if (out.shape[0] != rows)
-        return what + ": " + std::to_string(out.shape[0]) + " rows, not " + std::to_string(rows);
-    return compare(what, dtype, out.data, static_cast<size_t>(rows * cols), [&](size_t i) {
-        return want(static_cast<int64_t>(i) / cols, static_cast<int64_t>(i) % cols);
-    });
-}
-
-std::string wait_only(hvd_request_h req, const std::string &what) {
-    hvd_status_t s = hvd_request_wait(req, 60000);
-    if (s == HVD_OK) return "";
-    char msg[512];
-    hvd_request_message(req, msg, sizeof msg);
-    hvd_request_release(req);
-    return what + ": " + hvd_status_name(s) + ": " + msg;
-}
-
-// Ragged rows (rank r has r + 1) go through a group of broadcasts, even ones through one
-// ncclAllGather; both into library-owned outputs.
-std::string allgathers(Rank &me) {
-    const int64_t cols = 3;
-    DeviceArray ragged(me.device, HVD_DTYPE_INT32, {me.rank + 1, cols});
-    for (size_t i = 0; i < ragged.count; ++i)
-        store(HVD_DTYPE_INT32, ragged.data, i, 100 * me.rank + static_cast<double>(i));
-    DeviceArray even(me.device, HVD_DTYPE_FLOAT32, {2, cols});
-    for (size_t i = 0; i < even.count; ++i)
-        store(HVD_DTYPE_FLOAT32, even.data, i, -100.0 * me.rank - static_cast<double>(i));
-    Params p1("ag.ragged"), p2("ag.even");
-    hvd_tensor_t t1 = ragged.tensor(), t2 = even.tensor();
-    hvd_request_h r1, r2;
-    if (hvd_allgather_enqueue(me.ctx, &t1, &p1, &r1) != HVD_OK) return enqueue_failed("ragged");
-    if (hvd_allgather_enqueue(me.ctx, &t2, &p2, &r2) != HVD_OK) return enqueue_failed("even");
-    std::string err = wait_only(r1, "ragged allgather");
-    if (!err.empty()) return err;
-    const int64_t rows = static_cast<int64_t>(me.size) * (me.size + 1) / 2;
-    err = check_outstore(r1, "ragged allgather", HVD_DTYPE_INT32, rows, cols,
-                         [&](int64_t row, int64_t col) {
-                             int64_t r = 0, first = 0;
-                             while (first + r + 1 <= row)
-                                 first += ++r;
-                             return 100.0 * r + static_cast<double>((row - first) * cols + col);
-                         });
-    hvd_request_release(r1);
-    if (!err.empty()) return err;
-    err = wait_only(r2, "even allgather");
-    if (!err.empty()) return err;
-    err = check_outstore(r2, "even allgather", HVD_DTYPE_FLOAT32, 2 * me.size, cols,
-                         [&](int64_t row, int64_t col) {
-                             return -100.0 * static_cast<double>(row / 2) -
-                                    static_cast<double>((row % 2) * cols + col);
-                         });
-    hvd_request_release(r2);
-    return err;
-}
-
 // From the last rank, in place and out of place.
 std::string broadcasts(Rank &me) {
     const int32_t root = me.size - 1;
