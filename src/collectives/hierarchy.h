@@ -53,8 +53,9 @@ struct Hierarchy {
     // never `auto`: NCCL across hosts is the better default there): NCCL within each host,
     // the host path across hosts (engine/gpu_hierarchical_allreduce.cc).
     bool cuda_allreduce = false;
-    // Allgathers of CUDA tensors on NCCL too (HVD_HIERARCHICAL_ALLGATHER=1): NCCL within each
-    // host, the hosts' first ranks across hosts (engine/gpu_hierarchical_allgather.cc).
+    // Allgathers of CUDA tensors on NCCL too (HVD_HIERARCHICAL_ALLGATHER=1, where some host
+    // runs two ranks or more): NCCL within each host, the hosts' first ranks across hosts
+    // (engine/gpu_hierarchical_allgather.cc).
     bool cuda_allgather = false;
 
     // The fewest ranks any host runs: the number of shares a host's data is cut into, one per

@@ -61,6 +61,13 @@ hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, cons
                                                    gpu::DeviceState &dev,
                                                    const ActivityTrace &trace, void **nccl_comm,
                                                    std::string *message) {
+    if (hvd_status_t s = collectives::check_hierarchy(comm, "allgather"); s != HVD_OK) {
+        *message = strprintf(
+            "rank %d: the hierarchical allgather of CUDA tensors found no "
+            "hierarchy of the job's ranks",
+            rank_);
+        return s;
+    }
     const collectives::Hierarchy &h = *comm.hierarchy;
     const Placement place(resps, reqs, allgather_outputs(resps, reqs, dev));
     const size_t tensors = reqs.size();
@@ -68,7 +75,7 @@ hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, cons
     collectives::Comm local = h.local_comm(comm);
     void *nc = host_comm(local, resps[0], dev, nccl_comm);
     {
-        ActivitySpan span(trace, nc != nullptr ? "NCCL_ALLGATHER" : "MEMCPY_DEVICE_TO_DEVICE");
+        ActivitySpan span(trace, nc != nullptr ? "NCCL_BROADCAST" : "MEMCPY_DEVICE_TO_DEVICE");
         if (nc != nullptr) {
             NcclGroup group(lib_);
             for (size_t t = 0; t < tensors; ++t)
@@ -145,8 +152,8 @@ hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, cons
             });
         }
     }
-    ActivitySpan span(trace, "NCCL_BROADCAST");
     if (nc != nullptr) {
+        ActivitySpan span(trace, "NCCL_BROADCAST");
         std::vector<bool> here(static_cast<size_t>(comm.size()), false);
         for (int32_t r : h.local_members)
             here[static_cast<size_t>(r)] = true;

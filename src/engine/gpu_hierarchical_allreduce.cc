@@ -113,6 +113,13 @@ hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, cons
                                                    gpu::DeviceState &dev,
                                                    const ActivityTrace &trace, void **nccl_comm,
                                                    std::string *message) {
+    if (hvd_status_t s = collectives::check_hierarchy(comm, "allreduce"); s != HVD_OK) {
+        *message = strprintf(
+            "rank %d: the hierarchical allreduce of CUDA tensors found no "
+            "hierarchy of the job's ranks",
+            rank_);
+        return s;
+    }
     const collectives::Hierarchy &h = *comm.hierarchy;
     const Request &first = *reqs.front();
     const int32_t dtype = first.input.dtype;
@@ -135,7 +142,7 @@ hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, cons
     const bool whole = shares.n == locals && shares.extra == 0;
     const bool in_host = locals > 1 && count > 0;
     if (in_host) {
-        ActivitySpan span(trace, "NCCL_REDUCESCATTER");
+        ActivitySpan span(trace, whole ? "NCCL_REDUCESCATTER" : "NCCL_REDUCE");
         step.reduce(whole);
         settle(nc);
     }
@@ -158,8 +165,8 @@ hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, cons
         if (s != HVD_OK) return s;
         chunks.join();
     }
-    ActivitySpan span(trace, in_host ? "NCCL_ALLGATHER" : "MEMCPY_DEVICE_TO_DEVICE");
     if (in_host) {
+        ActivitySpan span(trace, whole ? "NCCL_ALLGATHER" : "NCCL_BROADCAST");
         step.gather(whole);
         settle(nc);
     }

@@ -61,6 +61,8 @@ char *GpuRunner::owned_device_output(Request &req, gpu::DeviceState &dev, size_t
 }
 
 void GpuRunner::settle(void *nc) {
+    if (settling_ == nullptr)
+        throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: an NCCL call outside a run", rank_));
     comms_.await_idle(nc, *settling_);
 }
 

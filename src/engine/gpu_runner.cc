@@ -78,6 +78,7 @@ hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps,
                              first.meta.name.c_str(), device);
         s = HVD_ERR_NO_MEMORY;
     }
+    settling_ = nullptr;  // the Comm it pointed at may be gone with the run
     if (s != HVD_OK) settle_failed_run(comm, dev, nccl_comm, first.meta.name);
     return s;
 }

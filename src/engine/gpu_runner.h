@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Runs the agreed responses whose tensors are in CUDA memory: on NCCL (resp.nccl; allreduces
-// of a job spanning hosts hierarchically where asked), or staged through pinned host memory
-// into the CPU collectives. Either way it first makes the library's stream of the device wait
-// for each tensor's ready event; afterwards each request with a caller's stream has that
+// and allgathers of a job spanning hosts hierarchically where asked), or staged through pinned host
+// memory into the CPU collectives. Either way it first makes the library's stream of the device
+// wait for each tensor's ready event; afterwards each request with a caller's stream has that
 // stream wait for the op's end (the request then completes at once, the host never blocks on
 // the device, and the op's work is watched until it ends), and the others complete once their
 // output is valid on the device. Engine thread only.
@@ -175,7 +175,8 @@ class GpuRunner {
     gpu::NcclComms comms_;
     gpu::DeviceStates devices_;
     gpu::DeviceWatch watch_;
-    const collectives::Comm *settling_ = nullptr;  // the Comm of the communicator in use
+    // The Comm of the communicator the run uses (settle()); null outside run().
+    const collectives::Comm *settling_ = nullptr;
 };
 
 }  // namespace hvd::engine

@@ -181,7 +181,7 @@ std::unique_ptr<collectives::Hierarchy> set_up_hierarchy(bootstrap::KvClient &kv
         min_bytes_of(broadcast, collectives::spans_hosts(by_host, broadcast == '1'),
                      Setting::kHierarchicalBroadcastMinBytes);
     h->cuda_allreduce = allreduce == '1' && applies;
-    h->cuda_allgather = allgather == '1';
+    h->cuda_allgather = allgather == '1' && applies;  // else no host would run NCCL at all
     const bool any = h->allreduce_min_bytes != collectives::kHierarchyOff ||
                      h->allgather_min_bytes != collectives::kHierarchyOff ||
                      h->broadcast_min_bytes != collectives::kHierarchyOff;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // NCCL communicators of a context: one per process set and set of devices (the response's
 // devices_key), and one more among the set's ranks on this host where the hierarchical
-// allreduce runs, made when the first op that needs it runs, through libhvd's own connections
-// (NCCL's unique id is broadcast from the first member over the members' host collective), and
-// aborted when the set or the context goes. Engine thread only.
+// allreduce or allgather runs, made when the first op that needs it runs, through libhvd's own
+// connections (NCCL's unique id is broadcast from the first member over the members' host
+// collective), and aborted when the set or the context goes. Engine thread only.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 namespace hvd::gpu {
 
 // The members of a communicator: every member of the process set, or the set's ranks on this
-// host (the hierarchical allreduce's steps within a host).
+// host (the hierarchical allreduce's and allgather's steps within a host).
 enum class NcclScope : uint8_t { kSet = 0, kHost = 1 };
 
 class NcclComms {

@@ -272,12 +272,14 @@ inline std::string allreduce_everything(Rank &me, const std::vector<int32_t> &dt
 }
 // ------------------------------------------------------------------ allgather
 
-// A library-owned output: its shape, and "" or what differs from want(row, column).
+// A library-owned output (the request's output `index`): its shape, and "" or what differs from
+// want(row, column).
 inline std::string check_outstore(hvd_request_h req, const std::string &what, int32_t dtype,
                                   int64_t rows, int64_t cols,
-                                  const std::function<double(int64_t, int64_t)> &want) {
+                                  const std::function<double(int64_t, int64_t)> &want,
+                                  int32_t index = 0) {
     hvd_tensor_t out;
-    if (hvd_request_output(req, 0, &out) != HVD_OK) return what + ": no output";
+    if (hvd_request_output(req, index, &out) != HVD_OK) return what + ": no output";
     if (out.device_type != HVD_DEVICE_CUDA) return what + ": the output is not device memory";
     if (out.shape[0] != rows)
         return what + ": " + std::to_string(out.shape[0]) + " rows, not " + std::to_string(rows);
