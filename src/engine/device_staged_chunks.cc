@@ -107,7 +107,7 @@ void DeviceStagedChunks::copy_spans(size_t offset, size_t bytes, char *host, boo
     for (; it != spans_.end() && it->offset < end; ++it) {
         const size_t from = std::max(offset, it->offset);
         const size_t to = std::min(end, it->offset + it->bytes);
-        if (from >= to) continue;
+        if (from >= to || !(to_host ? it->to_host : it->to_device)) continue;
         const size_t in_tensor = from - it->offset;
         char *h = host + (from - offset);
         if (to_host)

@@ -32,11 +32,15 @@
 
 namespace hvd::engine {
 
-// One tensor of the run: where its bytes are in the run and on the device.
+// One tensor of the run (or a piece of one): where its bytes are in the run and on the device,
+// and which way they travel (a piece that others' data fills on the host is not copied there,
+// one whose result is already on the device not copied back).
 struct DeviceSpan {
     size_t offset, bytes;
     const void *device_in;
     void *device_out;
+    bool to_host = true;
+    bool to_device = true;
 };
 
 // Which way this rank's chunks travel: a broadcast's root needs no copy back into its own

@@ -4,13 +4,16 @@
 //
 //   1. within the host, each local rank's rows are broadcast by NCCL into their place in every
 //      local rank's output (one group); a host of one rank copies its rows into place;
-//   2. the host's first rank (its leader) copies the host's rows into pinned memory, gathers
-//      every host's rows there with the other leaders (the host collectives' allgatherv), and
-//      copies the other hosts' rows into place;
+//   2. the host's first rank (its leader) exchanges the hosts' rows with the other leaders: all
+//      hosts' rows, host after host, are one run cut into chunks (staged_chunks.h) that pass
+//      through four slots of pinned memory; each chunk's own rows are copied to the host, the
+//      chunk is gathered among the leaders (the host collectives' allgatherv), and the other
+//      hosts' rows in it are copied into place, the copies overlapping the exchange;
 //   3. within the host, the leader broadcasts the other hosts' rows by NCCL (one group; ranks
 //      of other hosts that follow each other in rank order as one broadcast).
 //
-// Only the leaders cross hosts, and each host's rows cross once per leader.
+// Only the leaders cross hosts, and each host's rows reach each other host once.
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -20,14 +23,14 @@
 #include "engine/gpu_runner.h"
 #include "engine/nccl_group.h"
 #include "engine/op_math.h"
+#include "engine/staged_chunks.h"
 
 namespace hvd::engine {
 
-namespace {
-
 // Where each rank's rows of each tensor of the run are in its output.
-struct Placement {
-    Placement(const Response *resps, const std::vector<RequestPtr> &reqs, std::vector<char *> outs_)
+struct AllgatherPlacement {
+    AllgatherPlacement(const Response *resps, const std::vector<RequestPtr> &reqs,
+                       std::vector<char *> outs_)
         : outs(std::move(outs_)), offsets(reqs.size()) {
         for (size_t t = 0; t < reqs.size(); ++t) {
             const size_t row_bytes = row_bytes_of(reqs[t]->input);
@@ -41,20 +44,81 @@ struct Placement {
     size_t bytes(size_t t, size_t first, size_t last) const {
         return offsets[t][last] - offsets[t][first];
     }
-    // The bytes of `ranks`' rows of every tensor.
-    size_t bytes_of(const std::vector<int32_t> &ranks) const {
-        size_t sum = 0;
-        for (size_t t = 0; t < outs.size(); ++t)
-            for (int32_t r : ranks)
-                sum += bytes(t, static_cast<size_t>(r), static_cast<size_t>(r) + 1);
-        return sum;
-    }
-
     std::vector<char *> outs;
     std::vector<std::vector<size_t>> offsets;  // per tensor: every rank's, then the total
 };
 
+namespace {
+
+// The hosts' rows one after another (host by host; within a host tensor by tensor, rank by
+// rank), as the leaders exchange them: every piece's place in that run and in the outputs.
+struct HostRuns {
+    HostRuns(const collectives::Hierarchy &h, const AllgatherPlacement &place) {
+        for (size_t hh = 0; hh < h.hosts.size(); ++hh) {
+            starts.push_back(bytes);
+            for (size_t t = 0; t < place.outs.size(); ++t)
+                for (int32_t r : h.hosts[hh]) {
+                    const size_t ur = static_cast<size_t>(r), n = place.bytes(t, ur, ur + 1);
+                    const bool mine = static_cast<int32_t>(hh) == h.host_index;
+                    if (n > 0)
+                        spans.push_back({bytes, n, place.at(t, ur), place.at(t, ur), mine, !mine});
+                    bytes += n;
+                }
+        }
+        starts.push_back(bytes);
+    }
+    // Each host's bytes within [offset, offset + n) of the run.
+    std::vector<size_t> within(size_t offset, size_t n) const {
+        std::vector<size_t> counts(starts.size() - 1);
+        for (size_t hh = 0; hh < counts.size(); ++hh) {
+            const size_t lo = std::max(offset, starts[hh]);
+            const size_t hi = std::min(offset + n, starts[hh + 1]);
+            counts[hh] = hi > lo ? hi - lo : 0;
+        }
+        return counts;
+    }
+
+    std::vector<DeviceSpan> spans;
+    std::vector<size_t> starts;  // each host's first byte in the run, then the run's end
+    size_t bytes = 0;
+};
+
 }  // namespace
+
+hvd_status_t GpuRunner::leaders_exchange(const collectives::Comm &comm,
+                                         const AllgatherPlacement &place,
+                                         const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                         const ActivityTrace &trace, void *nc,
+                                         std::string *message) {
+    const collectives::Hierarchy &h = *comm.hierarchy;
+    HostRuns runs(h, place);
+    std::vector<int32_t> leaders;
+    for (const std::vector<int32_t> &ranks : h.hosts)
+        leaders.push_back(ranks.front());
+    collectives::Comm cross =
+        collectives::Hierarchy::sub_comm(comm, leaders, h.host_index, nullptr);
+    const size_t chunk_bytes = staged_chunk_bytes(runs.bytes);
+    const std::string what =
+        strprintf("allgather '%s'%s across hosts from CUDA device %d",
+                  reqs.front()->meta.name.c_str(), reqs.size() > 1 ? " (fused)" : "", dev.device);
+    ActivitySpan span(trace, "STAGED_" + transfer_activity(cross, OpType::kAllgather));
+    DeviceStagedChunks chunks(lib_, dev, cross, rank_, runs.spans, runs.bytes, chunk_bytes, what);
+    chunks.poll_nccl(nc);
+    const size_t host = static_cast<size_t>(h.host_index);
+    hvd_status_t s = run_staged_chunks(
+        cross, runs.bytes, chunk_bytes, what, &chunks,
+        [&](char *at, const StagedChunk &chunk) {
+            // The chunk holds a piece of each of a run of hosts, in host order.
+            const std::vector<size_t> counts = runs.within(chunk.offset, chunk.bytes);
+            size_t mine = 0;
+            for (size_t hh = 0; hh < host; ++hh)
+                mine += counts[hh];
+            return collectives::allgatherv(cross, at + mine, at, counts);
+        },
+        message);
+    if (s == HVD_OK) chunks.join();
+    return s;
+}
 
 hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, const Response *resps,
                                                    const std::vector<RequestPtr> &reqs,
@@ -69,7 +133,7 @@ hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, cons
         return s;
     }
     const collectives::Hierarchy &h = *comm.hierarchy;
-    const Placement place(resps, reqs, allgather_outputs(resps, reqs, dev));
+    const AllgatherPlacement place(resps, reqs, allgather_outputs(resps, reqs, dev));
     const size_t tensors = reqs.size();
     const size_t me = static_cast<size_t>(comm.my_index);
     collectives::Comm local = h.local_comm(comm);
@@ -99,58 +163,8 @@ hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, cons
     }
     const bool leader = h.local_index == 0;
     if (leader) {
-        ActivitySpan span(trace, "STAGED_ALLGATHER_ACROSS_HOSTS");
-        std::vector<size_t> host_bytes;
-        std::vector<int32_t> leaders;
-        for (const std::vector<int32_t> &ranks : h.hosts) {
-            host_bytes.push_back(place.bytes_of(ranks));
-            leaders.push_back(ranks.front());
-        }
-        size_t total = 0, mine = 0;
-        for (size_t hh = 0; hh < host_bytes.size(); ++hh) {
-            if (static_cast<int32_t>(hh) == h.host_index) mine = total;
-            total += host_bytes[hh];
-        }
-        dev.staging.reserve_pinned(lib_, dev.device, total);
-        char *staged = dev.staging.data();
-        // Each host's rows lie in the staging buffer tensor by tensor, rank by rank.
-        auto each_piece = [&](size_t hh, size_t start, const auto &copy) {
-            size_t pos = start;
-            for (size_t t = 0; t < tensors; ++t)
-                for (int32_t r : h.hosts[hh]) {
-                    const size_t ur = static_cast<size_t>(r), bytes = place.bytes(t, ur, ur + 1);
-                    if (bytes > 0) copy(place.at(t, ur), staged + pos, bytes);
-                    pos += bytes;
-                }
-        };
-        const size_t host = static_cast<size_t>(h.host_index);
-        each_piece(host, mine, [&](char *device, char *pinned, size_t bytes) {
-            lib_->call("cudaMemcpyAsync (to host)", lib_->api->copy_async, dev.device, pinned,
-                       device, bytes, dev.stream);
-        });
-        lib_->call("cudaEventRecord", lib_->api->event_record, dev.device, dev.done, dev.stream);
-        const std::string what =
-            strprintf("allgather '%s'%s across hosts from CUDA device %d",
-                      reqs.front()->meta.name.c_str(), tensors > 1 ? " (fused)" : "", dev.device);
-        hvd_status_t s =
-            gpu::wait_event(*lib_, dev.device, dev.done, nc, comm.deadline, comm.abort_status,
-                            rank_, what, message, comm.transport_to_drive());
+        hvd_status_t s = leaders_exchange(comm, place, reqs, dev, trace, nc, message);
         if (s != HVD_OK) return s;
-        collectives::Comm leaders_comm =
-            collectives::Hierarchy::sub_comm(comm, leaders, h.host_index, nullptr);
-        s = collectives::allgatherv(leaders_comm, staged + mine, staged, host_bytes);
-        if (s != HVD_OK) {
-            *message = strprintf("rank %d: %s: %s", rank_, what.c_str(), status_message(s));
-            return s;
-        }
-        size_t start = 0;
-        for (size_t hh = 0; hh < h.hosts.size(); start += host_bytes[hh], ++hh) {
-            if (hh == host) continue;
-            each_piece(hh, start, [&](char *device, char *pinned, size_t bytes) {
-                lib_->call("cudaMemcpyAsync (to the device)", lib_->api->copy_async, dev.device,
-                           device, pinned, bytes, dev.stream);
-            });
-        }
     }
     if (nc != nullptr) {
         ActivitySpan span(trace, "NCCL_BROADCAST");

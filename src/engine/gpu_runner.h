@@ -25,6 +25,8 @@
 
 namespace hvd::engine {
 
+struct AllgatherPlacement;  // gpu_hierarchical_allgather.cc
+
 class GpuRunner {
   public:
     // lib: the process's GPU module (loaded: a CUDA tensor passed the enqueue checks).
@@ -104,6 +106,12 @@ class GpuRunner {
                                             const std::vector<RequestPtr> &reqs,
                                             gpu::DeviceState &dev, const ActivityTrace &trace,
                                             void **nccl_comm, std::string *message);
+    // The hierarchical allgather's step across hosts, on a host's first rank: the host's rows
+    // go to the other hosts' first ranks and theirs come into place, in chunks through pinned
+    // memory (DeviceStagedChunks; the host collectives' allgatherv per chunk).
+    hvd_status_t leaders_exchange(const collectives::Comm &comm, const AllgatherPlacement &place,
+                                  const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                  const ActivityTrace &trace, void *nc, std::string *message);
     // The run's allgather outputs on the device: each caller's, or one the library owns (its
     // shape set) for every member's rows.
     std::vector<char *> allgather_outputs(const Response *resps,

@@ -167,7 +167,8 @@ std::string grouped_allgather(Rank &me) {
 
 // Allgathers into the caller's outputs: float64 rows of every rank (rank r has (r * 5) % 4
 // rows, some none), out of place and in place (the rank's rows already in its output), and a
-// large uint8 one (rank r has r + 1 MiB) on the caller's stream, read back there.
+// large uint8 one (rank r has 4 (r + 1) MiB; across hosts in chunks that reuse the staging
+// slots and split ranks' rows) on the caller's stream, read back there.
 std::string allgathers_into(Rank &me) {
     auto rows_of = [](int32_t r) { return static_cast<int64_t>((r * 5) % 4); };
     int64_t total = 0, before = 0;
@@ -214,7 +215,7 @@ std::string allgathers_into(Rank &me) {
                       std::to_string(w);
     }
     if (!err.empty()) return err;
-    const size_t mib = 1 << 20;
+    const size_t mib = 4 << 20;  // 4 MiB: 40 or more in all, five chunks or more across hosts
     size_t big_total = 0;
     for (int32_t r = 0; r < me.size; ++r)
         big_total += (r + 1) * mib;
