@@ -13,8 +13,6 @@
 //      of other hosts that follow each other in rank order as one broadcast).
 //
 // Only the leaders cross hosts, and each host's rows reach each other host once.
-#include <algorithm>
-#include <utility>
 #include <vector>
 
 #include "collectives/collectives.h"
@@ -23,102 +21,8 @@
 #include "engine/gpu_runner.h"
 #include "engine/nccl_group.h"
 #include "engine/op_math.h"
-#include "engine/staged_chunks.h"
 
 namespace hvd::engine {
-
-// Where each rank's rows of each tensor of the run are in its output.
-struct AllgatherPlacement {
-    AllgatherPlacement(const Response *resps, const std::vector<RequestPtr> &reqs,
-                       std::vector<char *> outs_)
-        : outs(std::move(outs_)), offsets(reqs.size()) {
-        for (size_t t = 0; t < reqs.size(); ++t) {
-            const size_t row_bytes = row_bytes_of(reqs[t]->input);
-            offsets[t].push_back(0);
-            for (int64_t rows : resps[t].first_dims)
-                offsets[t].push_back(offsets[t].back() + static_cast<size_t>(rows) * row_bytes);
-        }
-    }
-    // Rank r's rows of tensor t, and their bytes; ranks [first, last) together.
-    char *at(size_t t, size_t r) const { return outs[t] + offsets[t][r]; }
-    size_t bytes(size_t t, size_t first, size_t last) const {
-        return offsets[t][last] - offsets[t][first];
-    }
-    std::vector<char *> outs;
-    std::vector<std::vector<size_t>> offsets;  // per tensor: every rank's, then the total
-};
-
-namespace {
-
-// The hosts' rows one after another (host by host; within a host tensor by tensor, rank by
-// rank), as the leaders exchange them: every piece's place in that run and in the outputs.
-struct HostRuns {
-    HostRuns(const collectives::Hierarchy &h, const AllgatherPlacement &place) {
-        for (size_t hh = 0; hh < h.hosts.size(); ++hh) {
-            starts.push_back(bytes);
-            for (size_t t = 0; t < place.outs.size(); ++t)
-                for (int32_t r : h.hosts[hh]) {
-                    const size_t ur = static_cast<size_t>(r), n = place.bytes(t, ur, ur + 1);
-                    const bool mine = static_cast<int32_t>(hh) == h.host_index;
-                    if (n > 0)
-                        spans.push_back({bytes, n, place.at(t, ur), place.at(t, ur), mine, !mine});
-                    bytes += n;
-                }
-        }
-        starts.push_back(bytes);
-    }
-    // Each host's bytes within [offset, offset + n) of the run.
-    std::vector<size_t> within(size_t offset, size_t n) const {
-        std::vector<size_t> counts(starts.size() - 1);
-        for (size_t hh = 0; hh < counts.size(); ++hh) {
-            const size_t lo = std::max(offset, starts[hh]);
-            const size_t hi = std::min(offset + n, starts[hh + 1]);
-            counts[hh] = hi > lo ? hi - lo : 0;
-        }
-        return counts;
-    }
-
-    std::vector<DeviceSpan> spans;
-    std::vector<size_t> starts;  // each host's first byte in the run, then the run's end
-    size_t bytes = 0;
-};
-
-}  // namespace
-
-hvd_status_t GpuRunner::leaders_exchange(const collectives::Comm &comm,
-                                         const AllgatherPlacement &place,
-                                         const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
-                                         const ActivityTrace &trace, void *nc,
-                                         std::string *message) {
-    const collectives::Hierarchy &h = *comm.hierarchy;
-    HostRuns runs(h, place);
-    std::vector<int32_t> leaders;
-    for (const std::vector<int32_t> &ranks : h.hosts)
-        leaders.push_back(ranks.front());
-    collectives::Comm cross =
-        collectives::Hierarchy::sub_comm(comm, leaders, h.host_index, nullptr);
-    const size_t chunk_bytes = staged_chunk_bytes(runs.bytes);
-    const std::string what =
-        strprintf("allgather '%s'%s across hosts from CUDA device %d",
-                  reqs.front()->meta.name.c_str(), reqs.size() > 1 ? " (fused)" : "", dev.device);
-    ActivitySpan span(trace, "STAGED_" + transfer_activity(cross, OpType::kAllgather));
-    DeviceStagedChunks chunks(lib_, dev, cross, rank_, runs.spans, runs.bytes, chunk_bytes, what);
-    chunks.poll_nccl(nc);
-    const size_t host = static_cast<size_t>(h.host_index);
-    hvd_status_t s = run_staged_chunks(
-        cross, runs.bytes, chunk_bytes, what, &chunks,
-        [&](char *at, const StagedChunk &chunk) {
-            // The chunk holds a piece of each of a run of hosts, in host order.
-            const std::vector<size_t> counts = runs.within(chunk.offset, chunk.bytes);
-            size_t mine = 0;
-            for (size_t hh = 0; hh < host; ++hh)
-                mine += counts[hh];
-            return collectives::allgatherv(cross, at + mine, at, counts);
-        },
-        message);
-    if (s == HVD_OK) chunks.join();
-    return s;
-}
 
 hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, const Response *resps,
                                                    const std::vector<RequestPtr> &reqs,
@@ -163,7 +67,16 @@ hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, cons
     }
     const bool leader = h.local_index == 0;
     if (leader) {
-        hvd_status_t s = leaders_exchange(comm, place, reqs, dev, trace, nc, message);
+        std::vector<int32_t> leaders;
+        for (const std::vector<int32_t> &ranks : h.hosts)
+            leaders.push_back(ranks.front());
+        collectives::Comm cross =
+            collectives::Hierarchy::sub_comm(comm, leaders, h.host_index, nullptr);
+        const std::string what =
+            strprintf("allgather '%s'%s across hosts from CUDA device %d",
+                      reqs.front()->meta.name.c_str(), tensors > 1 ? " (fused)" : "", dev.device);
+        hvd_status_t s =
+            gather_blocks(cross, place, h.hosts, nullptr, dev, trace, nc, what, message);
         if (s != HVD_OK) return s;
     }
     if (nc != nullptr) {

@@ -2,7 +2,8 @@
 // The host-staged path of GpuRunner: the run's CUDA inputs are copied into pinned host memory,
 // the CPU collectives run on the copies exactly as for host tensors (so every op, dtype and
 // reduction works, Adasum included), and the outputs are copied back to the device. Allreduces
-// (but Adasum's) and broadcasts are pipelined in chunks instead (gpu_staged_ops.cc).
+// (but Adasum's) and broadcasts (gpu_staged_ops.cc) and allgathers (gpu_staged_allgather.cc)
+// are pipelined in chunks instead.
 #include "common/error.h"
 #include "engine/gpu_runner.h"
 #include "engine/staged_allreduce.h"
@@ -11,19 +12,16 @@ namespace hvd::engine {
 
 namespace {
 
-// Whether the op writes into memory the caller gave (else the library owns the output). Adasum
-// is the one allreduce, and allgather into the caller's output the one allgather, that come
-// here (allreduces and broadcasts otherwise run in chunks).
+// Whether the op writes into memory the caller gave (else the library owns the output): Adasum
+// is the one allreduce that comes here (allreduces, broadcasts and allgathers otherwise run in
+// chunks).
 bool caller_owned_output(const Request &req) {
-    return req.meta.type == OpType::kAllreduce ||
-           (req.meta.type == OpType::kAllgather && req.meta.out_rows >= 0);
+    return req.meta.type == OpType::kAllreduce;
 }
 
-// An in-place allgather into the output on the first rank has input.data == output.data but
-// a larger output: it needs its own staging too.
+// An allreduce out of place needs its own staging for the output.
 bool separate_output(const Request &req) {
-    return caller_owned_output(req) &&
-           (req.output.data != req.input.data || req.output.bytes() != req.input.bytes());
+    return caller_owned_output(req) && req.output.data != req.input.data;
 }
 
 // Where a request's tensors are on the device and in the staging buffer.
@@ -66,6 +64,8 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
         return run_staged_allreduce(comm, resps[0], reqs, dev, trace, message);
     if (resps[0].type == OpType::kBroadcast)
         return run_staged_broadcast(comm, resps[0], reqs, dev, trace, message);
+    if (resps[0].type == OpType::kAllgather)
+        return run_staged_allgather(comm, resps, reqs, dev, trace, message);
     size_t total = 0;
     for (const RequestPtr &r : reqs)
         total += r->input.bytes() + (separate_output(*r) ? r->output.bytes() : 0);

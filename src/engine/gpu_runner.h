@@ -25,7 +25,18 @@
 
 namespace hvd::engine {
 
-struct AllgatherPlacement;  // gpu_hierarchical_allgather.cc
+// Where each member's rows of each tensor of an allgather run are in the outputs.
+struct AllgatherPlacement {
+    AllgatherPlacement(const Response *resps, const std::vector<RequestPtr> &reqs,
+                       std::vector<char *> outs_);
+    // Member r's rows of tensor t; the bytes of members [first, last)'s rows of tensor t.
+    char *at(size_t t, size_t r) const { return outs[t] + offsets[t][r]; }
+    size_t bytes(size_t t, size_t first, size_t last) const {
+        return offsets[t][last] - offsets[t][first];
+    }
+    std::vector<char *> outs;
+    std::vector<std::vector<size_t>> offsets;  // per tensor: every member's, then the total
+};
 
 class GpuRunner {
   public:
@@ -106,12 +117,20 @@ class GpuRunner {
                                             const std::vector<RequestPtr> &reqs,
                                             gpu::DeviceState &dev, const ActivityTrace &trace,
                                             void **nccl_comm, std::string *message);
-    // The hierarchical allgather's step across hosts, on a host's first rank: the host's rows
-    // go to the other hosts' first ranks and theirs come into place, in chunks through pinned
-    // memory (DeviceStagedChunks; the host collectives' allgatherv per chunk).
-    hvd_status_t leaders_exchange(const collectives::Comm &comm, const AllgatherPlacement &place,
-                                  const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
-                                  const ActivityTrace &trace, void *nc, std::string *message);
+    // The allgather of `groups`' rows (groups of comm's members, in member order, comm's
+    // member i standing for groups[i]) through pinned memory in chunks (gpu_staged_allgather.cc),
+    // into place in the outputs. own: the run's requests, where this rank's group is itself
+    // and its rows are still in its inputs (else null: the group's rows are in place). nc: the
+    // NCCL communicator whose work comes first on the stream (null: none). Blocking.
+    hvd_status_t gather_blocks(collectives::Comm &comm, const AllgatherPlacement &place,
+                               const std::vector<std::vector<int32_t>> &groups,
+                               const std::vector<RequestPtr> *own, gpu::DeviceState &dev,
+                               const ActivityTrace &trace, void *nc, const std::string &what,
+                               std::string *message);
+    // The host path's allgathers: gather_blocks with each member alone, then finish_on_device.
+    hvd_status_t run_staged_allgather(collectives::Comm &comm, const Response *resps,
+                                      const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                      const ActivityTrace &trace, std::string *message);
     // The run's allgather outputs on the device: each caller's, or one the library owns (its
     // shape set) for every member's rows.
     std::vector<char *> allgather_outputs(const Response *resps,

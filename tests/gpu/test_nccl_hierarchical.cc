@@ -165,85 +165,6 @@ std::string grouped_allgather(Rank &me) {
     return err;
 }
 
-// Allgathers into the caller's outputs: float64 rows of every rank (rank r has (r * 5) % 4
-// rows, some none), out of place and in place (the rank's rows already in its output), and a
-// large uint8 one (rank r has 4 (r + 1) MiB; across hosts in chunks that reuse the staging
-// slots and split ranks' rows) on the caller's stream, read back there.
-std::string allgathers_into(Rank &me) {
-    auto rows_of = [](int32_t r) { return static_cast<int64_t>((r * 5) % 4); };
-    int64_t total = 0, before = 0;
-    for (int32_t r = 0; r < me.size; ++r) {
-        if (r == me.rank) before = total;
-        total += rows_of(r);
-    }
-    const int64_t cols = 3;
-    auto want = [&](int64_t row, int64_t col) {
-        int32_t r = 0;
-        int64_t first = 0;
-        while (first + rows_of(r) <= row)
-            first += rows_of(r++);
-        return 1000.0 * r + static_cast<double>((row - first) * cols + col);
-    };
-    DeviceArray in(me.device, HVD_DTYPE_FLOAT64, {rows_of(me.rank), cols});
-    DeviceArray out(me.device, HVD_DTYPE_FLOAT64, {total, cols});
-    DeviceArray whole(me.device, HVD_DTYPE_FLOAT64, {total, cols});
-    for (size_t i = 0; i < in.count; ++i) {
-        const double v = 1000.0 * me.rank + static_cast<double>(i);
-        store(HVD_DTYPE_FLOAT64, in.data, i, v);
-        store(HVD_DTYPE_FLOAT64, whole.data, static_cast<size_t>(before * cols) + i, v);
-    }
-    hvd_tensor_t ti = in.tensor(), to = out.tensor(), tw = whole.tensor();
-    hvd_tensor_t mine = whole.tensor();  // this rank's rows inside `whole`
-    mine.data = static_cast<double *>(whole.data) + before * cols;
-    const int64_t my_shape[2] = {rows_of(me.rank), cols};
-    mine.shape = my_shape;
-    Params p1("agi.apart"), p2("agi.in_place");
-    hvd_request_h r1, r2;
-    if (hvd_allgather_into_enqueue(me.ctx, &ti, &to, &p1, &r1) != HVD_OK)
-        return enqueue_failed("agi.apart");
-    if (hvd_allgather_into_enqueue(me.ctx, &mine, &tw, &p2, &r2) != HVD_OK)
-        return enqueue_failed("agi.in_place");
-    std::string err = finish(r1, "allgather into an output");
-    if (err.empty()) err = finish(r2, "allgather in place");
-    for (size_t i = 0; err.empty() && i < out.count; ++i) {
-        const double w = want(static_cast<int64_t>(i) / cols, static_cast<int64_t>(i) % cols);
-        for (const DeviceArray *a : {&out, &whole})
-            if (load(HVD_DTYPE_FLOAT64, a->data, i) != w)
-                err = std::string(a == &out ? "allgather into an output" : "allgather in place") +
-                      ": element " + std::to_string(i) + " is " +
-                      std::to_string(load(HVD_DTYPE_FLOAT64, a->data, i)) + ", not " +
-                      std::to_string(w);
-    }
-    if (!err.empty()) return err;
-    const size_t mib = 4 << 20;  // 4 MiB: 40 or more in all, five chunks or more across hosts
-    size_t big_total = 0;
-    for (int32_t r = 0; r < me.size; ++r)
-        big_total += (r + 1) * mib;
-    DeviceArray big(me.device, HVD_DTYPE_UINT8, {static_cast<int64_t>((me.rank + 1) * mib)});
-    DeviceArray big_out(me.device, HVD_DTYPE_UINT8, {static_cast<int64_t>(big_total)});
-    std::memset(big.data, 7 + me.rank, big.count);
-    CallerStream s(me.device);
-    std::vector<uint8_t> back(big_total, 0);
-    Params p3("agi.stream");
-    p3.field_mask |= HVD_OP_FIELD_STREAM;
-    p3.stream = s.stream;
-    hvd_tensor_t tb = big.tensor(), tbo = big_out.tensor();
-    hvd_request_h r3;
-    if (hvd_allgather_into_enqueue(me.ctx, &tb, &tbo, &p3, &r3) != HVD_OK)
-        return enqueue_failed("agi.stream");
-    err = finish(r3, "allgather on the caller's stream");
-    s.copy(back.data(), big_out.data, big_total);
-    if (!s.sync()) return "the caller's stream did not finish";
-    if (!err.empty()) return err;
-    size_t at = 0;
-    for (int32_t r = 0; r < me.size; ++r)
-        for (size_t i = 0; i < (r + 1) * mib; ++i, ++at)
-            if (back[at] != 7 + r)
-                return "allgather on the stream: byte " + std::to_string(at) + " is " +
-                       std::to_string(back[at]);
-    return "";
-}
-
 std::string every_case(Rank &me) {
     std::string err = allreduce_everything(
         me, std::vector<int32_t>(std::begin(kNcclDtypes), std::end(kNcclDtypes)));
@@ -253,7 +174,7 @@ std::string every_case(Rank &me) {
     if (err.empty()) err = averaged_sizes(me, {1, 2, 64, 1000, 4097}, "fused", true);
     if (err.empty()) err = on_callers_stream(me);
     if (err.empty()) err = allgathers(me);  // ragged and even rows, into library-owned outputs
-    if (err.empty()) err = allgathers_into(me);
+    if (err.empty()) err = allgathers_into(me, 4);  // 40 MiB or more: five chunks or more
     if (err.empty()) err = grouped_allgather(me);
     return err;
 }
