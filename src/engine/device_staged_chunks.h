@@ -17,7 +17,8 @@
 // copies back. A run of one chunk copies back on the stream itself.
 //
 // The tensors of a run must not overlap (an output overlapping a later tensor's input could be
-// written before that input was copied). Engine thread only.
+// written before that input was copied); a span in place has device_in == device_out (and
+// comes back only where the host changes it). Engine thread only.
 #pragma once
 
 #include <cstddef>
@@ -52,7 +53,8 @@ struct StagingDirections {
 
 class DeviceStagedChunks : public StagedChunks {
   public:
-    // spans: the run's tensors in order, contiguous from offset 0 to `bytes`; chunk_bytes: 0
+    // spans: the run's tensors (or pieces of them) in order, contiguous from offset 0 to
+    // `bytes` (pieces of no bytes may be left out), each with its directions; chunk_bytes: 0
     // for one chunk; dev: their device's state, whose staging pipeline (made here where
     // missing, gpu::make_staging_pipeline) and dev.staging (made to hold at least
     // min(bytes, kStagingSlots * chunk_bytes) bytes) the chunks go through. comm: the op's

@@ -121,7 +121,8 @@ class GpuRunner {
     // member i standing for groups[i]) through pinned memory in chunks (gpu_staged_allgather.cc),
     // into place in the outputs. own: the run's requests, where this rank's group is itself
     // and its rows are still in its inputs (else null: the group's rows are in place). nc: the
-    // NCCL communicator whose work comes first on the stream (null: none). Blocking.
+    // NCCL communicator whose work comes first on the stream (null: none). Blocks until the
+    // exchange is done; the last copies into place are then ordered on dev.stream.
     hvd_status_t gather_blocks(collectives::Comm &comm, const AllgatherPlacement &place,
                                const std::vector<std::vector<int32_t>> &groups,
                                const std::vector<RequestPtr> *own, gpu::DeviceState &dev,

@@ -45,12 +45,27 @@ struct GroupRuns {
                     // This group's rows go to the host: from the input where they are not in
                     // place yet, copied into place on the way back.
                     const void *from = g == mine && own != nullptr ? (*own)[t]->input.data : at;
-                    if (n > 0)
-                        spans.push_back({bytes, n, from, at, g == mine, g != mine || from != at});
+                    if (n > 0) add({bytes, n, from, at, g == mine, g != mine || from != at});
                     bytes += n;
                 }
         }
         starts.push_back(bytes);
+    }
+    // Appends a piece, or extends the last one where it continues it on the device both ways
+    // and travels the same way (consecutive ranks' rows of one tensor): one copy, not one per
+    // rank.
+    void add(const DeviceSpan &piece) {
+        if (!spans.empty()) {
+            DeviceSpan &last = spans.back();
+            if (last.offset + last.bytes == piece.offset &&
+                static_cast<const char *>(last.device_in) + last.bytes == piece.device_in &&
+                static_cast<char *>(last.device_out) + last.bytes == piece.device_out &&
+                last.to_host == piece.to_host && last.to_device == piece.to_device) {
+                last.bytes += piece.bytes;
+                return;
+            }
+        }
+        spans.push_back(piece);
     }
     // Each group's bytes within [offset, offset + n) of the run.
     std::vector<size_t> within(size_t offset, size_t n) const {
@@ -76,6 +91,17 @@ hvd_status_t GpuRunner::gather_blocks(collectives::Comm &comm, const AllgatherPl
                                       const ActivityTrace &trace, void *nc, const std::string &what,
                                       std::string *message) {
     const size_t mine = static_cast<size_t>(comm.my_index);
+    if (groups.size() != static_cast<size_t>(comm.size()) ||
+        (own != nullptr && groups[mine] != std::vector<int32_t>{comm.my_index}))
+        throw Error(HVD_ERR_INTERNAL, strprintf("rank %d: %s: %zu groups of ranks for %d members",
+                                                rank_, what.c_str(), groups.size(), comm.size()));
+    for (const std::vector<size_t> &offsets : place.offsets)
+        for (const std::vector<int32_t> &group : groups)
+            for (int32_t r : group)
+                if (r < 0 || static_cast<size_t>(r) + 1 >= offsets.size())
+                    throw Error(HVD_ERR_INTERNAL,
+                                strprintf("rank %d: %s: no row count for member %d", rank_,
+                                          what.c_str(), r));
     GroupRuns runs(place, groups, mine, own);
     const size_t chunk_bytes = staged_chunk_bytes(runs.bytes);
     ActivitySpan span(trace, "STAGED_" + transfer_activity(comm, OpType::kAllgather));

@@ -35,9 +35,6 @@ using namespace fake_device_job;
 
 // ------------------------------------------------------------------ what each rank runs
 
-// Which host each rank runs on (one letter per rank), for the ranks to see.
-std::string g_layout;
-
 // Float32 allreduces of `counts` elements each, averaged, in place: one grouped allreduce (one
 // fused run), or each alone, waited for before the next.
 std::string averaged_sizes(Rank &me, const std::vector<int64_t> &counts, const std::string &tag,
@@ -117,52 +114,6 @@ std::string on_callers_stream(Rank &me) {
             return "allreduce on the stream: element " + std::to_string(i) + " is " +
                    std::to_string(back[i]);
     return "";
-}
-
-// A grouped allgather (one fused run) of int32 rows of 3 (rank r has (r * 5) % 4 rows) and
-// float32 rows of 5 (none on host b, else r % 3 + 1) into library-owned outputs.
-std::string grouped_allgather(Rank &me) {
-    auto rows_a = [](int32_t r) { return static_cast<int64_t>((r * 5) % 4); };
-    auto rows_b = [](int32_t r) {
-        return g_layout[static_cast<size_t>(r)] == 'b' ? int64_t{0} : int64_t{r % 3 + 1};
-    };
-    const int64_t cols[2] = {3, 5};
-    const int32_t dtypes[2] = {HVD_DTYPE_INT32, HVD_DTYPE_FLOAT32};
-    const std::function<int64_t(int32_t)> rows_of[2] = {rows_a, rows_b};
-    std::vector<std::unique_ptr<DeviceArray>> xs;
-    std::vector<hvd_tensor_t> ts(2);
-    std::vector<const hvd_tensor_t *> pts(2);
-    for (int t = 0; t < 2; ++t) {
-        xs.push_back(std::make_unique<DeviceArray>(
-            me.device, dtypes[t], std::vector<int64_t>{rows_of[t](me.rank), cols[t]}));
-        for (size_t i = 0; i < xs[t]->count; ++i)
-            store(dtypes[t], xs[t]->data, i, 100.0 * me.rank + static_cast<double>(i) + t);
-        ts[t] = xs[t]->tensor();
-        pts[t] = &ts[t];
-    }
-    Params p("grouped.ag");
-    hvd_request_h req;
-    if (hvd_grouped_allgather_enqueue(me.ctx, pts.data(), 2, &p, &req) != HVD_OK)
-        return enqueue_failed("grouped.ag");
-    std::string err = wait_only(req, "grouped allgather");
-    if (!err.empty()) return err;
-    for (int t = 0; t < 2 && err.empty(); ++t) {
-        int64_t total = 0;
-        for (int32_t r = 0; r < me.size; ++r)
-            total += rows_of[t](r);
-        err = check_outstore(
-            req, "grouped allgather tensor " + std::to_string(t), dtypes[t], total, cols[t],
-            [&](int64_t row, int64_t col) {
-                int32_t r = 0;
-                int64_t first = 0;
-                while (first + rows_of[t](r) <= row)
-                    first += rows_of[t](r++);
-                return 100.0 * r + static_cast<double>((row - first) * cols[t] + col) + t;
-            },
-            t);
-    }
-    hvd_request_release(req);
-    return err;
 }
 
 std::string every_case(Rank &me) {

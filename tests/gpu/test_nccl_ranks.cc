@@ -331,10 +331,30 @@ void test_process_set(void **) {
                 if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) != HVD_OK)
                     return enqueue_failed("set.ar");
                 std::string err = finish(req, "allreduce in a process set");
-                return err.empty()
-                           ? compare("process set", HVD_DTYPE_FLOAT32, x.data, 11,
-                                     [&](size_t i) { return 2.0 + (me.size - 1) + 2.0 * i; })
-                           : err;
+                if (err.empty())
+                    err = compare("process set", HVD_DTYPE_FLOAT32, x.data, 11,
+                                  [&](size_t i) { return 2.0 + (me.size - 1) + 2.0 * i; });
+                if (!err.empty()) return err;
+                // An allgather there: member 0 has 1 row, member 1 has 3 (rows of 2 int64).
+                const int32_t member = me.rank == 0 ? 0 : 1;
+                DeviceArray rows(me.device, HVD_DTYPE_INT64, {1 + 2 * member, 2});
+                for (size_t i = 0; i < rows.count; ++i)
+                    store(HVD_DTYPE_INT64, rows.data, i, 10.0 * me.rank + static_cast<double>(i));
+                p.rename("set.ag");
+                t = rows.tensor();
+                if (hvd_allgather_enqueue(me.ctx, &t, &p, &req) != HVD_OK)
+                    return enqueue_failed("set.ag");
+                err = wait_only(req, "allgather in a process set");
+                if (!err.empty()) return err;
+                err = check_outstore(req, "allgather in a process set", HVD_DTYPE_INT64, 4, 2,
+                                     [&](int64_t row, int64_t col) {
+                                         return row == 0
+                                                    ? static_cast<double>(col)
+                                                    : 10.0 * (me.size - 1) +
+                                                          static_cast<double>((row - 1) * 2 + col);
+                                     });
+                hvd_request_release(req);
+                return err;
             });
     });
 }
@@ -494,6 +514,7 @@ void test_shared_device_host_path(void **) {
                                   [&](size_t i) { return v(me.size - 1, i); });
                 if (!err.empty()) return err;
                 err = allgathers(me);
+                if (err.empty()) err = grouped_allgather(me);  // a fused run of two row sizes
                 // 6 MiB per rank: 18 or 36 MiB in all, 4 or 5 chunks
                 return err.empty() ? allgathers_into(me, 6) : err;
             });
