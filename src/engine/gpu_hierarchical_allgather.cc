@@ -29,13 +29,6 @@ hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, cons
                                                    gpu::DeviceState &dev,
                                                    const ActivityTrace &trace, void **nccl_comm,
                                                    std::string *message) {
-    if (hvd_status_t s = collectives::check_hierarchy(comm, "allgather"); s != HVD_OK) {
-        *message = strprintf(
-            "rank %d: the hierarchical allgather of CUDA tensors found no "
-            "hierarchy of the job's ranks",
-            rank_);
-        return s;
-    }
     const collectives::Hierarchy &h = *comm.hierarchy;
     const AllgatherPlacement place(resps, reqs, allgather_outputs(resps, reqs, dev));
     const size_t tensors = reqs.size();
@@ -57,12 +50,10 @@ hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, cons
                 }
             group.end();
             settle(nc);
-        } else {
+        } else {  // a host of one: its rows into place (nothing where they are in place)
             for (size_t t = 0; t < tensors; ++t)
-                if (place.at(t, me) != reqs[t]->input.data)
-                    lib_->call("cudaMemcpyAsync", lib_->api->copy_async, dev.device,
-                               place.at(t, me), reqs[t]->input.data, place.bytes(t, me, me + 1),
-                               dev.stream);
+                copy_scaled(dev, place.at(t, me), reqs[t]->input.data, place.bytes(t, me, me + 1),
+                            reqs[t]->input.dtype, 1.0, 1.0);
         }
     }
     const bool leader = h.local_index == 0;
@@ -104,10 +95,8 @@ hvd_status_t GpuRunner::run_hierarchical_allgather(collectives::Comm &comm, cons
         settle(nc);
     }
     // A leader's staging buffer is reused by the next op: it waits even with a stream.
-    bool must_wait = leader;
-    for (const RequestPtr &r : reqs)
-        must_wait = must_wait || !r->has_stream;
-    return finish_on_device(comm, resps[0], reqs, dev, nc, must_wait, message);
+    return finish_on_device(comm, resps[0], reqs, dev, nc, leader || some_without_stream(reqs),
+                            message);
 }
 
 }  // namespace hvd::engine

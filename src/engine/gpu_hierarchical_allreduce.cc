@@ -15,7 +15,7 @@
 //
 // The run works in place in its output (a run of one) or in the device fusion buffer, where
 // the inputs are copied prescaled and from where the outputs are copied postscaled.
-#include <algorithm>
+#include <vector>
 
 #include "collectives/hierarchy.h"
 #include "common/error.h"
@@ -28,26 +28,18 @@ namespace hvd::engine {
 
 namespace {
 
-// Share i of `count` elements cut into `shares`: the first count % shares one element longer.
-struct Shares {
-    Shares(size_t count, size_t shares) : n(shares), base(count / shares), extra(count % shares) {}
-    size_t offset(size_t i) const { return i * base + std::min(i, extra); }
-    size_t count(size_t i) const { return base + (i < extra ? 1 : 0); }
-    size_t n, base, extra;
-};
-
 // One step within the host: `whole` (every local rank holds a share, all of one size) as the
 // one in-place collective, else one call per share that has elements, to or from its holder.
 struct HostStep {
     const gpu::GpuLibrary *lib;
     const collectives::Hierarchy &h;
-    const Shares &shares;
+    const std::vector<size_t> &share_at, &share_count;  // in elements (collectives::cut_shares)
     char *buf;
     int32_t dtype, op;
     void *nc;
     gpu::DeviceState &dev;
 
-    char *at(size_t share) const { return buf + shares.offset(share) * dtype_size(dtype); }
+    char *at(size_t share) const { return buf + share_at[share] * dtype_size(dtype); }
 
     // call(share's data, its element count, its holder's local index) for each share that
     // has elements, in one NCCL group.
@@ -56,8 +48,8 @@ struct HostStep {
         NcclGroup group(lib);
         for (size_t li = 0; li < h.local_share.size(); ++li) {
             const int32_t s = h.local_share[li];
-            if (s < 0 || shares.count(static_cast<size_t>(s)) == 0) continue;
-            call(at(static_cast<size_t>(s)), shares.count(static_cast<size_t>(s)),
+            if (s < 0 || share_count[static_cast<size_t>(s)] == 0) continue;
+            call(at(static_cast<size_t>(s)), share_count[static_cast<size_t>(s)],
                  static_cast<int32_t>(li));
         }
         group.end();
@@ -67,7 +59,7 @@ struct HostStep {
         const int32_t me = h.local_index;
         if (whole) {
             lib->call("ncclReduceScatter", lib->api->nccl_reducescatter, buf,
-                      at(static_cast<size_t>(me)), shares.base, dtype, op, nc, dev.stream);
+                      at(static_cast<size_t>(me)), share_count[0], dtype, op, nc, dev.stream);
             return;
         }
         each_share([&](char *p, size_t count, int32_t holder) {
@@ -80,7 +72,7 @@ struct HostStep {
         const size_t esz = dtype_size(dtype);
         if (whole) {
             lib->call("ncclAllGather", lib->api->nccl_allgather,
-                      at(static_cast<size_t>(h.local_index)), buf, shares.base * esz, nc,
+                      at(static_cast<size_t>(h.local_index)), buf, share_count[0] * esz, nc,
                       dev.stream);
             return;
         }
@@ -99,6 +91,23 @@ bool GpuRunner::runs_hierarchical(const collectives::Comm &comm, const Response 
     return resp.type == OpType::kAllgather && comm.hierarchy->cuda_allgather;
 }
 
+hvd_status_t GpuRunner::run_hierarchical(collectives::Comm &comm, const Response *resps,
+                                         const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                         const ActivityTrace &trace, void **nccl_comm,
+                                         std::string *message) {
+    const char *op = op_type_name(resps[0].type);
+    if (hvd_status_t s = collectives::check_hierarchy(comm, op); s != HVD_OK) {
+        *message = strprintf(
+            "rank %d: the hierarchical %s of CUDA tensors found no hierarchy of "
+            "the job's ranks",
+            rank_, op);
+        return s;
+    }
+    if (resps[0].type == OpType::kAllreduce)
+        return run_hierarchical_allreduce(comm, resps[0], reqs, dev, trace, nccl_comm, message);
+    return run_hierarchical_allgather(comm, resps, reqs, dev, trace, nccl_comm, message);
+}
+
 void *GpuRunner::host_comm(collectives::Comm &local, const Response &resp, gpu::DeviceState &dev,
                            void **nccl_comm) {
     if (local.size() < 2) return nullptr;
@@ -113,13 +122,6 @@ hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, cons
                                                    gpu::DeviceState &dev,
                                                    const ActivityTrace &trace, void **nccl_comm,
                                                    std::string *message) {
-    if (hvd_status_t s = collectives::check_hierarchy(comm, "allreduce"); s != HVD_OK) {
-        *message = strprintf(
-            "rank %d: the hierarchical allreduce of CUDA tensors found no "
-            "hierarchy of the job's ranks",
-            rank_);
-        return s;
-    }
     const collectives::Hierarchy &h = *comm.hierarchy;
     const Request &first = *reqs.front();
     const int32_t dtype = first.input.dtype;
@@ -127,7 +129,8 @@ hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, cons
     size_t count = 0;
     for (const RequestPtr &r : reqs)
         count += r->input.elements();
-    const Shares shares(count, h.min_local_size());
+    std::vector<size_t> share_at, share_count;
+    collectives::cut_shares(count, h.min_local_size(), &share_at, &share_count);
     const size_t locals = h.local_members.size();
     collectives::Comm local = h.local_comm(comm);
     void *nc = host_comm(local, resp, dev, nccl_comm);
@@ -138,8 +141,8 @@ hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, cons
     } else {
         buf = fuse_inputs(reqs, dev, pre);
     }
-    const HostStep step{lib_, h, shares, buf, dtype, reduction_of(first), nc, dev};
-    const bool whole = shares.n == locals && shares.extra == 0;
+    const HostStep step{lib_, h, share_at, share_count, buf, dtype, reduction_of(first), nc, dev};
+    const bool whole = share_count.size() == locals && count % locals == 0;
     const bool in_host = locals > 1 && count > 0;
     if (in_host) {
         ActivitySpan span(trace, whole ? "NCCL_REDUCESCATTER" : "NCCL_REDUCE");
@@ -148,7 +151,7 @@ hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, cons
     }
     const int32_t mine = h.my_share();
     const size_t my_bytes =
-        mine >= 0 ? shares.count(static_cast<size_t>(mine)) * dtype_size(dtype) : 0;
+        mine >= 0 ? share_count[static_cast<size_t>(mine)] * dtype_size(dtype) : 0;
     if (my_bytes > 0) {
         collectives::Comm cross = h.cross_comm(comm);
         char *at = step.at(static_cast<size_t>(mine));
@@ -176,10 +179,8 @@ hvd_status_t GpuRunner::run_hierarchical_allreduce(collectives::Comm &comm, cons
         unfuse_outputs(reqs, dev, buf, post);
     }
     // A holder's staging slots are reused by the next op: it waits even with a stream.
-    bool must_wait = my_bytes > 0;
-    for (const RequestPtr &r : reqs)
-        must_wait = must_wait || !r->has_stream;
-    return finish_on_device(comm, resp, reqs, dev, nc, must_wait, message);
+    return finish_on_device(comm, resp, reqs, dev, nc, my_bytes > 0 || some_without_stream(reqs),
+                            message);
 }
 
 }  // namespace hvd::engine

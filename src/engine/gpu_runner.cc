@@ -30,6 +30,12 @@ bool nccl_runs(const gpu::GpuLibrary &lib, const Response &resp) {
 
 }  // namespace
 
+bool GpuRunner::some_without_stream(const std::vector<RequestPtr> &reqs) {
+    for (const RequestPtr &r : reqs)
+        if (!r->has_stream) return true;
+    return false;
+}
+
 hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps,
                             const std::vector<RequestPtr> &reqs, collectives::ScratchBuffer *fusion,
                             const ActivityTrace &trace, std::string *message) {
@@ -53,21 +59,15 @@ hvd_status_t GpuRunner::run(collectives::Comm &comm, const Response *resps,
         if (!nccl && comm.size() > 1) {
             s = run_host_staged(comm, resps, reqs, fusion, *dev, trace, message);
         } else if (nccl && runs_hierarchical(comm, resps[0])) {
-            s = resps[0].type == OpType::kAllreduce
-                    ? run_hierarchical_allreduce(comm, resps[0], reqs, *dev, trace, &nccl_comm,
-                                                 message)
-                    : run_hierarchical_allgather(comm, resps, reqs, *dev, trace, &nccl_comm,
-                                                 message);
+            s = run_hierarchical(comm, resps, reqs, *dev, trace, &nccl_comm, message);
         } else {
             trace.begin(nccl ? "NCCL_" + upper_op_name(resps[0].type) : "MEMCPY_DEVICE_TO_DEVICE");
             if (nccl)
                 queue_nccl(comm, resps, reqs, *dev, &nccl_comm);
             else  // a set of one: its data stays on the device
                 queue_local(resps, reqs, *dev);
-            bool must_wait = false;
-            for (const RequestPtr &r : reqs)
-                must_wait = must_wait || !r->has_stream;
-            s = finish_on_device(comm, resps[0], reqs, *dev, nccl_comm, must_wait, message);
+            s = finish_on_device(comm, resps[0], reqs, *dev, nccl_comm, some_without_stream(reqs),
+                                 message);
             trace.end();
         }
     } catch (const Error &e) {

@@ -103,6 +103,12 @@ class GpuRunner {
     // hierarchy (the op's type runs hierarchically) and HVD_HIERARCHICAL_ALLREDUCE=1 or
     // HVD_HIERARCHICAL_ALLGATHER=1 asked for it on CUDA tensors.
     static bool runs_hierarchical(const collectives::Comm &comm, const Response &resp);
+    // Runs a response that runs_hierarchical: checks that comm's hierarchy describes its
+    // members, then the hierarchical allreduce or allgather.
+    hvd_status_t run_hierarchical(collectives::Comm &comm, const Response *resps,
+                                  const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                  const ActivityTrace &trace, void **nccl_comm,
+                                  std::string *message);
     // The hierarchical allreduce (gpu_hierarchical_allreduce.cc): NCCL within the host, the
     // host path across hosts, NCCL again within the host; then finish_on_device. *nccl_comm
     // gets the host's communicator (where the host runs two ranks or more).
@@ -182,6 +188,9 @@ class GpuRunner {
     void settle(void *nccl_comm);
     // Makes dev.stream wait for every ready event of the run's tensors.
     void wait_ready_events(const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev);
+    // Whether some request of the run has no caller's stream (the run then completes only once
+    // its output is valid on the device).
+    static bool some_without_stream(const std::vector<RequestPtr> &reqs);
     // After the run's work is queued: records an event, hands it to the callers' streams, and
     // waits for it on the host, or, where every request has a stream, hands it to the watch.
     hvd_status_t finish_on_device(const collectives::Comm &comm, const Response &resp,

@@ -26,22 +26,16 @@ hvd_status_t GpuRunner::run_staged(collectives::Comm &comm, const Response &resp
     const std::string what =
         strprintf("%s '%s'%s on CUDA device %d through host memory", op_type_name(resp.type),
                   reqs.front()->meta.name.c_str(), reqs.size() > 1 ? " (fused)" : "", dev.device);
-    trace.begin("STAGED_" + transfer_activity(comm, resp.type));
+    ActivitySpan span(trace, "STAGED_" + transfer_activity(comm, resp.type));
     hvd_status_t s;
-    try {
-        {
-            DeviceStagedChunks chunks(lib_, dev, comm, rank_, std::move(spans), bytes, chunk_bytes,
-                                      what, directions);
-            s = run(bytes, chunk_bytes, what, &chunks, message);
-            if (s == HVD_OK) chunks.join();
-        }
-        if (s == HVD_OK)  // the staging slots are reused by the next op: wait even with a stream
-            s = finish_on_device(comm, resp, reqs, dev, nullptr, true, message);
-    } catch (...) {
-        trace.end();
-        throw;
+    {
+        DeviceStagedChunks chunks(lib_, dev, comm, rank_, std::move(spans), bytes, chunk_bytes,
+                                  what, directions);
+        s = run(bytes, chunk_bytes, what, &chunks, message);
+        if (s == HVD_OK) chunks.join();
     }
-    trace.end();
+    if (s == HVD_OK)  // the staging slots are reused by the next op: wait even with a stream
+        s = finish_on_device(comm, resp, reqs, dev, nullptr, true, message);
     return s;
 }
 
