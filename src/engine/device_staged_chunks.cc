@@ -12,6 +12,23 @@ namespace hvd::engine {
 
 using gpu::kStagingSlots;
 
+void append_span(std::vector<DeviceSpan> *spans, const DeviceSpan &piece) {
+    if (!spans->empty()) {
+        DeviceSpan &last = spans->back();
+        const bool continues =
+            last.offset + last.bytes == piece.offset &&
+            static_cast<const char *>(last.device_in) + last.bytes == piece.device_in &&
+            last.to_host == piece.to_host && last.to_device == piece.to_device &&
+            (!piece.to_device ||
+             static_cast<char *>(last.device_out) + last.bytes == piece.device_out);
+        if (continues) {
+            last.bytes += piece.bytes;
+            return;
+        }
+    }
+    spans->push_back(piece);
+}
+
 DeviceStagedChunks::DeviceStagedChunks(const gpu::GpuLibrary *lib, gpu::DeviceState &dev,
                                        const collectives::Comm &comm, int32_t rank,
                                        std::vector<DeviceSpan> spans, size_t bytes,

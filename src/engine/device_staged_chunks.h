@@ -44,6 +44,11 @@ struct DeviceSpan {
     bool to_device = true;
 };
 
+// Appends `piece` to `spans`, or extends the last span where the piece continues it in the run
+// and on the device (its output too, where it is copied back) and travels the same ways: one
+// copy instead of two.
+void append_span(std::vector<DeviceSpan> *spans, const DeviceSpan &piece);
+
 // Which way this rank's chunks travel: a broadcast's root needs no copy back into its own
 // input, the other members no copy of theirs to the host.
 struct StagingDirections {
@@ -53,8 +58,9 @@ struct StagingDirections {
 
 class DeviceStagedChunks : public StagedChunks {
   public:
-    // spans: the run's tensors (or pieces of them) in order, contiguous from offset 0 to
-    // `bytes` (pieces of no bytes may be left out), each with its directions; chunk_bytes: 0
+    // spans: the run's tensors (or pieces of them) in order of offset, within [0, `bytes`)
+    // and not overlapping (bytes no span covers are neither copied nor copied back), each
+    // with its directions; chunk_bytes: 0
     // for one chunk; dev: their device's state, whose staging pipeline (made here where
     // missing, gpu::make_staging_pipeline) and dev.staging (made to hold at least
     // min(bytes, kStagingSlots * chunk_bytes) bytes) the chunks go through. comm: the op's

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host-staged path of GpuRunner: the run's CUDA inputs are copied into pinned host memory,
 // the CPU collectives run on the copies exactly as for host tensors (so every op, dtype and
-// reduction works, Adasum included), and the outputs are copied back to the device. Allreduces
-// (but Adasum's) and broadcasts (gpu_staged_ops.cc) and allgathers (gpu_staged_allgather.cc)
-// are pipelined in chunks instead.
+// reduction works, Adasum included), and the outputs are copied back to the device: Adasum
+// (which needs whole vectors) and alltoalls. Allreduces and broadcasts (gpu_staged_ops.cc),
+// allgathers (gpu_staged_allgather.cc) and reduce-scatters (gpu_staged_reducescatter.cc) are
+// pipelined in chunks instead.
 #include "common/error.h"
 #include "engine/gpu_runner.h"
 #include "engine/staged_allreduce.h"
@@ -13,8 +14,7 @@ namespace hvd::engine {
 namespace {
 
 // Whether the op writes into memory the caller gave (else the library owns the output): Adasum
-// is the one allreduce that comes here (allreduces, broadcasts and allgathers otherwise run in
-// chunks).
+// is the one allreduce that comes here (the other ops but alltoall run in chunks).
 bool caller_owned_output(const Request &req) {
     return req.meta.type == OpType::kAllreduce;
 }
@@ -66,6 +66,8 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
         return run_staged_broadcast(comm, resps[0], reqs, dev, trace, message);
     if (resps[0].type == OpType::kAllgather)
         return run_staged_allgather(comm, resps, reqs, dev, trace, message);
+    if (resps[0].type == OpType::kReducescatter)
+        return run_staged_reducescatter(comm, resps[0], reqs, dev, trace, message);
     size_t total = 0;
     for (const RequestPtr &r : reqs)
         total += r->input.bytes() + (separate_output(*r) ? r->output.bytes() : 0);

@@ -99,6 +99,13 @@ class GpuRunner {
     hvd_status_t run_staged_broadcast(collectives::Comm &comm, const Response &resp,
                                       const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                                       const ActivityTrace &trace, std::string *message);
+    // The host path's reduce-scatters in chunks (gpu_staged_reducescatter.cc): every chunk
+    // holds a piece of every member's block; this rank's piece of each result is copied into
+    // its library-owned outputs. Then finish_on_device.
+    hvd_status_t run_staged_reducescatter(collectives::Comm &comm, const Response &resp,
+                                          const std::vector<RequestPtr> &reqs,
+                                          gpu::DeviceState &dev, const ActivityTrace &trace,
+                                          std::string *message);
     // Whether an allreduce or allgather on NCCL runs hierarchically: comm has the job's
     // hierarchy (the op's type runs hierarchically) and HVD_HIERARCHICAL_ALLREDUCE=1 or
     // HVD_HIERARCHICAL_ALLGATHER=1 asked for it on CUDA tensors.

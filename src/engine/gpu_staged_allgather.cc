@@ -45,27 +45,13 @@ struct GroupRuns {
                     // This group's rows go to the host: from the input where they are not in
                     // place yet, copied into place on the way back.
                     const void *from = g == mine && own != nullptr ? (*own)[t]->input.data : at;
-                    if (n > 0) add({bytes, n, from, at, g == mine, g != mine || from != at});
+                    if (n > 0)
+                        append_span(&spans,
+                                    {bytes, n, from, at, g == mine, g != mine || from != at});
                     bytes += n;
                 }
         }
         starts.push_back(bytes);
-    }
-    // Appends a piece, or extends the last one where it continues it on the device both ways
-    // and travels the same way (consecutive ranks' rows of one tensor): one copy, not one per
-    // rank.
-    void add(const DeviceSpan &piece) {
-        if (!spans.empty()) {
-            DeviceSpan &last = spans.back();
-            if (last.offset + last.bytes == piece.offset &&
-                static_cast<const char *>(last.device_in) + last.bytes == piece.device_in &&
-                static_cast<char *>(last.device_out) + last.bytes == piece.device_out &&
-                last.to_host == piece.to_host && last.to_device == piece.to_device) {
-                last.bytes += piece.bytes;
-                return;
-            }
-        }
-        spans.push_back(piece);
     }
     // Each group's bytes within [offset, offset + n) of the run.
     std::vector<size_t> within(size_t offset, size_t n) const {

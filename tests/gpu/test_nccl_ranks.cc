@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -297,6 +298,100 @@ std::string reducescatters(Rank &me) {
     return "";
 }
 
+// Reduce-scatters of several chunks: a grouped one of two tensors of uneven rows, Average
+// with both scales, into library-owned outputs; a Sum of int32 on the caller's stream, whose
+// input lands there behind a long copy and whose output is read there before the release.
+std::string chunked_reducescatters(Rank &me) {
+    const int64_t n = me.size;
+    auto rows_before = [n](int64_t d0, int64_t r) {
+        int64_t first = 0;
+        for (int64_t q = 0; q < r; ++q)
+            first += d0 / n + (q < d0 % n ? 1 : 0);
+        return first;
+    };
+    const int64_t shapes[2][2] = {{1001, 1500}, {777, 4000}};  // 18.4 MiB of float32
+    std::vector<std::unique_ptr<DeviceArray>> xs;
+    std::vector<hvd_tensor_t> ts;
+    for (int t = 0; t < 2; ++t) {
+        xs.push_back(std::make_unique<DeviceArray>(
+            me.device, HVD_DTYPE_FLOAT32, std::vector<int64_t>{shapes[t][0], shapes[t][1]}));
+        for (size_t i = 0; i < xs[t]->count; ++i)
+            store(HVD_DTYPE_FLOAT32, xs[t]->data, i,
+                  value(HVD_DTYPE_FLOAT32, HVD_OP_SUM, me.rank, i, t));
+        ts.push_back(xs[t]->tensor());
+    }
+    const hvd_tensor_t *ins[] = {&ts[0], &ts[1]};
+    Params p("rs.grouped");
+    p.field_mask |= HVD_OP_FIELD_REDUCE_OP | HVD_OP_FIELD_SCALE;
+    p.reduce_op = HVD_OP_AVERAGE;
+    p.prescale = 2.0;
+    p.postscale = 3.0;
+    hvd_request_h req;
+    // Copies of a chunk take a while: a completion that does not wait for them comes early.
+    g_slow_copies(5000);
+    if (hvd_grouped_reducescatter_enqueue(me.ctx, ins, 2, &p, &req) != HVD_OK)
+        return enqueue_failed("rs.grouped");
+    std::string err = wait_only(req, "grouped reducescatter in chunks");
+    g_slow_copies(0);
+    if (!err.empty()) return err;
+    for (int t = 0; t < 2 && err.empty(); ++t) {
+        const int64_t d0 = shapes[t][0], cols = shapes[t][1];
+        const int64_t first = rows_before(d0, me.rank);
+        const int64_t mine = rows_before(d0, me.rank + 1) - first;
+        err = check_outstore(
+            req, "grouped reducescatter " + std::to_string(t), HVD_DTYPE_FLOAT32, mine, cols,
+            [&](int64_t row, int64_t col) {
+                const size_t i = static_cast<size_t>((first + row) * cols + col);
+                return reference(HVD_DTYPE_FLOAT32, HVD_OP_AVERAGE, me.size, i, 2.0, 3.0, t);
+            },
+            t);
+    }
+    hvd_request_release(req);
+    if (!err.empty()) return err;
+
+    CallerStream s(me.device);
+    const size_t big = 64 << 20;
+    std::vector<char> filler(big, 1);
+    void *slow = device_alloc(me.device, big);
+    const int64_t d0 = (1 << 20) + 3, cols = 3;  // 12 MiB of int32
+    DeviceArray x(me.device, HVD_DTYPE_INT32, {d0, cols});
+    std::vector<int32_t> input(x.count);
+    for (size_t i = 0; i < input.size(); ++i)
+        input[i] = static_cast<int32_t>(value(HVD_DTYPE_INT32, HVD_OP_SUM, me.rank, i));
+    s.copy(slow, filler.data(), big);  // the input lands late on the stream
+    s.copy(x.data, input.data(), x.count * sizeof(int32_t));
+    Params ps("rs.stream");
+    ps.field_mask |= HVD_OP_FIELD_STREAM;
+    ps.stream = s.stream;
+    hvd_tensor_t t = x.tensor();
+    if (hvd_reducescatter_enqueue(me.ctx, &t, &ps, &req) != HVD_OK) {
+        device_free(me.device, slow);
+        return enqueue_failed("rs.stream");
+    }
+    err = wait_only(req, "reducescatter on the caller's stream");
+    const int64_t first = rows_before(d0, me.rank);
+    const int64_t mine = rows_before(d0, me.rank + 1) - first;
+    std::vector<int32_t> got(static_cast<size_t>(mine * cols), -1);
+    if (err.empty()) {
+        hvd_tensor_t out;
+        hvd_request_output(req, 0, &out);
+        if (out.shape[0] != mine) err = "reducescatter on the stream: wrong rows";
+        s.copy(slow, filler.data(), big);  // the read comes late on the stream
+        s.copy(got.data(), out.data, got.size() * sizeof(int32_t));
+        hvd_request_release(req);
+    }
+    if (!s.sync()) err = "the caller's stream did not finish";
+    device_free(me.device, slow);
+    for (size_t i = 0; i < got.size() && err.empty(); ++i) {
+        const double want =
+            reference(HVD_DTYPE_INT32, HVD_OP_SUM, me.size, static_cast<size_t>(first * cols) + i);
+        if (got[i] != want)
+            err = "reducescatter on the stream: element " + std::to_string(i) + " is " +
+                  std::to_string(got[i]) + ", not " + std::to_string(want);
+    }
+    return err;
+}
+
 void test_data_movement(void **) {
     expect_nccl(Nccl::kUsed, [] {
         for (int32_t n = 1; n <= 4; ++n)
@@ -462,8 +557,9 @@ void test_caller_stream(void **) {
 // ------------------------------------------------------------------ ranks sharing a device
 
 // Ranks on one device stage through host memory: a 40 MiB allreduce in chunks (slots
-// reused), in place and out of place, a broadcast in chunks, and allgathers in chunks, into
-// library-owned and callers' outputs, in place and on the caller's stream.
+// reused), in place and out of place, a broadcast in chunks, allgathers in chunks, into
+// library-owned and callers' outputs, in place and on the caller's stream, and reduce-scatters
+// of one chunk and of several, grouped and on the caller's stream.
 void test_shared_device_host_path(void **) {
     expect_nccl(Nccl::kUnused, [] {
         for (int32_t n = 2; n <= 3; ++n)
@@ -516,7 +612,9 @@ void test_shared_device_host_path(void **) {
                 err = allgathers(me);
                 if (err.empty()) err = grouped_allgather(me);  // a fused run of two row sizes
                 // 6 MiB per rank: 18 or 36 MiB in all, 4 or 5 chunks
-                return err.empty() ? allgathers_into(me, 6) : err;
+                if (err.empty()) err = allgathers_into(me, 6);
+                if (err.empty()) err = reducescatters(me);  // one chunk each
+                return err.empty() ? chunked_reducescatters(me) : err;
             });
     });
 }

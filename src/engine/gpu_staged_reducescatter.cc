@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+// The reduce-scatter of CUDA tensors through pinned host memory in chunks. Member r's block is
+// its rows of every tensor of the run, tensor by tensor (as the host path fuses them); with C
+// chunks, each block is cut into C pieces of ceil(E_r / C) elements (the last ones shorter or
+// empty). Chunk k holds piece k of every member's block, member by member, so each chunk is a
+// reduce-scatter in which every member gets its piece (all of them reduce at once, as in the
+// whole op), and only this rank's piece of the result is copied back, into its output. Chunks
+// lie `stride` bytes apart in the run, the sum of the members' full pieces; a chunk whose
+// pieces ran short leaves its tail unused. Every member cuts the same chunks: they depend on
+// the shapes alone. The prescale applies to each chunk on the host before the reduction, the
+// postscale (Average's division included) to this rank's piece after it.
+#include <algorithm>
+#include <vector>
+
+#include "collectives/collectives.h"
+#include "common/dtype.h"
+#include "common/error.h"
+#include "engine/gpu_runner.h"
+#include "engine/op_math.h"
+#include "engine/staged_chunks.h"
+#include "reduce/reduce.h"
+
+namespace hvd::engine {
+
+namespace {
+
+// Where each member's pieces are in the run, and this rank's spans of the run on the device.
+class ScatterChunks {
+  public:
+    // outs: this rank's output of each request, with room for its rows.
+    ScatterChunks(const std::vector<RequestPtr> &reqs, int32_t n, int32_t me,
+                  const std::vector<char *> &outs)
+        : esz_(dtype_size(reqs.front()->input.dtype)), me_(static_cast<size_t>(me)) {
+        const size_t members = static_cast<size_t>(n);
+        // Each member's segment of each tensor: [first element, elements).
+        std::vector<std::vector<Segment>> segments(members);
+        size_t total = 0;
+        blocks_.assign(members, 0);
+        for (size_t t = 0; t < reqs.size(); ++t) {
+            const TensorRef &in = reqs[t]->input;
+            const int64_t d0 = in.shape[0];
+            const size_t row_elems = d0 > 0 ? in.elements() / static_cast<size_t>(d0) : 0;
+            size_t first = 0;
+            for (size_t r = 0; r < members; ++r) {
+                const size_t elems = static_cast<size_t>(scatter_rows(d0, n, r)) * row_elems;
+                segments[r].push_back({static_cast<const char *>(in.data) + first * esz_,
+                                       r == me_ ? outs[t] : nullptr, elems});
+                blocks_[r] += elems;
+                first += elems;
+            }
+            total += in.elements();
+        }
+        const size_t total_bytes = total * esz_;
+        chunks_ = staged_chunk_count(total_bytes, staged_chunk_bytes(total_bytes));
+        pieces_.assign(members, 0);
+        size_t stride_elems = 0;
+        for (size_t r = 0; r < members; ++r) {
+            pieces_[r] = chunks_ == 0 ? 0 : (blocks_[r] + chunks_ - 1) / chunks_;
+            stride_elems += pieces_[r];
+        }
+        stride_ = stride_elems * esz_;
+        lay_out(segments);
+    }
+
+    // The run's bytes and the stride of its chunks (every chunk but the last is that long).
+    size_t bytes() const { return bytes_; }
+    size_t stride() const { return stride_; }
+    const std::vector<DeviceSpan> &spans() const { return spans_; }
+    // Elements of each member's piece in chunk k.
+    std::vector<size_t> counts(size_t k) const {
+        std::vector<size_t> c(blocks_.size());
+        for (size_t r = 0; r < c.size(); ++r)
+            c[r] = piece_end(r, k) - piece_begin(r, k);
+        return c;
+    }
+
+  private:
+    struct Segment {
+        const char *in;  // its first element on the device
+        char *out;       // where it goes on the device (this rank's segments), else null
+        size_t elems;
+    };
+
+    size_t piece_begin(size_t r, size_t k) const { return std::min(k * pieces_[r], blocks_[r]); }
+    size_t piece_end(size_t r, size_t k) const {
+        return std::min((k + 1) * pieces_[r], blocks_[r]);
+    }
+
+    // The spans of chunk after chunk, member after member; each member's pieces follow one
+    // another through its segments.
+    void lay_out(const std::vector<std::vector<Segment>> &segments) {
+        std::vector<size_t> seg(segments.size(), 0), done(segments.size(), 0);
+        for (size_t k = 0; k < chunks_; ++k) {
+            size_t at = k * stride_;
+            for (size_t r = 0; r < segments.size(); ++r) {
+                size_t left = piece_end(r, k) - piece_begin(r, k);
+                while (left > 0) {
+                    const Segment &s = segments[r][seg[r]];
+                    const size_t n = std::min(left, s.elems - done[r]);
+                    if (n > 0) {
+                        const size_t skip = done[r] * esz_;
+                        append_span(&spans_,
+                                    {at, n * esz_, s.in + skip,
+                                     s.out != nullptr ? s.out + skip : nullptr, true, r == me_});
+                        at += n * esz_;
+                        left -= n;
+                        done[r] += n;
+                    }
+                    if (done[r] == s.elems) {
+                        ++seg[r];
+                        done[r] = 0;
+                    }
+                }
+                bytes_ = std::max(bytes_, at);
+            }
+        }
+    }
+
+    size_t esz_, me_;
+    size_t chunks_ = 0, stride_ = 0, bytes_ = 0;
+    std::vector<size_t> blocks_;  // elements of each member's block
+    std::vector<size_t> pieces_;  // elements of each member's full piece
+    std::vector<DeviceSpan> spans_;
+};
+
+}  // namespace
+
+hvd_status_t GpuRunner::run_staged_reducescatter(collectives::Comm &comm, const Response &resp,
+                                                 const std::vector<RequestPtr> &reqs,
+                                                 gpu::DeviceState &dev, const ActivityTrace &trace,
+                                                 std::string *message) {
+    const Request &first = *reqs.front();
+    const int32_t n = comm.size(), me = comm.my_index;
+    const int32_t dtype = first.input.dtype, op = reduction_of(first);
+    const size_t esz = dtype_size(dtype);
+    const double pre = first.meta.prescale, post = postscale_of(first, n);
+    std::vector<char *> outs;
+    for (const RequestPtr &r : reqs) {
+        const int64_t rows = scatter_rows(r->input.shape[0], n, me);
+        r->owned_shape = r->input.shape;
+        r->owned_shape[0] = rows;
+        outs.push_back(
+            owned_device_output(*r, dev, static_cast<size_t>(rows) * row_bytes_of(r->input)));
+    }
+    const ScatterChunks layout(reqs, n, me, outs);
+    const std::string what =
+        strprintf("reducescatter '%s'%s on CUDA device %d through host memory",
+                  first.meta.name.c_str(), reqs.size() > 1 ? " (fused)" : "", dev.device);
+    ActivitySpan span(trace, "STAGED_" + transfer_activity(comm, OpType::kReducescatter));
+    hvd_status_t s;
+    {
+        DeviceStagedChunks chunks(lib_, dev, comm, rank_, layout.spans(), layout.bytes(),
+                                  layout.stride(), what);
+        s = run_staged_chunks(
+            comm, layout.bytes(), layout.stride(), what, &chunks,
+            [&](char *at, const StagedChunk &chunk) {
+                const std::vector<size_t> counts = layout.counts(chunk.index);
+                size_t elems = 0, before = 0;
+                for (size_t r = 0; r < counts.size(); ++r) {
+                    if (r < static_cast<size_t>(me)) before += counts[r];
+                    elems += counts[r];
+                }
+                hvd_status_t st =
+                    pre == 1.0 ? HVD_OK : reduce::scale_into(at, at, elems, dtype, pre);
+                char *mine = at + before * esz;
+                if (st == HVD_OK)
+                    st = collectives::reducescatter(comm, at, mine, counts, dtype, op);
+                if (st == HVD_OK && post != 1.0)
+                    st = reduce::scale_into(mine, mine, counts[static_cast<size_t>(me)], dtype,
+                                            post);
+                return st;
+            },
+            message);
+        if (s == HVD_OK) chunks.join();
+    }
+    // The staging slots are reused by the next op: wait even with a stream.
+    if (s == HVD_OK) s = finish_on_device(comm, resp, reqs, dev, nullptr, true, message);
+    return s;
+}
+
+}  // namespace hvd::engine
