@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host-staged path of GpuRunner: the run's CUDA inputs are copied into pinned host memory,
 // the CPU collectives run on the copies exactly as for host tensors (so every op, dtype and
-// reduction works, Adasum included), and the outputs are copied back to the device: Adasum
-// (which needs whole vectors) and alltoalls. Allreduces and broadcasts (gpu_staged_ops.cc),
-// allgathers (gpu_staged_allgather.cc) and reduce-scatters (gpu_staged_reducescatter.cc) are
-// pipelined in chunks instead.
+// reduction works), and the outputs are copied back to the device: Adasum, which combines
+// whole vectors. The other ops are pipelined in chunks instead: allreduces and broadcasts
+// (gpu_staged_ops.cc), allgathers (gpu_staged_allgather.cc), reduce-scatters
+// (gpu_staged_reducescatter.cc) and alltoalls (gpu_staged_alltoall.cc).
 #include "common/error.h"
 #include "engine/gpu_runner.h"
 #include "engine/staged_allreduce.h"
@@ -13,15 +13,9 @@ namespace hvd::engine {
 
 namespace {
 
-// Whether the op writes into memory the caller gave (else the library owns the output): Adasum
-// is the one allreduce that comes here (the other ops but alltoall run in chunks).
-bool caller_owned_output(const Request &req) {
-    return req.meta.type == OpType::kAllreduce;
-}
-
 // An allreduce out of place needs its own staging for the output.
 bool separate_output(const Request &req) {
-    return caller_owned_output(req) && req.output.data != req.input.data;
+    return req.output.data != req.input.data;
 }
 
 // Where a request's tensors are on the device and in the staging buffer.
@@ -68,6 +62,12 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
         return run_staged_allgather(comm, resps, reqs, dev, trace, message);
     if (resps[0].type == OpType::kReducescatter)
         return run_staged_reducescatter(comm, resps[0], reqs, dev, trace, message);
+    if (resps[0].type == OpType::kAlltoall)
+        return run_staged_alltoall(comm, resps[0], reqs, dev, trace, message);
+    if (resps[0].type != OpType::kAllreduce)  // Adasum's; staged whole
+        throw Error(HVD_ERR_INTERNAL,
+                    strprintf("rank %d: %s '%s' has no host path", rank_,
+                              op_type_name(resps[0].type), resps[0].name.c_str()));
     size_t total = 0;
     for (const RequestPtr &r : reqs)
         total += r->input.bytes() + (separate_output(*r) ? r->output.bytes() : 0);
@@ -101,23 +101,12 @@ hvd_status_t GpuRunner::run_host_staged(collectives::Comm &comm, const Response 
     }
     if (s != HVD_OK) return s;
     trace.begin("MEMCPY_HOST_TO_DEVICE");
-    for (size_t i = 0; i < reqs.size(); ++i) {
-        Request &r = *reqs[i];
-        if (caller_owned_output(r)) {
-            lib_->call("cudaMemcpyAsync (to the device)", lib_->api->copy_async, dev.device,
-                       places[i].device_out, places[i].host_out, r.output.bytes(), dev.stream);
-            continue;
-        }
-        r.device_output.reserve_device(lib_, dev.device, r.owned_data.size(), dev.stream);
+    for (size_t i = 0; i < reqs.size(); ++i)
         lib_->call("cudaMemcpyAsync (to the device)", lib_->api->copy_async, dev.device,
-                   r.device_output.data(), r.owned_data.data(), r.owned_data.size(), dev.stream);
-    }
+                   places[i].device_out, places[i].host_out, reqs[i]->output.bytes(), dev.stream);
     // The staging buffer is reused by the next op: wait for the copies even with a stream.
     s = finish_on_device(comm, resps[0], reqs, dev, nullptr, true, message);
     trace.end();
-    if (s == HVD_OK)
-        for (const RequestPtr &r : reqs)
-            if (!caller_owned_output(*r)) r->owned_data.resize(0);
     return s;
 }
 

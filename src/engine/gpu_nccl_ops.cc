@@ -190,10 +190,9 @@ void GpuRunner::queue_broadcast(Request &req, void *nc, gpu::DeviceState &dev) {
 }
 
 // resp.first_dims is the n x n matrix of rows, [sender][receiver].
-void GpuRunner::queue_alltoall(const Response &resp, Request &req, int32_t n, int32_t me, void *nc,
-                               gpu::DeviceState &dev) {
+char *GpuRunner::alltoall_output(const Response &resp, Request &req, int32_t n, int32_t me,
+                                 gpu::DeviceState &dev) {
     const size_t un = static_cast<size_t>(n), ume = static_cast<size_t>(me);
-    const size_t row_bytes = row_bytes_of(req.input);
     req.received_splits.assign(un, 0);
     int64_t rows = 0;
     for (size_t j = 0; j < un; ++j) {
@@ -202,7 +201,14 @@ void GpuRunner::queue_alltoall(const Response &resp, Request &req, int32_t n, in
     }
     req.owned_shape = req.input.shape;
     req.owned_shape[0] = rows;
-    char *out = owned_device_output(req, dev, static_cast<size_t>(rows) * row_bytes);
+    return owned_device_output(req, dev, static_cast<size_t>(rows) * row_bytes_of(req.input));
+}
+
+void GpuRunner::queue_alltoall(const Response &resp, Request &req, int32_t n, int32_t me, void *nc,
+                               gpu::DeviceState &dev) {
+    const size_t un = static_cast<size_t>(n), ume = static_cast<size_t>(me);
+    const size_t row_bytes = row_bytes_of(req.input);
+    char *out = alltoall_output(resp, req, n, me, dev);
     const char *in = static_cast<const char *>(req.input.data);
     NcclGroup group(lib_);
     size_t send_off = 0, recv_off = 0;

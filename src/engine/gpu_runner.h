@@ -106,6 +106,12 @@ class GpuRunner {
                                           const std::vector<RequestPtr> &reqs,
                                           gpu::DeviceState &dev, const ActivityTrace &trace,
                                           std::string *message);
+    // The host path's alltoalls in chunks (gpu_staged_alltoall.cc): every chunk holds a piece
+    // of every block this rank sends and receives; its own rows are copied on the device. Into
+    // a library-owned output; then finish_on_device.
+    hvd_status_t run_staged_alltoall(collectives::Comm &comm, const Response &resp,
+                                     const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                     const ActivityTrace &trace, std::string *message);
     // Whether an allreduce or allgather on NCCL runs hierarchically: comm has the job's
     // hierarchy (the op's type runs hierarchically) and HVD_HIERARCHICAL_ALLREDUCE=1 or
     // HVD_HIERARCHICAL_ALLGATHER=1 asked for it on CUDA tensors.
@@ -150,6 +156,11 @@ class GpuRunner {
     std::vector<char *> allgather_outputs(const Response *resps,
                                           const std::vector<RequestPtr> &reqs,
                                           gpu::DeviceState &dev);
+    // The alltoall's library-owned output on the device, for every member's rows to this one
+    // (resp.first_dims: the n x n matrix of rows, [sender][receiver]); sets its shape and the
+    // received splits.
+    char *alltoall_output(const Response &resp, Request &req, int32_t n, int32_t me,
+                          gpu::DeviceState &dev);
     // The host's NCCL communicator of the job's hierarchy (null where the host runs one rank),
     // made on first use; settle() then waits on it.
     void *host_comm(collectives::Comm &local, const Response &resp, gpu::DeviceState &dev,

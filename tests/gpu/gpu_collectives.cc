@@ -354,17 +354,17 @@ void test_broadcast() {
                     mp_value(HVD_DTYPE_BFLOAT16, root, i));
 }
 
-// Rank r sends j + 1 rows to rank j, each row 2 float32 values 100 r + j.
-void test_alltoall() {
+// Rank r sends per (j + 1) rows to rank j, each row cols float32 values 100 r + j.
+void alltoall_rows(int64_t per, int64_t cols) {
     std::vector<int32_t> splits(mp_size);
     int64_t rows = 0;
     for (int j = 0; j < mp_size; ++j)
-        rows += splits[j] = j + 1;
-    int64_t shape[2] = {rows, 2};
-    std::vector<char> h(static_cast<size_t>(rows) * 2 * 4);
+        rows += splits[j] = static_cast<int32_t>(per * (j + 1));
+    int64_t shape[2] = {rows, cols};
+    std::vector<char> h(static_cast<size_t>(rows * cols) * 4);
     size_t i = 0;
     for (int j = 0; j < mp_size; ++j)
-        for (int k = 0; k < 2 * (j + 1); ++k)
+        for (int64_t k = 0; k < cols * per * (j + 1); ++k)
             mp_set(HVD_DTYPE_FLOAT32, h.data(), i++, 100.0 * mp_rank + j);
     DeviceTensor in(h.size());
     in.upload(h);
@@ -379,19 +379,26 @@ void test_alltoall() {
     hvd_tensor_t out;
     if (hvd_request_output(req, 0, &out) != HVD_OK || out.device_type != HVD_DEVICE_CUDA)
         mp_die("alltoall output");
-    if (out.shape[0] != static_cast<int64_t>(mp_size) * (mp_rank + 1)) mp_die("alltoall rows");
-    std::vector<char> got(static_cast<size_t>(out.shape[0]) * 2 * 4);
+    if (out.shape[0] != static_cast<int64_t>(mp_size) * per * (mp_rank + 1))
+        mp_die("alltoall rows");
+    std::vector<char> got(static_cast<size_t>(out.shape[0] * cols) * 4);
     cuda_ok(cudaMemcpy(got.data(), out.data, got.size(), cudaMemcpyDeviceToHost), "copy");
     i = 0;
     for (int r = 0; r < mp_size; ++r)
-        for (int k = 0; k < 2 * (mp_rank + 1); ++k)
+        for (int64_t k = 0; k < cols * per * (mp_rank + 1); ++k)
             check_close("alltoall", HVD_DTYPE_FLOAT32, got.data(), i++, 100.0 * r + mp_rank);
     hvd_request_release(req);
 }
 
-// 2 n + 1 rows: uneven for n > 1 (the first member gets a row more).
-void test_reducescatter() {
-    const int64_t d0 = 2 * mp_size + 1, cols = 5;
+// Rows of 2 values, and rows of 1 MiB + 4 bytes, 3 (j + 1) of them to rank j (9 MiB and more
+// between ranks: several chunks on the host path).
+void test_alltoall() {
+    alltoall_rows(1, 2);
+    alltoall_rows(3, (int64_t{1} << 18) + 1);
+}
+
+// A reduce-scatter (Average) of d0 rows of cols float32, checked against the reference.
+void reducescatter_rows(int64_t d0, int64_t cols) {
     int64_t shape[2] = {d0, cols};
     const size_t n = static_cast<size_t>(d0 * cols);
     DeviceTensor in(n * 4);
@@ -416,6 +423,13 @@ void test_reducescatter() {
                     mp_reference(HVD_DTYPE_FLOAT32, HVD_OP_AVERAGE,
                                  static_cast<size_t>(first_row * cols) + i));
     hvd_request_release(req);
+}
+
+// 2 n + 1 rows: uneven for n > 1 (the first member gets a row more); 4 n + 1 rows of 2 MiB
+// (18 MiB and more: several chunks on the host path).
+void test_reducescatter() {
+    for (const int64_t cols : {int64_t{5}, int64_t{1} << 19})
+        reducescatter_rows((cols == 5 ? 2 : 4) * mp_size + 1, cols);
 }
 
 void test_grouped_allreduce() {

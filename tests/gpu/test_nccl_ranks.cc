@@ -392,6 +392,63 @@ std::string chunked_reducescatters(Rank &me) {
     return err;
 }
 
+// An alltoall of several chunks: ranks but the last exchange 1.2 to 3.6 MiB with each other,
+// the last rank only keeps its own rows (a member with nothing to move, or for two ranks no
+// chunk at all). Row k of those rank r sends to rank j holds r 1e6 + j 1e4 + k + column.
+std::string chunked_alltoall(Rank &me) {
+    const int64_t cols = 2047;  // rows of 8188 bytes: pieces cut elements apart
+    const int32_t last = me.size - 1;
+    auto rows_to = [last](int32_t from, int32_t to) -> int64_t {
+        if (from != to && (from == last || to == last)) return 0;
+        return 149 * (from + 2 * to + 1) + 1;
+    };
+    auto cell = [](int32_t from, int32_t to, int64_t k, int64_t c) {
+        return 1e6 * from + 1e4 * to + static_cast<double>(k + c);
+    };
+    std::vector<int32_t> splits;
+    int64_t total = 0;
+    for (int32_t j = 0; j < me.size; ++j) {
+        splits.push_back(static_cast<int32_t>(rows_to(me.rank, j)));
+        total += splits.back();
+    }
+    DeviceArray x(me.device, HVD_DTYPE_INT32, {total, cols});
+    size_t e = 0;
+    for (int32_t j = 0; j < me.size; ++j)
+        for (int64_t k = 0; k < rows_to(me.rank, j); ++k)
+            for (int64_t c = 0; c < cols; ++c)
+                store(HVD_DTYPE_INT32, x.data, e++, cell(me.rank, j, k, c));
+    Params p("a2a.chunks");
+    p.field_mask |= HVD_OP_FIELD_SPLITS;
+    p.splits = splits.data();
+    p.num_splits = me.size;
+    hvd_tensor_t t = x.tensor();
+    hvd_request_h req;
+    // Copies of a chunk take a while: a completion that does not wait for them comes early.
+    g_slow_copies(5000);
+    if (hvd_alltoall_enqueue(me.ctx, &t, &p, &req) != HVD_OK) return enqueue_failed("a2a.chunks");
+    std::string err = wait_only(req, "alltoall in chunks");
+    g_slow_copies(0);
+    if (!err.empty()) return err;
+    std::vector<std::pair<int32_t, int64_t>> row_of;  // (sender, k)
+    std::vector<int32_t> received(static_cast<size_t>(me.size));
+    hvd_request_received_splits(req, received.data(), me.size);
+    for (int32_t j = 0; j < me.size; ++j) {
+        if (received[j] != rows_to(j, me.rank)) {
+            hvd_request_release(req);
+            return "alltoall in chunks: " + std::to_string(received[j]) + " rows from rank " +
+                   std::to_string(j);
+        }
+        for (int64_t k = 0; k < received[j]; ++k)
+            row_of.push_back({j, k});
+    }
+    err = check_outstore(req, "alltoall in chunks", HVD_DTYPE_INT32,
+                         static_cast<int64_t>(row_of.size()), cols, [&](int64_t row, int64_t c) {
+                             return cell(row_of[row].first, me.rank, row_of[row].second, c);
+                         });
+    hvd_request_release(req);
+    return err;
+}
+
 void test_data_movement(void **) {
     expect_nccl(Nccl::kUsed, [] {
         for (int32_t n = 1; n <= 4; ++n)
@@ -558,8 +615,9 @@ void test_caller_stream(void **) {
 
 // Ranks on one device stage through host memory: a 40 MiB allreduce in chunks (slots
 // reused), in place and out of place, a broadcast in chunks, allgathers in chunks, into
-// library-owned and callers' outputs, in place and on the caller's stream, and reduce-scatters
-// of one chunk and of several, grouped and on the caller's stream.
+// library-owned and callers' outputs, in place and on the caller's stream, reduce-scatters
+// of one chunk and of several, grouped and on the caller's stream, and alltoalls of one chunk
+// and of several.
 void test_shared_device_host_path(void **) {
     expect_nccl(Nccl::kUnused, [] {
         for (int32_t n = 2; n <= 3; ++n)
@@ -614,7 +672,9 @@ void test_shared_device_host_path(void **) {
                 // 6 MiB per rank: 18 or 36 MiB in all, 4 or 5 chunks
                 if (err.empty()) err = allgathers_into(me, 6);
                 if (err.empty()) err = reducescatters(me);  // one chunk each
-                return err.empty() ? chunked_reducescatters(me) : err;
+                if (err.empty()) err = chunked_reducescatters(me);
+                if (err.empty()) err = alltoalls(me);  // one chunk
+                return err.empty() ? chunked_alltoall(me) : err;
             });
     });
 }
