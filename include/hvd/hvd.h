@@ -445,7 +445,10 @@ HVD_API hvd_status_t hvd_join_enqueue(hvd_context_h ctx, const hvd_op_params_t *
 /* Grouped variants: n tensors (arrays of pointers, never of structs) negotiated and completed
  * as one unit under one name (params->name or an auto-name; member i is "<name>.<i>"). The
  * parameters apply to every member. The request completes when all members have, with the
- * first member's error if any; hvd_request_output(req, i, ...) is member i's output. */
+ * first member's error if any; hvd_request_output(req, i, ...) is member i's output. The
+ * members of a grouped allreduce may share only memory that the op reads (an input read by two
+ * members, adjacent pieces of one buffer): a member's output overlapping another member's
+ * input or output (the same tensor twice in place, say) is HVD_ERR_INVALID_ARG at enqueue. */
 HVD_API hvd_status_t hvd_grouped_allreduce_enqueue(hvd_context_h ctx,
                                                    const hvd_tensor_t *const *ins,
                                                    const hvd_tensor_t *const *outs, int32_t n,
@@ -569,7 +572,8 @@ HVD_API hvd_status_t hvd_request_wait(hvd_request_h req, int64_t timeout_ms) HVD
 
 /* Output i (0 for a single-tensor op) of a request that completed with HVD_OK: data, dtype,
  * shape. For library-owned outputs (allgather, alltoall, reducescatter) the data and shape stay
- * valid until hvd_request_release; for caller-owned outputs it describes the caller's tensor.
+ * valid until hvd_request_release (an output of no elements may have NULL data); for
+ * caller-owned outputs it describes the caller's tensor.
  * A library-owned output in CUDA memory, of an op given a stream (HVD_OP_FIELD_STREAM) that
  * succeeded, is freed by the release in order on that stream: once the work queued there
  * before the release has run (reads queued there need no host wait; reads on another stream

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The enqueue functions: local validation, then a Request handed to the engine.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -180,6 +181,67 @@ void check_apart(const char *fn, const TensorRef &in, const TensorRef &out) {
         invalid(fn, strprintf("the output (%p) overlaps the input (%p, %zu bytes) without being "
                               "it: pass the same data pointer for an op in place",
                               out.data, in.data, bytes));
+}
+
+// The tensors of a group with caller-owned outputs (grouped allreduce) may share memory only
+// where nothing is written: no tensor's output may overlap another tensor's input or output
+// (a fused or chunked run would read what it already wrote). Outputs in place, and inputs
+// overlapping other inputs, are fine. One pass over the ranges sorted by address, keeping the
+// furthest ends reached by two different tensors, for writes and for everything.
+void check_group_apart(const char *fn, const std::vector<std::shared_ptr<Request>> &members) {
+    struct Range {
+        uintptr_t begin, end;
+        size_t tensor;
+        bool written;
+        const char *what;  // "input", "output" or "tensor" (in place)
+    };
+    std::vector<Range> ranges;
+    ranges.reserve(members.size() * 2);
+    for (size_t i = 0; i < members.size(); ++i) {
+        const Request &m = *members[i];
+        const auto in = reinterpret_cast<uintptr_t>(m.input.data);
+        const auto out = reinterpret_cast<uintptr_t>(m.output.data);
+        if (m.input.bytes() > 0)
+            ranges.push_back(
+                {in, in + m.input.bytes(), i, in == out, in == out ? "tensor" : "input"});
+        if (out != in && m.output.bytes() > 0)
+            ranges.push_back({out, out + m.output.bytes(), i, true, "output"});
+    }
+    std::sort(ranges.begin(), ranges.end(),
+              [](const Range &a, const Range &b) { return a.begin < b.begin; });
+    // The two furthest ends of different tensors among the ranges so far.
+    struct Reach {
+        const Range *first = nullptr, *second = nullptr;
+        void add(const Range &r) {
+            if (first == nullptr || r.tensor == first->tensor) {
+                if (first == nullptr || r.end > first->end) first = &r;
+            } else if (r.end > first->end) {
+                second = first;
+                first = &r;
+            } else if (second == nullptr || r.end > second->end) {
+                second = &r;
+            }
+        }
+        // The furthest range of a tensor other than t, if any.
+        const Range *other_than(size_t t) const {
+            return first != nullptr && first->tensor != t ? first : second;
+        }
+    } any, writes;
+    for (const Range &r : ranges) {
+        const Range *o = (r.written ? any : writes).other_than(r.tensor);
+        if (o != nullptr && o->end > r.begin) {
+            const Range &a = o->tensor < r.tensor ? *o : r, &b = o->tensor < r.tensor ? r : *o;
+            invalid(fn, strprintf("the %s of tensor %zu of the group (%p, %zu bytes) overlaps the "
+                                  "%s of tensor %zu (%p, %zu bytes), and the op writes there: "
+                                  "tensors of a group may share only memory they read",
+                                  b.what, b.tensor, reinterpret_cast<void *>(b.begin),
+                                  static_cast<size_t>(b.end - b.begin), a.what, a.tensor,
+                                  reinterpret_cast<void *>(a.begin),
+                                  static_cast<size_t>(a.end - a.begin)));
+        }
+        any.add(r);
+        if (r.written) writes.add(r);
+    }
 }
 
 hvd::engine::Context &live_context(const char *fn, hvd_context_h ctx) {
@@ -410,6 +472,7 @@ hvd_status_t submit_group(const char *fn, hvd_context_h ctx, int32_t n,
         m->parent = parent;
         parent->members.push_back(std::move(m));
     }
+    if (type == OpType::kAllreduce) check_group_apart(fn, parent->members);
     auto handle = std::make_unique<hvd_request>();
     handle->req = parent;
     handle->engine = c.engine_ref();

@@ -306,6 +306,62 @@ static void test_grouped(void **state) {
     hvd_request_release(req);
 }
 
+/* Tensors of a grouped allreduce share only memory they read: the same tensor twice in place,
+ * or one's input inside another's output, is refused on every rank before anything runs; one
+ * input read by two tensors into outputs of their own is reduced for both. */
+static void test_grouped_shared_memory(void **state) {
+    (void)state;
+    float buf[8], out0[4], out1[4];
+    for (int i = 0; i < 8; ++i)
+        buf[i] = (float)(mp_rank + i);
+    int64_t four[1] = {4};
+    hvd_tensor_t x = mp_tensor(buf, HVD_DTYPE_FLOAT32, 1, four);
+    hvd_tensor_t shifted = mp_tensor(buf + 3, HVD_DTYPE_FLOAT32, 1, four);
+    hvd_tensor_t tail = mp_tensor(buf + 4, HVD_DTYPE_FLOAT32, 1, four);
+    hvd_tensor_t o0 = mp_tensor(out0, HVD_DTYPE_FLOAT32, 1, four);
+    hvd_tensor_t o1 = mp_tensor(out1, HVD_DTYPE_FLOAT32, 1, four);
+    hvd_request_h req = NULL;
+    char detail[512];
+    const hvd_tensor_t *twice[2] = {&x, &x};
+    assert_int_equal(hvd_grouped_allreduce_enqueue(mp_ctx, twice, twice, 2, NULL, &req),
+                     HVD_ERR_INVALID_ARG);
+    hvd_last_error(detail, sizeof detail);
+    assert_non_null(strstr(detail, "tensor 1 of the group"));
+    assert_non_null(strstr(detail, "tensor 0"));
+    /* tensor 1 reads buf[3..7) out of place; tensor 0 writes buf[0..4) in place */
+    const hvd_tensor_t *ins[2] = {&x, &shifted}, *outs[2] = {&x, &o1};
+    assert_int_equal(hvd_grouped_allreduce_enqueue(mp_ctx, ins, outs, 2, NULL, &req),
+                     HVD_ERR_INVALID_ARG);
+    hvd_last_error(detail, sizeof detail);
+    assert_non_null(strstr(detail, "the input of tensor 1"));
+    /* tensor 1 writes out of place where tensor 0 reads */
+    ins[0] = &o0;
+    outs[0] = &o1;
+    ins[1] = &x;
+    outs[1] = &o0;
+    assert_int_equal(hvd_grouped_allreduce_enqueue(mp_ctx, ins, outs, 2, NULL, &req),
+                     HVD_ERR_INVALID_ARG);
+    hvd_last_error(detail, sizeof detail);
+    assert_non_null(strstr(detail, "the output of tensor 1"));
+    assert_null(req);
+    /* adjacent halves in place, and one input read twice into two outputs: allowed */
+    const hvd_tensor_t *halves[2] = {&x, &tail};
+    assert_int_equal(hvd_grouped_allreduce_enqueue(mp_ctx, halves, halves, 2, NULL, &req), HVD_OK);
+    assert_int_equal(mp_wait(req), HVD_OK);
+    hvd_request_release(req);
+    const float rsum = (float)(mp_size * (mp_size - 1) / 2);
+    for (int i = 0; i < 8; ++i)
+        assert_true(buf[i] == rsum + mp_size * i);
+    const hvd_tensor_t *same[2] = {&x, &x}, *apart[2] = {&o0, &o1};
+    assert_int_equal(hvd_grouped_allreduce_enqueue(mp_ctx, same, apart, 2, NULL, &req), HVD_OK);
+    assert_int_equal(mp_wait(req), HVD_OK);
+    hvd_request_release(req);
+    for (int i = 0; i < 4; ++i) {
+        assert_true(out0[i] == mp_size * (rsum + mp_size * i));
+        assert_true(out1[i] == out0[i]);
+    }
+}
+
 int main(void) {
     mp_init();
     const struct CMUnitTest tests[] = {
@@ -313,6 +369,7 @@ int main(void) {
         cmocka_unit_test(test_join_blocks_other_collectives),
         cmocka_unit_test(test_adasum),
         cmocka_unit_test(test_grouped),
+        cmocka_unit_test(test_grouped_shared_memory),
         cmocka_unit_test(test_fused_layouts),
     };
     if (cmocka_run_group_tests(tests, NULL, NULL) != 0) return 1;
