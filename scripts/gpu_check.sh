@@ -181,6 +181,10 @@ if [ $probe -eq 0 ]; then
   check "hvd_bench --device cuda allreduce, 2 ranks sharing the GPU (host-staged)" 60 \
     env HVD_GPU_OPERATIONS=host CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}" \
     "$hvdrun" -np 2 "$hvd_bench" --device cuda "${sweep[@]}"
+  for coll in reducescatter alltoall; do
+    check "hvd_bench --device cuda $coll, 2 ranks sharing the GPU (host-staged)" 45 \
+      "$hvdrun" -np 2 "$hvd_bench" --device cuda -c $coll -b 4K -e 64M -f 8 -t 0.2
+  done
 elif [ $probe -eq 77 ]; then
   results+=("SKIP hvd_bench --device cuda and the GPU peers (no CUDA device)")
 else
