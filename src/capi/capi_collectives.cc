@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <tuple>
 
 #include "capi/guard.h"
 #include "capi/handles.h"
@@ -183,37 +184,41 @@ void check_apart(const char *fn, const TensorRef &in, const TensorRef &out) {
                               out.data, in.data, bytes));
 }
 
-// The tensors of a group with caller-owned outputs (grouped allreduce) may share memory only
-// where nothing is written: no tensor's output may overlap another tensor's input or output
+// The members of a group with caller-owned outputs (grouped allreduce) may share memory only
+// where nothing is written: no member's output may overlap another member's input or output
 // (a fused or chunked run would read what it already wrote). Outputs in place, and inputs
-// overlapping other inputs, are fine. One pass over the ranges sorted by address, keeping the
-// furthest ends reached by two different tensors, for writes and for everything.
+// overlapping other inputs, are fine. One pass per device over the ranges sorted by address,
+// keeping the furthest ends reached by two different members, for writes and for everything.
 void check_group_apart(const char *fn, const std::vector<std::shared_ptr<Request>> &members) {
     struct Range {
+        int32_t device_type, device_id;
         uintptr_t begin, end;
-        size_t tensor;
+        size_t member;
         bool written;
-        const char *what;  // "input", "output" or "tensor" (in place)
+        const char *what;  // "input", "output" or "tensor (in place)"
     };
     std::vector<Range> ranges;
     ranges.reserve(members.size() * 2);
     for (size_t i = 0; i < members.size(); ++i) {
-        const Request &m = *members[i];
-        const auto in = reinterpret_cast<uintptr_t>(m.input.data);
-        const auto out = reinterpret_cast<uintptr_t>(m.output.data);
-        if (m.input.bytes() > 0)
+        const TensorRef &in = members[i]->input, &out = members[i]->output;
+        const auto a = reinterpret_cast<uintptr_t>(in.data);
+        const auto b = reinterpret_cast<uintptr_t>(out.data);
+        if (in.bytes() > 0)
+            ranges.push_back({in.device_type, in.device_id, a, a + in.bytes(), i, a == b,
+                              a == b ? "tensor (in place)" : "input"});
+        if (b != a && out.bytes() > 0)
             ranges.push_back(
-                {in, in + m.input.bytes(), i, in == out, in == out ? "tensor" : "input"});
-        if (out != in && m.output.bytes() > 0)
-            ranges.push_back({out, out + m.output.bytes(), i, true, "output"});
+                {out.device_type, out.device_id, b, b + out.bytes(), i, true, "output"});
     }
-    std::sort(ranges.begin(), ranges.end(),
-              [](const Range &a, const Range &b) { return a.begin < b.begin; });
-    // The two furthest ends of different tensors among the ranges so far.
+    std::sort(ranges.begin(), ranges.end(), [](const Range &x, const Range &y) {
+        return std::tie(x.device_type, x.device_id, x.begin) <
+               std::tie(y.device_type, y.device_id, y.begin);
+    });
+    // The two furthest ends of different members among a device's ranges so far.
     struct Reach {
         const Range *first = nullptr, *second = nullptr;
         void add(const Range &r) {
-            if (first == nullptr || r.tensor == first->tensor) {
+            if (first == nullptr || r.member == first->member) {
                 if (first == nullptr || r.end > first->end) first = &r;
             } else if (r.end > first->end) {
                 second = first;
@@ -222,20 +227,24 @@ void check_group_apart(const char *fn, const std::vector<std::shared_ptr<Request
                 second = &r;
             }
         }
-        // The furthest range of a tensor other than t, if any.
-        const Range *other_than(size_t t) const {
-            return first != nullptr && first->tensor != t ? first : second;
+        // The furthest range of a member other than m, if any.
+        const Range *other_than(size_t m) const {
+            return first != nullptr && first->member != m ? first : second;
         }
     } any, writes;
-    for (const Range &r : ranges) {
-        const Range *o = (r.written ? any : writes).other_than(r.tensor);
+    for (size_t i = 0; i < ranges.size(); ++i) {
+        const Range &r = ranges[i];
+        if (i > 0 &&
+            (r.device_type != ranges[i - 1].device_type || r.device_id != ranges[i - 1].device_id))
+            any = writes = Reach{};
+        const Range *o = (r.written ? any : writes).other_than(r.member);
         if (o != nullptr && o->end > r.begin) {
-            const Range &a = o->tensor < r.tensor ? *o : r, &b = o->tensor < r.tensor ? r : *o;
-            invalid(fn, strprintf("the %s of tensor %zu of the group (%p, %zu bytes) overlaps the "
-                                  "%s of tensor %zu (%p, %zu bytes), and the op writes there: "
-                                  "tensors of a group may share only memory they read",
-                                  b.what, b.tensor, reinterpret_cast<void *>(b.begin),
-                                  static_cast<size_t>(b.end - b.begin), a.what, a.tensor,
+            const Range &a = o->member < r.member ? *o : r, &b = o->member < r.member ? r : *o;
+            invalid(fn, strprintf("member %zu's %s (%p, %zu bytes) overlaps member %zu's %s (%p, "
+                                  "%zu bytes), and the op writes there: members of a group may "
+                                  "share only memory they read",
+                                  b.member, b.what, reinterpret_cast<void *>(b.begin),
+                                  static_cast<size_t>(b.end - b.begin), a.member, a.what,
                                   reinterpret_cast<void *>(a.begin),
                                   static_cast<size_t>(a.end - a.begin)));
         }

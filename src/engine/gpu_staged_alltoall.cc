@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The alltoall of CUDA tensors through pinned host memory in chunks. With C chunks, the rows
-// this rank sends to member j and those it receives from j are each cut into C pieces of
-// ceil(bytes / C) bytes (the last ones shorter or empty); sender and receiver cut a block
-// alike, from the agreed matrix of rows. Chunk k holds piece k of every block this rank sends,
-// member by member, then room for piece k of every block it receives: each chunk is an
+// this rank sends to member j and those it receives from j are each cut into C pieces of about
+// bytes / C (staged_piece_bytes; the last ones shorter or empty); sender and receiver cut a
+// block alike, from the agreed matrix of rows. Chunk k holds piece k of every block this rank
+// sends, member by member, then room for piece k of every block it receives: each chunk is an
 // alltoallv in which every pair of members exchanges at once. The sends go to the host, the
 // receptions come back into place in the output, and the rank's own rows are copied on the
 // device, outside the chunks. C follows the member that moves the most bytes, so every member
@@ -97,7 +97,7 @@ class ExchangeChunks {
         size_t bytes;
         size_t full = 0;  // the bytes of its pieces but the last ones
         size_t piece(size_t chunks) {
-            full = chunks == 0 ? 0 : (bytes + chunks - 1) / chunks;
+            full = staged_piece_bytes(bytes, chunks);
             return full;
         }
         size_t begin(size_t k) const { return std::min(k * full, bytes); }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The reduce-scatter of CUDA tensors through pinned host memory in chunks. Member r's block is
 // its rows of every tensor of the run, tensor by tensor (as the host path fuses them); with C
-// chunks, each block is cut into C pieces of ceil(E_r / C) elements (the last ones shorter or
-// empty). Chunk k holds piece k of every member's block, member by member, so each chunk is a
-// reduce-scatter in which every member gets its piece (all of them reduce at once, as in the
-// whole op), and only this rank's piece of the result is copied back, into its output. Chunks
-// lie `stride` bytes apart in the run, the sum of the members' full pieces; a chunk whose
+// chunks, each block is cut into C pieces of about E_r / C elements (staged_piece_bytes; the
+// last ones shorter or empty). Chunk k holds piece k of every member's block, member by member, so
+// each chunk is a reduce-scatter in which every member gets its piece (all of them reduce at once,
+// as in the whole op), and only this rank's piece of the result is copied back, into its output.
+// Chunks lie `stride` bytes apart in the run, the sum of the members' full pieces; a chunk whose
 // pieces ran short leaves its tail unused. Every member cuts the same chunks: they depend on
 // the shapes alone. The prescale applies to each chunk on the host before the reduction, the
 // postscale (Average's division included) to this rank's piece after it.
@@ -55,14 +55,14 @@ class ScatterChunks {
         pieces_.assign(members, 0);
         size_t stride_elems = 0;
         for (size_t r = 0; r < members; ++r) {
-            pieces_[r] = chunks_ == 0 ? 0 : (blocks_[r] + chunks_ - 1) / chunks_;
+            pieces_[r] = staged_piece_bytes(blocks_[r] * esz_, chunks_) / esz_;
             stride_elems += pieces_[r];
         }
         stride_ = stride_elems * esz_;
         lay_out(segments);
     }
 
-    // The run's bytes and the stride of its chunks (every chunk but the last is that long).
+    // The run's bytes, and the stride of its chunks: every chunk's pieces fit in it.
     size_t bytes() const { return bytes_; }
     size_t stride() const { return stride_; }
     const std::vector<DeviceSpan> &spans() const { return spans_; }

@@ -32,6 +32,13 @@ size_t staged_chunk_count(size_t bytes, size_t chunk_bytes) {
     return chunk_bytes == 0 ? 1 : (bytes + chunk_bytes - 1) / chunk_bytes;
 }
 
+size_t staged_piece_bytes(size_t block_bytes, size_t chunks) {
+    constexpr size_t kAlign = 256;
+    if (chunks == 0) return 0;
+    const size_t piece = (block_bytes + chunks - 1) / chunks;
+    return (piece + kAlign - 1) / kAlign * kAlign;
+}
+
 hvd_status_t run_staged_chunks(const collectives::Comm &comm, size_t bytes, size_t chunk_bytes,
                                const std::string &what, StagedChunks *chunks,
                                const ChunkCollective &collective, std::string *message) {

@@ -26,6 +26,13 @@ size_t staged_chunk_bytes(size_t bytes);
 // empty run.
 size_t staged_chunk_count(size_t bytes, size_t chunk_bytes);
 
+// The bytes of each piece (but the last, which may be shorter or empty) when a block of
+// `block_bytes` bytes is cut into `chunks` pieces, one per chunk: ceil(block_bytes / chunks)
+// rounded up to whole 256 bytes (whole elements of every dtype), so that pieces laid one after
+// another in a slot start aligned for the copies. 0 where chunks is 0. Ops that cut every
+// member's blocks so (reduce-scatter, alltoall) get the same pieces on every member.
+size_t staged_piece_bytes(size_t block_bytes, size_t chunks);
+
 // The chunks of a run, numbered 0, 1, ... in the order of the run's bytes.
 struct StagedChunk {
     size_t index;

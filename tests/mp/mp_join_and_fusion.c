@@ -326,14 +326,14 @@ static void test_grouped_shared_memory(void **state) {
     assert_int_equal(hvd_grouped_allreduce_enqueue(mp_ctx, twice, twice, 2, NULL, &req),
                      HVD_ERR_INVALID_ARG);
     hvd_last_error(detail, sizeof detail);
-    assert_non_null(strstr(detail, "tensor 1 of the group"));
-    assert_non_null(strstr(detail, "tensor 0"));
+    assert_non_null(strstr(detail, "member 1's tensor (in place)"));
+    assert_non_null(strstr(detail, "member 0's tensor (in place)"));
     /* tensor 1 reads buf[3..7) out of place; tensor 0 writes buf[0..4) in place */
     const hvd_tensor_t *ins[2] = {&x, &shifted}, *outs[2] = {&x, &o1};
     assert_int_equal(hvd_grouped_allreduce_enqueue(mp_ctx, ins, outs, 2, NULL, &req),
                      HVD_ERR_INVALID_ARG);
     hvd_last_error(detail, sizeof detail);
-    assert_non_null(strstr(detail, "the input of tensor 1"));
+    assert_non_null(strstr(detail, "member 1's input"));
     /* tensor 1 writes out of place where tensor 0 reads */
     ins[0] = &o0;
     outs[0] = &o1;
@@ -342,7 +342,7 @@ static void test_grouped_shared_memory(void **state) {
     assert_int_equal(hvd_grouped_allreduce_enqueue(mp_ctx, ins, outs, 2, NULL, &req),
                      HVD_ERR_INVALID_ARG);
     hvd_last_error(detail, sizeof detail);
-    assert_non_null(strstr(detail, "the output of tensor 1"));
+    assert_non_null(strstr(detail, "member 1's output"));
     assert_null(req);
     /* adjacent halves in place, and one input read twice into two outputs: allowed */
     const hvd_tensor_t *halves[2] = {&x, &tail};

@@ -196,6 +196,21 @@ void test_chunk_sizes(void **) {
     assert_int_equal(staged_chunk_bytes(24 * kMiB + 4), 7 * kMiB);
     assert_int_equal(staged_chunk_bytes(32 * kMiB), 8 * kMiB);
     assert_int_equal(staged_chunk_bytes(size_t{5} << 30), 8 * kMiB);
+    // Pieces of a block cut for C chunks: whole 256 bytes, C of them covering the block.
+    using hvd::engine::staged_piece_bytes;
+    assert_int_equal(staged_piece_bytes(1000, 0), 0);
+    assert_int_equal(staged_piece_bytes(0, 3), 0);
+    assert_int_equal(staged_piece_bytes(1, 3), 256);
+    assert_int_equal(staged_piece_bytes(3 * 256, 3), 256);
+    assert_int_equal(staged_piece_bytes(3 * 256 + 1, 3), 512);
+    assert_int_equal(staged_piece_bytes(6 * kMiB + 6, 3), 2 * kMiB + 256);
+    for (size_t block : {size_t{1}, size_t{255}, size_t{4097}, 7 * kMiB + 3})
+        for (size_t chunks : {size_t{1}, size_t{2}, size_t{3}, size_t{7}}) {
+            const size_t piece = staged_piece_bytes(block, chunks);
+            assert_int_equal(piece % 256, 0);
+            assert_true(piece * chunks >= block);
+            assert_true(piece < 256 + (block + chunks - 1) / chunks);
+        }
 }
 
 // Three ranks, the last joined: ranks 0 and 1 stage their inputs as the GPU path does, rank 2
