@@ -149,6 +149,32 @@ std::string stalled_allreduce(Rank &me) {
 
 // ------------------------------------------------------------------ one host's process
 
+// Runs `body` on each of `ranks` of a job of `size` ranks, as threads of this process, the
+// i-th of them on device i; finalizes each context where `finalize`. Returns each rank's "" or
+// what failed.
+std::vector<std::string> run_ranks(const std::vector<int32_t> &ranks, int32_t size,
+                                   const hvd_unique_id_t &id, bool finalize,
+                                   const std::function<std::string(Rank &)> &body) {
+    std::vector<std::string> errors(ranks.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < ranks.size(); ++i)
+        threads.emplace_back([&, i] {
+            Rank me;
+            me.rank = ranks[i];
+            me.size = size;
+            me.device = static_cast<int32_t>(i);
+            if (inprocess_job::join_job(id, me.rank, size, &me.ctx) != HVD_OK) {
+                errors[i] = "init";
+                return;
+            }
+            errors[i] = body(me);
+            if (finalize) hvd_finalize(me.ctx);
+        });
+    for (std::thread &t : threads)
+        t.join();
+    return errors;
+}
+
 // Runs the ranks of `layout` (one host letter per rank) on host `host`, as threads of this
 // process, device i for its i-th rank. `dies`: this host's ranks finish one allreduce, start
 // another that their devices never reach, and the process ends without a word (the other
@@ -162,28 +188,14 @@ int run_host(const std::string &layout, char host, const hvd_unique_id_t &id, bo
     const uint64_t rounds = g_rounds(), pinned = g_pinned_allocs();
     // Copies of a chunk take a while: work that does not wait for them reads too early.
     g_slow_copies(5000);
-    std::vector<std::string> errors(mine.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < mine.size(); ++i)
-        threads.emplace_back([&, i] {
-            Rank me;
-            me.rank = mine[i];
-            me.size = size;
-            me.device = static_cast<int32_t>(i);
-            if (inprocess_job::join_job(id, me.rank, size, &me.ctx) != HVD_OK) {
-                errors[i] = "init";
-                return;
-            }
-            if (dies) {
-                errors[i] = averaged_sizes(me, {100}, "before", false);
-                if (errors[i].empty()) errors[i] = stalled_allreduce(me);
-                return;  // no finalize: the process ends below
-            }
-            errors[i] = every_case(me);
-            hvd_finalize(me.ctx);
-        });
-    for (std::thread &t : threads)
-        t.join();
+    // Dying, the ranks do not finalize: the process ends below.
+    const std::vector<std::string> errors =
+        dies ? run_ranks(mine, size, id, false,
+                         [](Rank &me) {
+                             std::string err = averaged_sizes(me, {100}, "before", false);
+                             return err.empty() ? stalled_allreduce(me) : err;
+                         })
+             : run_ranks(mine, size, id, true, every_case);
     if (dies) {  // a while after, so that the other hosts' holders wait for this one's shares
         for (const std::string &e : errors)
             if (!e.empty()) std::fprintf(stderr, "host %c: %s\n", host, e.c_str());
@@ -352,33 +364,19 @@ void test_a_host_dies(void **) {
     assert_int_equal(hvd_get_unique_id(&id), HVD_OK);
     Children children;
     children.add(spawn_host("aabb", 'b', to_hex(id), true));
-    std::vector<std::string> errors(2);
     const auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> threads;
-    for (int32_t r = 0; r < 2; ++r)
-        threads.emplace_back([&, r] {
-            Rank me;
-            me.rank = r;
-            me.size = 4;
-            me.device = r;
-            if (inprocess_job::join_job(id, r, 4, &me.ctx) != HVD_OK) {
-                errors[r] = "init";
-                return;
-            }
-            errors[r] = averaged_sizes(me, {100}, "before", false);
-            if (errors[r].empty()) {
-                DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {1000});
-                Params p("after");
-                hvd_tensor_t t = x.tensor();
-                hvd_request_h req;
-                if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) == HVD_OK &&
-                    finish(req, "after").empty())
-                    errors[r] = "the allreduce without host b succeeded";
-            }
-            hvd_finalize(me.ctx);
-        });
-    for (std::thread &t : threads)
-        t.join();
+    const std::vector<std::string> errors = run_ranks({0, 1}, 4, id, true, [](Rank &me) {
+        std::string err = averaged_sizes(me, {100}, "before", false);
+        if (!err.empty()) return err;
+        DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {1000});
+        Params p("after");
+        hvd_tensor_t t = x.tensor();
+        hvd_request_h req;
+        if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) == HVD_OK &&
+            finish(req, "after").empty())
+            return std::string("the allreduce without host b succeeded");
+        return std::string();
+    });
     const double took =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const int code = children.wait(0, 30);
