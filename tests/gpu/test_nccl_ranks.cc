@@ -679,6 +679,21 @@ void test_shared_device_host_path(void **) {
     });
 }
 
+// Four ranks on one device: the staged reduce-scatters and alltoalls, of one chunk and of
+// several (the last rank keeps only its own rows of the chunked alltoall).
+void test_shared_device_four_ranks(void **) {
+    expect_nccl(Nccl::kUnused, [] {
+        run_job(4, shared_device, [](Rank &me) {
+            for (auto step :
+                 {reducescatters, chunked_reducescatters, alltoalls, chunked_alltoall}) {
+                std::string err = step(me);
+                if (!err.empty()) return err;
+            }
+            return std::string();
+        });
+    });
+}
+
 // A job of one rank runs every op on its device: NCCL, or on the host path (NCCL's missing
 // dtypes; everything with HVD_GPU_OPERATIONS=host) copies or scales there, no data through
 // host memory.
@@ -802,6 +817,7 @@ int main() {
         cmocka_unit_test(test_process_set),
         cmocka_unit_test(test_caller_stream),
         cmocka_unit_test(test_shared_device_host_path),
+        cmocka_unit_test(test_shared_device_four_ranks),
         cmocka_unit_test(test_one_rank_stays_on_device),
         cmocka_unit_test(test_nccl_error),
         cmocka_unit_test(test_stalled_peer),
