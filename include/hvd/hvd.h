@@ -196,7 +196,9 @@ typedef struct hvd_op_params {
                                       the work queued on the stream before the enqueue call,
                                       as an NCCL call on that stream would. A stream of the
                                       tensors' device; cudaStreamPerThread is refused
-                                      (HVD_ERR_INVALID_ARG): pass the stream's own handle. */
+                                      (HVD_ERR_INVALID_ARG): pass the stream's own handle. A
+                                      stream capturing a CUDA graph is refused
+                                      (HVD_ERR_UNSUPPORTED): ops cannot be captured. */
     int32_t num_splits;            /* HVD_OP_FIELD_SPLITS: entries in splits (= set size) */
 } hvd_op_params_t;
 #define HVD_MAX_NAME 1024

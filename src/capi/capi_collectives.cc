@@ -341,6 +341,7 @@ void fill_meta(const char *fn, Request &req, const OpParams &o, std::string_view
                                   "which the library's thread cannot reach: pass that stream's "
                                   "own handle",
                                   req.meta.name.c_str()));
+        hvd::gpu::check_not_capturing(fn, req.meta.name.c_str(), req.input.device_id, o.stream);
         req.stream = o.stream;
         req.has_stream = true;
         // Without a ready event, the inputs are what the caller queued on the stream so far.

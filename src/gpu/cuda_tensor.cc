@@ -69,4 +69,17 @@ CudaTensorInfo check_cuda_tensor(const char *fn, const char *which, const void *
     return info;
 }
 
+void check_not_capturing(const char *fn, const char *name, int32_t device_id, void *stream) {
+    const GpuLibrary &lib = *gpu_library(nullptr);
+    int32_t capturing = 0;
+    lib.call("cudaStreamIsCapturing", lib.api->stream_capturing, device_id, stream, &capturing);
+    if (capturing)
+        throw Error(HVD_ERR_UNSUPPORTED,
+                    strprintf("%s: '%s': the given stream is capturing a CUDA graph, and "
+                              "libhvd's ops cannot be captured (they run on the library's own "
+                              "streams and negotiate with the other ranks on the host): enqueue "
+                              "them outside the capture",
+                              fn, name));
+}
+
 }  // namespace hvd::gpu

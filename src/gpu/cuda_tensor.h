@@ -21,4 +21,11 @@ struct CudaTensorInfo {
 CudaTensorInfo check_cuda_tensor(const char *fn, const char *which, const void *data,
                                  int32_t device_id, size_t bytes);
 
+// Refuses an op given `stream` (a cudaStream_t of device_id, checked by check_cuda_tensor
+// before) while that stream is capturing a CUDA graph: the op's work runs on the library's
+// streams after a negotiation among the ranks, which a graph cannot replay. fn and name (the
+// op's) go into the message. Throws hvd::Error: HVD_ERR_UNSUPPORTED while capturing,
+// HVD_ERR_DEVICE when CUDA fails. Thread-safe.
+void check_not_capturing(const char *fn, const char *name, int32_t device_id, void *stream);
+
 }  // namespace hvd::gpu

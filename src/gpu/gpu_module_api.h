@@ -145,6 +145,10 @@ typedef struct hvd_gpu_module {
                      hvd_gpu_err_t *err);
     int (*nccl_recv)(void *recv, size_t bytes, int32_t peer, void *comm, void *stream,
                      hvd_gpu_err_t *err);
+
+    /* *capturing: 1 where `stream` (NULL: the device's default stream) is capturing a CUDA
+     * graph (cudaStreamIsCapturing), else 0. Never blocks. */
+    int (*stream_capturing)(int32_t device, void *stream, int32_t *capturing, hvd_gpu_err_t *err);
 } hvd_gpu_module_t;
 
 /* The module's one exported symbol: its table when it speaks abi_version, else NULL with

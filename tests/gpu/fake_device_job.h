@@ -33,6 +33,7 @@ inline void (*g_fail_rounds)(int, const char *) = nullptr;      // makes its nex
 inline void (*g_gate)(int32_t, void *, const int *) = nullptr;  // blocks a stream until opened
 inline uint64_t (*g_pinned_allocs)() = nullptr;                 // pinned host buffers it made
 inline void (*g_slow_copies)(int) = nullptr;                    // makes large copies take longer
+inline void (*g_capture)(void *, int) = nullptr;  // marks a stream as capturing a CUDA graph
 // Which host each rank of a job of several hosts runs on (one letter per rank; empty: one).
 inline std::string g_layout;
 
@@ -484,9 +485,10 @@ inline bool load_fake_device(const char *path) {
     g_gate =
         reinterpret_cast<void (*)(int32_t, void *, const int *)>(dlsym(h, "fake_gpu_device_gate"));
     g_slow_copies = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_gpu_device_slow_copies"));
+    g_capture = reinterpret_cast<void (*)(void *, int)>(dlsym(h, "fake_gpu_device_capture"));
     if (g_device == nullptr || g_rounds == nullptr || g_misuses == nullptr ||
         g_fail_rounds == nullptr || g_pinned_allocs == nullptr || g_gate == nullptr ||
-        g_slow_copies == nullptr) {
+        g_slow_copies == nullptr || g_capture == nullptr) {
         std::fprintf(stderr, "%s is not the test GPU module\n", path);
         return false;
     }

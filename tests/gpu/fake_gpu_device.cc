@@ -710,6 +710,16 @@ int f_nccl_recv(void *recv, size_t bytes, int32_t peer, void *comm, void *stream
     return nccl_call(comm, stream, o, err);
 }
 
+// Streams the test says are capturing a graph (fake_gpu_device_capture).
+std::mutex capturing_mu;
+std::set<void *> capturing_streams;
+
+int f_stream_capturing(int32_t, void *stream, int32_t *capturing, hvd_gpu_err_t *) {
+    std::lock_guard<std::mutex> lock(capturing_mu);
+    *capturing = capturing_streams.count(stream) > 0;
+    return 0;
+}
+
 const hvd_gpu_module_t kTable = {
     HVD_GPU_MODULE_ABI_VERSION,
     sizeof(hvd_gpu_module_t),
@@ -747,6 +757,7 @@ const hvd_gpu_module_t kTable = {
     f_nccl_allgather,
     f_nccl_send,
     f_nccl_recv,
+    f_stream_capturing,
 };
 
 }  // namespace
@@ -802,4 +813,14 @@ extern "C" __attribute__((visibility("default"))) uint64_t fake_gpu_device_pinne
 // For the test: copies (cudaMemcpyAsync) of a MiB or more take `us` microseconds longer.
 extern "C" __attribute__((visibility("default"))) void fake_gpu_device_slow_copies(int us) {
     large_copy_delay_us.store(us);
+}
+
+// For the test: marks a stream as capturing a CUDA graph (on), or not.
+extern "C" __attribute__((visibility("default"))) void fake_gpu_device_capture(void *stream,
+                                                                               int on) {
+    std::lock_guard<std::mutex> lock(capturing_mu);
+    if (on)
+        capturing_streams.insert(stream);
+    else
+        capturing_streams.erase(stream);
 }

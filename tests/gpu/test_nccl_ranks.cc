@@ -611,6 +611,42 @@ void test_caller_stream(void **) {
     });
 }
 
+// An op given a stream that is capturing a CUDA graph is refused at enqueue on every rank,
+// saying why, and nothing runs; the same op on the stream outside the capture runs.
+void test_graph_capture_refused(void **) {
+    expect_nccl(Nccl::kUsed, [] {
+        run_job(2, own_device, [](Rank &me) {
+            CallerStream s(me.device);
+            DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {8});
+            for (size_t i = 0; i < x.count; ++i)
+                store(HVD_DTYPE_FLOAT32, x.data, i, static_cast<double>(i));
+            Params p("captured");
+            p.field_mask |= HVD_OP_FIELD_STREAM;
+            p.stream = s.stream;
+            hvd_tensor_t t = x.tensor();
+            hvd_request_h req = nullptr;
+            g_capture(s.stream, 1);
+            const hvd_status_t st = hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req);
+            g_capture(s.stream, 0);
+            char msg[512];
+            hvd_last_error(msg, sizeof msg);
+            if (st != HVD_ERR_UNSUPPORTED || req != nullptr)
+                return "a capturing stream was not refused: " + std::string(hvd_status_name(st));
+            if (std::strstr(msg, "capturing a CUDA graph") == nullptr ||
+                std::strstr(msg, "'captured'") == nullptr)
+                return "the refusal does not say why: " + std::string(msg);
+            if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) != HVD_OK)
+                return enqueue_failed("captured, after the capture");
+            std::string err = finish(req, "allreduce after the capture");
+            if (err.empty() && !s.sync()) err = "the caller's stream did not finish";
+            if (err.empty())
+                err = compare("allreduce after the capture", HVD_DTYPE_FLOAT32, x.data, x.count,
+                              [](size_t i) { return 2.0 * static_cast<double>(i); });
+            return err;
+        });
+    });
+}
+
 // ------------------------------------------------------------------ ranks sharing a device
 
 // Ranks on one device stage through host memory: a 40 MiB allreduce in chunks (slots
@@ -816,6 +852,7 @@ int main() {
         cmocka_unit_test(test_data_movement),
         cmocka_unit_test(test_process_set),
         cmocka_unit_test(test_caller_stream),
+        cmocka_unit_test(test_graph_capture_refused),
         cmocka_unit_test(test_shared_device_host_path),
         cmocka_unit_test(test_shared_device_four_ranks),
         cmocka_unit_test(test_one_rank_stays_on_device),

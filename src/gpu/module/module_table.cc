@@ -390,6 +390,15 @@ int m_event_query(int32_t device, void *event, int32_t *done, hvd_gpu_err_t *err
     return 0;
 }
 
+int m_stream_capturing(int32_t device, void *stream, int32_t *capturing, hvd_gpu_err_t *err) {
+    ON_DEVICE(device);
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    CUDA_TRY(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status),
+             "cudaStreamIsCapturing");
+    *capturing = status != cudaStreamCaptureStatusNone;
+    return 0;
+}
+
 int m_stream_wait_event(int32_t device, void *stream, void *event, hvd_gpu_err_t *err) {
     ON_DEVICE(device);
     CUDA_TRY(
@@ -610,6 +619,7 @@ const hvd_gpu_module_t kTable = {
     m_nccl_allgather,
     m_nccl_send,
     m_nccl_recv,
+    m_stream_capturing,
 };
 
 }  // namespace
