@@ -545,6 +545,32 @@ void test_per_thread_stream_refused() {
         mp_die("cudaStreamPerThread refused with '%s'", why);
 }
 
+// An op given a stream that is capturing a CUDA graph is refused at enqueue, and the capture
+// stays valid (nothing of the op's was queued on the stream).
+void test_capturing_stream_refused() {
+    DeviceTensor t(64 * 4);
+    int64_t shape[1] = {64};
+    hvd_tensor_t d = cuda_tensor(t.ptr, HVD_DTYPE_FLOAT32, 1, shape);
+    cudaStream_t st;
+    cuda_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    hvd_op_params_t p = mp_reduce_params("capturing_stream", HVD_OP_SUM);
+    p.field_mask |= HVD_OP_FIELD_STREAM;
+    p.stream = st;
+    cuda_ok(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    hvd_request_h req = nullptr;
+    hvd_status_t s = hvd_allreduce_enqueue(mp_ctx, &d, &d, &p, &req);
+    char why[512];
+    hvd_last_error(why, sizeof why);
+    cudaGraph_t graph = nullptr;
+    cuda_ok(cudaStreamEndCapture(st, &graph), "cudaStreamEndCapture (the capture was broken)");
+    if (graph != nullptr) cuda_ok(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    cuda_ok(cudaStreamDestroy(st), "cudaStreamDestroy");
+    if (s != HVD_ERR_UNSUPPORTED || req != nullptr)
+        mp_die("a capturing stream: status %d, expected HVD_ERR_UNSUPPORTED", s);
+    if (std::strstr(why, "capturing a CUDA graph") == nullptr)
+        mp_die("a capturing stream refused with '%s'", why);
+}
+
 // More ops on the caller's stream than the library watches per device (256), each completing
 // at once with its work still queued: the later ones wait for the oldest, and every one runs
 // in order on the same tensor (the first averages the ranks' values, the rest keep them).
@@ -618,6 +644,7 @@ int main() {
     test_ready_event_and_stream();
     test_stream_without_ready_event();
     test_per_thread_stream_refused();
+    test_capturing_stream_refused();
     test_many_streamed_ops();
     test_adasum();
     std::printf("rank %d: every collective on CUDA device %d is right (%s)\n", mp_rank, g_device,
