@@ -233,6 +233,19 @@ void GpuRunner::queue_alltoall(const Response &resp, Request &req, int32_t n, in
     settle(nc);
 }
 
+std::vector<char *> GpuRunner::reducescatter_outputs(const std::vector<RequestPtr> &reqs, int32_t n,
+                                                     int32_t me, gpu::DeviceState &dev) {
+    std::vector<char *> outs;
+    for (const RequestPtr &r : reqs) {
+        const int64_t rows = scatter_rows(r->input.shape[0], n, me);
+        r->owned_shape = r->input.shape;
+        r->owned_shape[0] = rows;
+        outs.push_back(
+            owned_device_output(*r, dev, static_cast<size_t>(rows) * row_bytes_of(r->input)));
+    }
+    return outs;
+}
+
 // Horovod's split (the first d0 % n members get a row more): one ncclReduceScatter where the
 // split is even, otherwise a reduce of each member's rows to that member, all in one group.
 void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t n, int32_t me,
@@ -260,16 +273,7 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
         }
         srcs.push_back(src);
     }
-    std::vector<char *> outs;
-    std::vector<size_t> mine;  // elements of this member's rows of each tensor
-    for (const RequestPtr &r : reqs) {
-        int64_t my_rows = scatter_rows(r->input.shape[0], n, me);
-        r->owned_shape = r->input.shape;
-        r->owned_shape[0] = my_rows;
-        size_t bytes = static_cast<size_t>(my_rows) * row_bytes_of(r->input);
-        outs.push_back(owned_device_output(*r, dev, bytes));
-        mine.push_back(bytes / esz);
-    }
+    const std::vector<char *> outs = reducescatter_outputs(reqs, n, me, dev);
     {
         NcclGroup group(lib_);
         for (size_t t = 0; t < reqs.size(); ++t) {
@@ -297,8 +301,10 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
         settle(nc);
     }
     if (post == 1.0) return;
-    for (size_t t = 0; t < reqs.size(); ++t)
-        scale(dev, outs[t], outs[t], mine[t], dtype, post);
+    for (size_t t = 0; t < reqs.size(); ++t)  // this member's rows of each tensor
+        scale(dev, outs[t], outs[t],
+              static_cast<size_t>(reqs[t]->owned_shape[0]) * row_bytes_of(reqs[t]->input) / esz,
+              dtype, post);
 }
 
 }  // namespace hvd::engine

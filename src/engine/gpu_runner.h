@@ -38,6 +38,13 @@ struct AllgatherPlacement {
     std::vector<std::vector<size_t>> offsets;  // per tensor: every member's, then the total
 };
 
+// A staged run's bytes on the device (DeviceStagedChunks' spans) and its chunks' size (0: one
+// chunk).
+struct StagedLayout {
+    std::vector<DeviceSpan> spans;
+    size_t bytes = 0, chunk_bytes = 0;
+};
+
 class GpuRunner {
   public:
     // lib: the process's GPU module (loaded: a CUDA tensor passed the enqueue checks).
@@ -83,16 +90,26 @@ class GpuRunner {
                                  const std::vector<RequestPtr> &reqs,
                                  collectives::ScratchBuffer *fusion, gpu::DeviceState &dev,
                                  const ActivityTrace &trace, std::string *message);
-    // The host path's allreduces (but Adasum's) and broadcasts, pipelined in chunks
-    // (gpu_staged_ops.cc): run_staged lays the run's tensors out as one buffer of bytes and
-    // runs `run` (the collective over its chunks) with their DeviceStagedChunks.
+    // The host path's collectives pipelined in chunks (gpu_staged_ops.cc): run_staged makes the
+    // DeviceStagedChunks of `layout` with `directions` and runs `run` (the collective over its
+    // chunks) with them, then finish_on_device, waiting even with a stream (the staging slots
+    // are reused by the next op). A run of no bytes stages nothing.
     using StagedRun =
         std::function<hvd_status_t(size_t bytes, size_t chunk_bytes, const std::string &what,
                                    StagedChunks *chunks, std::string *message)>;
     hvd_status_t run_staged(collectives::Comm &comm, const Response &resp,
                             const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
-                            const ActivityTrace &trace, StagingDirections directions,
-                            const StagedRun &run, std::string *message);
+                            const ActivityTrace &trace, StagedLayout layout,
+                            StagingDirections directions, const StagedRun &run,
+                            std::string *message);
+    // run_staged with `collective` run on each chunk in turn (run_staged_chunks); the spans
+    // say which way each piece travels.
+    hvd_status_t run_staged_chunkwise(collectives::Comm &comm, const Response &resp,
+                                      const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
+                                      const ActivityTrace &trace, StagedLayout layout,
+                                      const ChunkCollective &collective, std::string *message);
+    // The allreduces and broadcasts: the run's tensors one after another, in chunks of
+    // staged_chunk_bytes.
     hvd_status_t run_staged_allreduce(collectives::Comm &comm, const Response &resp,
                                       const std::vector<RequestPtr> &reqs, gpu::DeviceState &dev,
                                       const ActivityTrace &trace, std::string *message);
@@ -156,6 +173,10 @@ class GpuRunner {
     std::vector<char *> allgather_outputs(const Response *resps,
                                           const std::vector<RequestPtr> &reqs,
                                           gpu::DeviceState &dev);
+    // Each reduce-scatter's library-owned output on the device, for this member's rows
+    // (Horovod's split); sets their shapes.
+    std::vector<char *> reducescatter_outputs(const std::vector<RequestPtr> &reqs, int32_t n,
+                                              int32_t me, gpu::DeviceState &dev);
     // The alltoall's library-owned output on the device, for every member's rows to this one
     // (resp.first_dims: the n x n matrix of rows, [sender][receiver]); sets its shape and the
     // received splits.

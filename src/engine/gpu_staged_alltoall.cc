@@ -131,26 +131,14 @@ hvd_status_t GpuRunner::run_staged_alltoall(collectives::Comm &comm, const Respo
     if (layout.own_bytes() > 0)
         lib_->call("cudaMemcpyAsync (own rows)", lib_->api->copy_async, dev.device, layout.own_to(),
                    layout.own_from(), layout.own_bytes(), dev.stream);
-    const std::string what = strprintf("alltoall '%s' on CUDA device %d through host memory",
-                                       req.meta.name.c_str(), dev.device);
-    hvd_status_t s = HVD_OK;
-    if (layout.chunks() > 0) {
-        ActivitySpan span(trace, "STAGED_" + transfer_activity(comm, OpType::kAlltoall));
-        DeviceStagedChunks chunks(lib_, dev, comm, rank_, layout.spans(), layout.bytes(),
-                                  layout.stride(), what);
-        std::vector<size_t> send(n), recv(n);
-        s = run_staged_chunks(
-            comm, layout.bytes(), layout.stride(), what, &chunks,
-            [&](char *at, const StagedChunk &chunk) {
-                layout.counts(chunk.index, &send, &recv);
-                return collectives::alltoallv(comm, at, send, at + layout.send_room(), recv);
-            },
-            message);
-        if (s == HVD_OK) chunks.join();
-    }
-    // The staging slots are reused by the next op: wait even with a stream.
-    if (s == HVD_OK) s = finish_on_device(comm, resp, reqs, dev, nullptr, true, message);
-    return s;
+    std::vector<size_t> send(n), recv(n);
+    return run_staged_chunkwise(
+        comm, resp, reqs, dev, trace, {layout.spans(), layout.bytes(), layout.stride()},
+        [&](char *at, const StagedChunk &chunk) {
+            layout.counts(chunk.index, &send, &recv);
+            return collectives::alltoallv(comm, at, send, at + layout.send_room(), recv);
+        },
+        message);
 }
 
 }  // namespace hvd::engine

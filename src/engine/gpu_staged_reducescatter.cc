@@ -134,48 +134,24 @@ hvd_status_t GpuRunner::run_staged_reducescatter(collectives::Comm &comm, const 
     const int32_t dtype = first.input.dtype, op = reduction_of(first);
     const size_t esz = dtype_size(dtype);
     const double pre = first.meta.prescale, post = postscale_of(first, n);
-    std::vector<char *> outs;
-    for (const RequestPtr &r : reqs) {
-        const int64_t rows = scatter_rows(r->input.shape[0], n, me);
-        r->owned_shape = r->input.shape;
-        r->owned_shape[0] = rows;
-        outs.push_back(
-            owned_device_output(*r, dev, static_cast<size_t>(rows) * row_bytes_of(r->input)));
-    }
-    const ScatterChunks layout(reqs, n, me, outs);
-    const std::string what =
-        strprintf("reducescatter '%s'%s on CUDA device %d through host memory",
-                  first.meta.name.c_str(), reqs.size() > 1 ? " (fused)" : "", dev.device);
-    ActivitySpan span(trace, "STAGED_" + transfer_activity(comm, OpType::kReducescatter));
-    hvd_status_t s;
-    {
-        DeviceStagedChunks chunks(lib_, dev, comm, rank_, layout.spans(), layout.bytes(),
-                                  layout.stride(), what);
-        s = run_staged_chunks(
-            comm, layout.bytes(), layout.stride(), what, &chunks,
-            [&](char *at, const StagedChunk &chunk) {
-                const std::vector<size_t> counts = layout.counts(chunk.index);
-                size_t elems = 0, before = 0;
-                for (size_t r = 0; r < counts.size(); ++r) {
-                    if (r < static_cast<size_t>(me)) before += counts[r];
-                    elems += counts[r];
-                }
-                hvd_status_t st =
-                    pre == 1.0 ? HVD_OK : reduce::scale_into(at, at, elems, dtype, pre);
-                char *mine = at + before * esz;
-                if (st == HVD_OK)
-                    st = collectives::reducescatter(comm, at, mine, counts, dtype, op);
-                if (st == HVD_OK && post != 1.0)
-                    st = reduce::scale_into(mine, mine, counts[static_cast<size_t>(me)], dtype,
-                                            post);
-                return st;
-            },
-            message);
-        if (s == HVD_OK) chunks.join();
-    }
-    // The staging slots are reused by the next op: wait even with a stream.
-    if (s == HVD_OK) s = finish_on_device(comm, resp, reqs, dev, nullptr, true, message);
-    return s;
+    const ScatterChunks layout(reqs, n, me, reducescatter_outputs(reqs, n, me, dev));
+    return run_staged_chunkwise(
+        comm, resp, reqs, dev, trace, {layout.spans(), layout.bytes(), layout.stride()},
+        [&](char *at, const StagedChunk &chunk) {
+            const std::vector<size_t> counts = layout.counts(chunk.index);
+            size_t elems = 0, before = 0;
+            for (size_t r = 0; r < counts.size(); ++r) {
+                if (r < static_cast<size_t>(me)) before += counts[r];
+                elems += counts[r];
+            }
+            hvd_status_t st = pre == 1.0 ? HVD_OK : reduce::scale_into(at, at, elems, dtype, pre);
+            char *mine = at + before * esz;
+            if (st == HVD_OK) st = collectives::reducescatter(comm, at, mine, counts, dtype, op);
+            if (st == HVD_OK && post != 1.0)
+                st = reduce::scale_into(mine, mine, counts[static_cast<size_t>(me)], dtype, post);
+            return st;
+        },
+        message);
 }
 
 }  // namespace hvd::engine

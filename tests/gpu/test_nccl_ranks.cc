@@ -213,6 +213,32 @@ std::string broadcasts(Rank &me) {
     return err.empty() ? compare("broadcast in place", HVD_DTYPE_BFLOAT16, x.data, 7, want) : err;
 }
 
+// A completed alltoall's received splits against rows_from(sender), then its output (rows of
+// `cols` values of dtype, sender after sender) against want(sender, k, column) for row k of
+// each sender's; releases req. "" or what differs.
+std::string check_alltoall(hvd_request_h req, const Rank &me, const std::string &what,
+                           int32_t dtype, int64_t cols,
+                           const std::function<int64_t(int32_t)> &rows_from,
+                           const std::function<double(int32_t, int64_t, int64_t)> &want) {
+    std::vector<int32_t> received(static_cast<size_t>(me.size));
+    hvd_request_received_splits(req, received.data(), me.size);
+    std::vector<std::pair<int32_t, int64_t>> row_of;  // (sender, k)
+    for (int32_t j = 0; j < me.size; ++j) {
+        if (received[j] != rows_from(j)) {
+            hvd_request_release(req);
+            return what + ": " + std::to_string(received[j]) + " rows from rank " +
+                   std::to_string(j);
+        }
+        for (int64_t k = 0; k < received[j]; ++k)
+            row_of.push_back({j, k});
+    }
+    std::string err = check_outstore(
+        req, what, dtype, static_cast<int64_t>(row_of.size()), cols,
+        [&](int64_t row, int64_t c) { return want(row_of[row].first, row_of[row].second, c); });
+    hvd_request_release(req);
+    return err;
+}
+
 // Rank r sends (r + j + 1) % 3 rows to rank j; row k of those holds 1000 r + 10 j + k.
 std::string alltoalls(Rank &me) {
     const int64_t cols = 2;
@@ -241,24 +267,12 @@ std::string alltoalls(Rank &me) {
     if (hvd_alltoall_enqueue(me.ctx, &t, &p, &req) != HVD_OK) return enqueue_failed("a2a");
     std::string err = wait_only(req, "alltoall");
     if (!err.empty()) return err;
-    std::vector<int32_t> received(static_cast<size_t>(me.size));
-    hvd_request_received_splits(req, received.data(), me.size);
-    std::vector<std::pair<int32_t, int32_t>> row_of;  // (sender, k)
-    for (int32_t j = 0; j < me.size; ++j) {
-        if (received[j] != rows_to(j, me.rank)) {
-            hvd_request_release(req);
-            return "alltoall: " + std::to_string(received[j]) + " rows from rank " +
-                   std::to_string(j);
-        }
-        for (int32_t k = 0; k < received[j]; ++k)
-            row_of.push_back({j, k});
-    }
-    err = check_outstore(req, "alltoall", HVD_DTYPE_INT64, static_cast<int64_t>(row_of.size()),
-                         cols, [&](int64_t row, int64_t) {
-                             return 1000.0 * row_of[row].first + 10 * me.rank + row_of[row].second;
-                         });
-    hvd_request_release(req);
-    return err;
+    return check_alltoall(
+        req, me, "alltoall", HVD_DTYPE_INT64, cols,
+        [&](int32_t from) { return rows_to(from, me.rank); },
+        [&](int32_t from, int64_t k, int64_t) {
+            return 1000.0 * from + 10 * me.rank + static_cast<double>(k);
+        });
 }
 
 // d0 rows split so that the first d0 % n ranks get one more; Sum of an even split (one
@@ -429,24 +443,10 @@ std::string chunked_alltoall(Rank &me) {
     std::string err = wait_only(req, "alltoall in chunks");
     g_slow_copies(0);
     if (!err.empty()) return err;
-    std::vector<std::pair<int32_t, int64_t>> row_of;  // (sender, k)
-    std::vector<int32_t> received(static_cast<size_t>(me.size));
-    hvd_request_received_splits(req, received.data(), me.size);
-    for (int32_t j = 0; j < me.size; ++j) {
-        if (received[j] != rows_to(j, me.rank)) {
-            hvd_request_release(req);
-            return "alltoall in chunks: " + std::to_string(received[j]) + " rows from rank " +
-                   std::to_string(j);
-        }
-        for (int64_t k = 0; k < received[j]; ++k)
-            row_of.push_back({j, k});
-    }
-    err = check_outstore(req, "alltoall in chunks", HVD_DTYPE_INT32,
-                         static_cast<int64_t>(row_of.size()), cols, [&](int64_t row, int64_t c) {
-                             return cell(row_of[row].first, me.rank, row_of[row].second, c);
-                         });
-    hvd_request_release(req);
-    return err;
+    return check_alltoall(
+        req, me, "alltoall in chunks", HVD_DTYPE_INT32, cols,
+        [&](int32_t from) { return rows_to(from, me.rank); },
+        [&](int32_t from, int64_t k, int64_t c) { return cell(from, me.rank, k, c); });
 }
 
 void test_data_movement(void **) {
