@@ -84,8 +84,7 @@ hvd_status_t run_reducescatter(collectives::Comm &comm, Request &req) {
     const TensorRef &in = req.input;
     const int64_t n = comm.size();
     const int64_t d0 = in.shape[0];
-    size_t row_elems = in.elements() / (d0 > 0 ? static_cast<size_t>(d0) : 1);
-    if (d0 == 0) row_elems = 0;
+    const size_t row_elems = row_elements_of(in);
     std::vector<size_t> counts(static_cast<size_t>(n));
     for (int64_t r = 0; r < n; ++r)
         counts[r] = static_cast<size_t>(scatter_rows(d0, n, r)) * row_elems;
@@ -304,7 +303,7 @@ hvd_status_t execute_fused_reducescatter(collectives::Comm &comm,
     for (size_t t = 0; t < reqs.size(); ++t) {
         const TensorRef &in = reqs[t]->input;
         int64_t d0 = in.shape[0];
-        row_elems[t] = d0 > 0 ? in.elements() / static_cast<size_t>(d0) : 0;
+        row_elems[t] = row_elements_of(in);
         for (int64_t r = 0; r < n; ++r)
             counts[r] += static_cast<size_t>(scatter_rows(d0, n, r)) * row_elems[t];
         total += in.elements();

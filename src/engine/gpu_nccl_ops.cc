@@ -279,7 +279,7 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
         for (size_t t = 0; t < reqs.size(); ++t) {
             const TensorRef &in = reqs[t]->input;
             int64_t d0 = in.shape[0];
-            size_t row_elems = d0 > 0 ? in.elements() / static_cast<size_t>(d0) : 0;
+            const size_t row_elems = row_elements_of(in);
             if (d0 % n == 0) {
                 size_t count = static_cast<size_t>(d0 / n) * row_elems;
                 if (count > 0)

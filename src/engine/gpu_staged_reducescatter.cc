@@ -39,7 +39,7 @@ class ScatterChunks {
         for (size_t t = 0; t < reqs.size(); ++t) {
             const TensorRef &in = reqs[t]->input;
             const int64_t d0 = in.shape[0];
-            const size_t row_elems = d0 > 0 ? in.elements() / static_cast<size_t>(d0) : 0;
+            const size_t row_elems = row_elements_of(in);
             size_t first = 0;
             for (size_t r = 0; r < members; ++r) {
                 const size_t elems = static_cast<size_t>(scatter_rows(d0, n, r)) * row_elems;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The arithmetic every executor of an op shares (host and GPU): the reduction an op runs, its
-// final scaling, a tensor's row size and Horovod's split of rows in a reducescatter.
+// final scaling, a tensor's row size (elements and bytes) and Horovod's split of rows in a
+// reducescatter.
 //
 // The sizes computed here (rows, bytes, sums over members) need no overflow checks: each
 // tensor's shape was checked at enqueue, and what comes from several ranks (an allgather's
@@ -28,12 +29,17 @@ inline double postscale_of(const Request &req, int32_t set_size) {
     return post;
 }
 
-// Bytes of one row: everything but the first dimension.
-inline size_t row_bytes_of(const TensorRef &t) {
-    size_t row = dtype_size(t.dtype);
+// Elements of one row: the product of every dimension but the first.
+inline size_t row_elements_of(const TensorRef &t) {
+    size_t row = 1;
     for (size_t i = 1; i < t.shape.size(); ++i)
         row *= static_cast<size_t>(t.shape[i]);
     return row;
+}
+
+// Bytes of one row: everything but the first dimension.
+inline size_t row_bytes_of(const TensorRef &t) {
+    return dtype_size(t.dtype) * row_elements_of(t);
 }
 
 // Rows of a first dimension d0 that member r of n gets in a reducescatter (Horovod's split).
