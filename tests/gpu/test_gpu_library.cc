@@ -99,7 +99,7 @@ void test_nccl_missing_symbol(void **) {
 void test_nccl_too_old(void **) {
     with_module(library(HVD_FAKE_NCCL_OLD).c_str(), [](const hvd_gpu_info_t &info) {
         return info.nccl_version == 0 && contains(info.nccl_problem, "version 2.3.7") &&
-               contains(info.nccl_problem, "older than 2.14.0");
+               contains(info.nccl_problem, "older than 2.18.0");
     });
 }
 
@@ -115,12 +115,22 @@ void test_real_nccl(void **) {
     // The NCCL this build found, or (a packed copy elsewhere) the one HVD_NCCL_LIBRARY names.
     const char *nccl = std::getenv("HVD_NCCL_LIBRARY");
     with_module(nccl != nullptr ? nccl : HVD_TEST_NCCL_LIBRARY, [](const hvd_gpu_info_t &info) {
-        if (info.nccl_version < 21400) {
+        if (info.nccl_version < 21800) {
             std::fprintf(stderr, "NCCL not loaded: %s\n", info.nccl_problem);
             return false;
         }
         return info.nccl_problem[0] == '\0' && contains(info.nccl_path, "libnccl.so.2");
     });
+}
+
+// NCCL_COMM_BLOCKING=1 would make the module's communicators blocking: NCCL is not used.
+void test_blocking_nccl_refused(void **) {
+    const char *nccl = std::getenv("HVD_NCCL_LIBRARY");
+    setenv("NCCL_COMM_BLOCKING", "1", 1);
+    with_module(nccl != nullptr ? nccl : HVD_TEST_NCCL_LIBRARY, [](const hvd_gpu_info_t &info) {
+        return info.nccl_version == 0 && contains(info.nccl_problem, "NCCL_COMM_BLOCKING=1");
+    });
+    unsetenv("NCCL_COMM_BLOCKING");
 }
 #endif
 
@@ -167,7 +177,7 @@ int main(void) {
         cmocka_unit_test(test_nccl_missing_symbol), cmocka_unit_test(test_nccl_too_old),
         cmocka_unit_test(test_nccl_absent),         cmocka_unit_test(test_features_follow_devices),
 #ifdef HVD_TEST_NCCL_LIBRARY
-        cmocka_unit_test(test_real_nccl),
+        cmocka_unit_test(test_real_nccl),           cmocka_unit_test(test_blocking_nccl_refused),
 #endif
 #endif
     };

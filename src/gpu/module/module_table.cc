@@ -72,13 +72,33 @@ bool thread_has_context() {
     return get_current(&context) != 0 || context != nullptr;
 }
 
+// Puts the calling thread in relaxed stream-capture mode for the scope, restoring its mode
+// after. In the default (global) mode, while any other thread of the process captures a CUDA
+// graph in global mode (torch.cuda.graph does), calls such as cudaEventQuery, cudaHostAlloc
+// or cudaMalloc fail and invalidate that capture; none of the module's calls touch a
+// capturing stream (the enqueue refuses one), so relaxed mode is safe for them.
+class RelaxedCapture {
+  public:
+    RelaxedCapture() { changed_ = cudaThreadExchangeStreamCaptureMode(&mode_) == cudaSuccess; }
+    ~RelaxedCapture() {
+        if (changed_) cudaThreadExchangeStreamCaptureMode(&mode_);
+    }
+    RelaxedCapture(const RelaxedCapture &) = delete;
+    RelaxedCapture &operator=(const RelaxedCapture &) = delete;
+
+  private:
+    cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;  // then the thread's own
+    bool changed_ = false;
+};
+
 // Makes `device` current for the scope and restores the caller's current device after: the
 // engine runs on callers' threads too, whose frameworks rely on their current device. A
 // thread without a context (the engine's own, a caller's that never used CUDA) keeps
 // `device`: restoring "device 0" there would create a context on device 0 for every rank.
+// The thread is in relaxed capture mode for the scope (RelaxedCapture).
 class DeviceScope {
   public:
-    // device < 0: changes nothing.
+    // device < 0: the current device stays.
     explicit DeviceScope(int32_t device) {
         if (device < 0) return;
         if (!thread_has_context() || cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
@@ -90,6 +110,7 @@ class DeviceScope {
     cudaError_t result() const { return result_; }
 
   private:
+    RelaxedCapture relaxed_;
     int previous_ = -1;
     cudaError_t result_ = cudaSuccess;
 };
@@ -227,7 +248,17 @@ void open_module(const char *nccl_library) {
     }
     info.device_count = count;
     std::string problem;
-    if (load_nccl(nccl_library != nullptr ? nccl_library : "", &nccl, &problem)) {
+    if (const char *blocking = std::getenv("NCCL_COMM_BLOCKING");
+        blocking != nullptr && std::atoi(blocking) == 1) {
+        // NCCL would make every communicator blocking, whatever the module asks: its calls
+        // would then wait for the peers with no deadline, no abort and no progress of libhvd's
+        // own connections, which the peers may be waiting on.
+        fill(info.nccl_problem,
+             "NCCL_COMM_BLOCKING=1 is set, which makes NCCL's calls block until every peer "
+             "arrives; libhvd bounds each wait with its own deadline and aborts when a peer "
+             "fails, so it needs non-blocking communicators: unset NCCL_COMM_BLOCKING (or set "
+             "it to 0) to use NCCL");
+    } else if (load_nccl(nccl_library != nullptr ? nccl_library : "", &nccl, &problem)) {
         info.nccl_version = nccl.version;
         fill(info.nccl_path, nccl.path);
     } else {
@@ -382,6 +413,9 @@ int m_event_query(int32_t device, void *event, int32_t *done, hvd_gpu_err_t *err
     ON_DEVICE(device);
     cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(event));
     if (e == cudaErrorNotReady) {
+        // Not an error, but the runtime keeps it as the thread's last error, which the next
+        // kernel launch's check (cudaGetLastError) would then report as its own failure.
+        cudaGetLastError();
         *done = 0;
         return 0;
     }
@@ -393,8 +427,15 @@ int m_event_query(int32_t device, void *event, int32_t *done, hvd_gpu_err_t *err
 int m_stream_capturing(int32_t device, void *stream, int32_t *capturing, hvd_gpu_err_t *err) {
     ON_DEVICE(device);
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    CUDA_TRY(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status),
-             "cudaStreamIsCapturing");
+    const cudaError_t e = cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status);
+    if (e == cudaErrorStreamCaptureImplicit) {
+        // The legacy default stream, while a blocking stream of the device captures: work
+        // queued on it now would join that capture, so it counts as capturing.
+        cudaGetLastError();
+        *capturing = 1;
+        return 0;
+    }
+    CUDA_TRY(e, "cudaStreamIsCapturing");
     *capturing = status != cudaStreamCaptureStatusNone;
     return 0;
 }

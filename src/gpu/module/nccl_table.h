@@ -9,8 +9,10 @@
 
 namespace hvd::gpu_module {
 
-// The oldest NCCL the module uses: non-blocking communicators (ncclCommInitRankConfig).
-constexpr int kMinNcclVersion = 21400;
+// The oldest NCCL the module uses: non-blocking communicators (ncclCommInitRankConfig, 2.14),
+// from the version whose background initialisation no longer writes through the caller's
+// communicator pointer after the call has returned (2.18).
+constexpr int kMinNcclVersion = 21800;
 
 struct NcclTable {
     void *handle = nullptr;

@@ -110,6 +110,7 @@ unsigned blocks_for(size_t count) {
 template <class T>
 cudaError_t scale_typed(void *dst, const void *src, size_t count, double factor,
                         cudaStream_t stream) {
+    cudaGetLastError();  // an earlier call's error is not this launch's
     scale_kernel<T><<<blocks_for(count), kThreads, 0, stream>>>(
         static_cast<T *>(dst), static_cast<const T *>(src), count, factor);
     return cudaGetLastError();
@@ -127,6 +128,7 @@ cudaError_t copy_batch_typed(const hvd_gpu_copy_t *copies, size_t n, double fact
     batch.n = static_cast<uint32_t>(n);
     size_t per_copy = blocks_for(largest);
     if (per_copy * n > kMaxBlocks) per_copy = kMaxBlocks / n > 0 ? kMaxBlocks / n : 1;
+    cudaGetLastError();  // an earlier call's error is not this launch's
     copy_batch_kernel<T><<<static_cast<unsigned>(per_copy * n), kThreads, 0, stream>>>(
         batch, factor, factor != 1.0);
     return cudaGetLastError();
