@@ -27,13 +27,16 @@ using namespace hvd_py;
 
 // ------------------------------------------------------------------ tensors and parameters
 
-// Fills out from (data pointer, dtype code, shape tuple[, device type, device id]).
+// Fills out from (data pointer, dtype code, shape tuple[, device type, device id[, ready
+// event]]); a ready event that is None or 0 is none.
 void make_tensor(py::handle desc_obj, Tensor *out) {
     py::object desc = to_sequence(desc_obj, "a tensor description");
     Py_ssize_t len = seq_size(desc);
-    if (len < 3 || len > 5) {
-        raise_invalid("a tensor description has " + std::to_string(len) +
-                      " items; expected (data pointer, dtype, shape[, device type, device id])");
+    if (len < 3 || len > 6) {
+        raise_invalid(
+            "a tensor description has " + std::to_string(len) +
+            " items; expected (data pointer, dtype, shape[, device type, device id[, ready "
+            "event]])");
     }
     std::memset(&out->t, 0, sizeof(out->t));
     out->t.data = to_pointer(seq_item(desc, 0), "a tensor's data pointer");

@@ -88,6 +88,7 @@ every_collective(torch_cuda, "torch (interface)")
 side = torch.cuda.Stream(device=dev)
 with torch.cuda.stream(side):
     x = torch.zeros(1 << 20, device=dev)
+    torch.cuda._sleep(50000000)  # holds the side stream back, so a read out of order shows
     x += rank + 1  # queued on side; the op must see it
     y = hvd.allreduce(x, op=hvd.Sum)
     z = y * 2  # queued on side after the op's work

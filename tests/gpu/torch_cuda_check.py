@@ -66,6 +66,21 @@ with torch.cuda.stream(side):
 switched = hvd.synchronize(handle)
 check("allgather synchronized on another stream", switched,
       torch.cat([torch.full((r + 1, 2), float(-r)) for r in range(size)]))
+# Into the caller's tensors too: enqueued on the side stream behind a slow kernel, synchronized
+# and read on the default stream, which the synchronize makes wait for the op.
+with torch.cuda.stream(side):
+    inplace = torch.empty(1 << 20, device=dev)
+    torch.cuda._sleep(50000000)
+    inplace.fill_(float(rank + 1))
+    reduce_handle = hvd.allreduce_async_(inplace, op=hvd.Sum, name="side.inplace")
+    cast = torch.empty(1 << 20, device=dev)
+    torch.cuda._sleep(50000000)
+    cast.fill_(float(rank))
+    cast_handle = hvd.broadcast_async_(cast, root_rank=size - 1, name="side.broadcast")
+check("allreduce_ synchronized on another stream", hvd.synchronize(reduce_handle),
+      torch.full((1 << 20,), float(size * (size + 1) // 2)))
+check("broadcast_ synchronized on another stream", hvd.synchronize(cast_handle),
+      torch.full((1 << 20,), float(size - 1)))
 torch.cuda.current_stream(dev).wait_stream(side)
 for i, got in enumerate(gathered):
     check("allgather %d on a side stream" % i, got,

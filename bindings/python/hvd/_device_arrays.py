@@ -224,7 +224,14 @@ def describe(obj):
 
 def export_dlpack(array, stream):
     """Exports a DLPack array on the op's stream (a cudaStream_t, 0 for CUDA's default)."""
-    capsule = array.obj.__dlpack__(stream=stream if stream != 0 else _CAI_LEGACY_STREAM)
+    consumer = stream if stream != 0 else _CAI_LEGACY_STREAM
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(array.obj, torch.Tensor):
+        # PyTorch exports a tensor only while its device is the current one.
+        with torch.cuda.device(array.device_id):
+            capsule = array.obj.__dlpack__(stream=consumer)
+    else:
+        capsule = array.obj.__dlpack__(stream=consumer)
     return from_dlpack_capsule(array.obj, capsule)
 
 

@@ -277,3 +277,26 @@ def test_grouped_ops_take_any_iterable():
     outs = hvd.grouped_allreduce((np.full(3, r + 1.0) for r in (hvd.rank(), 0)), op=hvd.Sum)
     np.testing.assert_allclose(outs[0], np.full(3, hvd.size() * (hvd.size() + 1) / 2.0))
     np.testing.assert_allclose(outs[1], np.full(3, float(hvd.size())))
+
+
+def test_backend_takes_a_ready_event_in_descriptions():
+    """hvd.torch describes a CUDA tensor with its ready event as a sixth item; every backend
+    takes it (None or 0: no event), for host tensors and CUDA ones alike."""
+    from hvd import _dtypes
+    from hvd._backend import backend
+    from hvd import _runtime
+    ctx = _runtime.context()
+    x = np.array([hvd.rank() + 1.0])
+    desc = (x.ctypes.data, _dtypes.FLOAT64, (1,), 1, 0, None)  # 1: HVD_DEVICE_CPU
+    req = backend.enqueue("allreduce", ctx, [desc], [desc], name="six_items", op=hvd.Sum)
+    try:
+        assert backend.wait(req, 60000) == 0
+    finally:
+        backend.release(req)
+    np.testing.assert_allclose(x, [hvd.size() * (hvd.size() + 1) / 2.0])
+    # A CUDA tensor with an event: refused for want of CUDA, not for its description.
+    cuda = (FAKE_PTR, _dtypes.FLOAT32, (4,), da.DEVICE_CUDA, 0, 0x5A5A)
+    with pytest.raises(ValueError, match="CUDA device 0") as info:
+        backend.enqueue("allreduce", ctx, [cuda], [cuda], name="six_items_cuda", op=hvd.Sum)
+    assert "items" not in str(info.value)
+    _assert_job_goes_on("six_items")

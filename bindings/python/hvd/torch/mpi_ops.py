@@ -68,17 +68,16 @@ def _check_adasum(process_set):
         raise NotImplementedError("Running Adasum with non-power of 2 ranks is not supported yet.")
 
 
-_INTO_CALLER_TENSORS = ("allreduce", "grouped_allreduce", "broadcast", "allgather_into")
-
-
 def _enqueue(kind, ins, outs, keep, finish, **kwargs):
     ins, outs, keep, stream = _tensors.on_current_stream(ins, outs, keep)
-    # Results are valid on the current stream, with no wait on the host. Outputs the library
-    # owns are copied into new tensors on that stream, which the request's release then frees
-    # them on.
+    # Results are valid on the stream current at the enqueue, with no wait on the host, and
+    # on the stream current at synchronize(), which waits for that one (autograd's hooks of
+    # DistributedOptimizer enqueue on the stream of each gradient's node; step() may read on
+    # another). Outputs the library owns are copied into new tensors on the op's stream,
+    # which the request's release then frees them on.
     if stream is not None:
         kwargs["stream"] = stream.cuda_stream
-        if finish is not None and kind not in _INTO_CALLER_TENSORS:
+        if finish is not None:
             finish = _tensors.on_stream(stream, finish)
     try:
         return _runtime.enqueue(kind, ins, outs, keep=keep, finish=finish, **kwargs)
