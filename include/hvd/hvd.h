@@ -148,7 +148,8 @@ typedef struct hvd_tensor {
     int32_t ndim;         /* 0 = scalar; at most HVD_MAX_NDIM */
     const int64_t *shape; /* ndim entries, each >= 0; copied during the call */
     int32_t device_type;  /* hvd_device_type_t; 0 is taken as HVD_DEVICE_CPU. CUDA: data must
-                             be memory of device device_id (checked at enqueue) */
+                             be memory of device device_id, aligned to the element size
+                             (both checked at enqueue: HVD_ERR_INVALID_ARG) */
     int32_t device_id;
     void *ready_event; /* cudaEvent_t: the data is valid once it has completed; the event
                           must stay alive (not destroyed, not re-recorded) until the request

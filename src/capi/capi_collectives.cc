@@ -284,8 +284,9 @@ void check_same_device(const char *fn, const TensorRef &in, const TensorRef &out
 // The GPU module's checks of a CUDA input's memory; the device's identity and whether this
 // rank can run it on NCCL go to the coordinator.
 void check_cuda_input(const char *fn, Request &req) {
-    hvd::gpu::CudaTensorInfo info = hvd::gpu::check_cuda_tensor(
-        fn, "input", req.input.data, req.input.device_id, req.input.bytes());
+    hvd::gpu::CudaTensorInfo info =
+        hvd::gpu::check_cuda_tensor(fn, "input", req.input.data, req.input.device_id,
+                                    req.input.bytes(), hvd::dtype_size(req.input.dtype));
     req.meta.device_key = info.device_key;
     req.meta.nccl_ok = info.nccl_ok;
 }
@@ -295,7 +296,7 @@ void check_cuda_input(const char *fn, Request &req) {
 void check_cuda_output(const char *fn, const Request &req) {
     if (req.output.data != req.input.data || req.output.bytes() != req.input.bytes())
         hvd::gpu::check_cuda_tensor(fn, "output", req.output.data, req.output.device_id,
-                                    req.output.bytes());
+                                    req.output.bytes(), hvd::dtype_size(req.output.dtype));
 }
 
 // The checks every enqueue starts with; out may be NULL for library-owned outputs.

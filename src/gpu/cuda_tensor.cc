@@ -40,7 +40,7 @@ bool host_operations_asked() {
 }  // namespace
 
 CudaTensorInfo check_cuda_tensor(const char *fn, const char *which, const void *data,
-                                 int32_t device_id, size_t bytes) {
+                                 int32_t device_id, size_t bytes, size_t element_size) {
     std::string why = cuda_unusable_reason();
     if (!why.empty())
         throw Error(HVD_ERR_UNSUPPORTED, strprintf("%s: the %s tensor is on CUDA device %d: %s", fn,
@@ -51,6 +51,11 @@ CudaTensorInfo check_cuda_tensor(const char *fn, const char *which, const void *
                     strprintf("%s: the %s tensor's CUDA device %d does not exist (this process "
                               "sees %d)",
                               fn, which, device_id, lib.info.device_count));
+    if (bytes > 0 && element_size > 1 && reinterpret_cast<uintptr_t>(data) % element_size != 0)
+        throw Error(HVD_ERR_INVALID_ARG,
+                    strprintf("%s: the %s tensor's data %p on CUDA device %d is not aligned to "
+                              "its %zu-byte elements",
+                              fn, which, data, device_id, element_size));
     if (bytes > 0) {
         int32_t is_device = 0, device = -1;
         lib.call("cudaPointerGetAttributes", lib.api->pointer_device, device_id, data, &is_device,

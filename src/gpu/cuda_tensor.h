@@ -13,13 +13,15 @@ struct CudaTensorInfo {
     bool nccl_ok = false;     // NCCL loaded and HVD_GPU_OPERATIONS is not "host"
 };
 
-// Checks a CUDA tensor of `bytes` bytes at `data` on `device_id` (fn and which name it in
-// messages). Throws hvd::Error: HVD_ERR_UNSUPPORTED when no GPU module or device is usable
-// (saying why), HVD_ERR_INVALID_ARG when the device id is out of range or the memory is not
-// that device's, HVD_ERR_DEVICE when CUDA fails. Loads the GPU module on first use.
-// Thread-safe.
+// Checks a CUDA tensor of `bytes` bytes at `data` on `device_id`, of elements of
+// `element_size` bytes (fn and which name it in messages). Throws hvd::Error:
+// HVD_ERR_UNSUPPORTED when no GPU module or device is usable (saying why),
+// HVD_ERR_INVALID_ARG when the device id is out of range, the memory is not that device's or
+// `data` is not aligned to its elements (the library's kernels load whole elements, and a
+// misaligned load on a device is an error that ends the whole CUDA context), HVD_ERR_DEVICE
+// when CUDA fails. Loads the GPU module on first use. Thread-safe.
 CudaTensorInfo check_cuda_tensor(const char *fn, const char *which, const void *data,
-                                 int32_t device_id, size_t bytes);
+                                 int32_t device_id, size_t bytes, size_t element_size);
 
 // Refuses an op given `stream` (a cudaStream_t of device_id, checked by check_cuda_tensor
 // before) while that stream is capturing a CUDA graph: the op's work runs on the library's

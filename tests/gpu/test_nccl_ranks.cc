@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -613,6 +614,20 @@ void test_caller_stream(void **) {
 
 // An op given a stream that is capturing a CUDA graph is refused at enqueue on every rank,
 // saying why, and nothing runs; the same op on the stream outside the capture runs.
+// "" where an enqueue of `what` was refused with `want`, no request and a last error that
+// holds every one of `parts`; else what went wrong.
+std::string refusal_problem(const char *what, hvd_status_t st, hvd_status_t want, hvd_request_h req,
+                            std::initializer_list<const char *> parts) {
+    char msg[512];
+    hvd_last_error(msg, sizeof msg);
+    if (st != want || req != nullptr)
+        return std::string(what) + " was not refused: " + hvd_status_name(st);
+    for (const char *part : parts)
+        if (std::strstr(msg, part) == nullptr)
+            return "the refusal does not say why: " + std::string(msg);
+    return "";
+}
+
 void test_graph_capture_refused(void **) {
     expect_nccl(Nccl::kUsed, [] {
         run_job(2, own_device, [](Rank &me) {
@@ -628,19 +643,46 @@ void test_graph_capture_refused(void **) {
             g_capture(s.stream, 1);
             const hvd_status_t st = hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req);
             g_capture(s.stream, 0);
-            char msg[512];
-            hvd_last_error(msg, sizeof msg);
-            if (st != HVD_ERR_UNSUPPORTED || req != nullptr)
-                return "a capturing stream was not refused: " + std::string(hvd_status_name(st));
-            if (std::strstr(msg, "capturing a CUDA graph") == nullptr ||
-                std::strstr(msg, "'captured'") == nullptr)
-                return "the refusal does not say why: " + std::string(msg);
+            std::string err = refusal_problem("a capturing stream", st, HVD_ERR_UNSUPPORTED, req,
+                                              {"capturing a CUDA graph", "'captured'"});
+            if (!err.empty()) return err;
             if (hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req) != HVD_OK)
                 return enqueue_failed("captured, after the capture");
-            std::string err = finish(req, "allreduce after the capture");
+            err = finish(req, "allreduce after the capture");
             if (err.empty() && !s.sync()) err = "the caller's stream did not finish";
             if (err.empty())
                 err = compare("allreduce after the capture", HVD_DTYPE_FLOAT32, x.data, x.count,
+                              [](size_t i) { return 2.0 * static_cast<double>(i); });
+            return err;
+        });
+    });
+}
+
+// A CUDA tensor whose data is not aligned to its elements is refused at enqueue, naming it,
+// and the job goes on.
+void test_misaligned_refused(void **) {
+    expect_nccl(Nccl::kUsed, [] {
+        run_job(2, own_device, [](Rank &me) {
+            DeviceArray x(me.device, HVD_DTYPE_FLOAT32, {9});
+            for (size_t i = 0; i < x.count; ++i)
+                store(HVD_DTYPE_FLOAT32, x.data, i, static_cast<double>(i));
+            Params p("misaligned");
+            hvd_tensor_t t = x.tensor();
+            const int64_t eight = 8;  // elements from byte 2 on, inside the array
+            t.data = static_cast<char *>(x.data) + 2;
+            t.shape = &eight;
+            hvd_request_h req = nullptr;
+            const hvd_status_t st = hvd_allreduce_enqueue(me.ctx, &t, &t, &p, &req);
+            std::string err =
+                refusal_problem("a misaligned tensor", st, HVD_ERR_INVALID_ARG, req,
+                                {"input tensor", "not aligned to its 4-byte elements"});
+            if (!err.empty()) return err;
+            hvd_tensor_t aligned = x.tensor();
+            if (hvd_allreduce_enqueue(me.ctx, &aligned, &aligned, &p, &req) != HVD_OK)
+                return enqueue_failed("misaligned, then aligned");
+            err = finish(req, "allreduce after the refusal");
+            if (err.empty())
+                err = compare("allreduce after the refusal", HVD_DTYPE_FLOAT32, x.data, x.count,
                               [](size_t i) { return 2.0 * static_cast<double>(i); });
             return err;
         });
@@ -853,6 +895,7 @@ int main() {
         cmocka_unit_test(test_process_set),
         cmocka_unit_test(test_caller_stream),
         cmocka_unit_test(test_graph_capture_refused),
+        cmocka_unit_test(test_misaligned_refused),
         cmocka_unit_test(test_shared_device_host_path),
         cmocka_unit_test(test_shared_device_four_ranks),
         cmocka_unit_test(test_one_rank_stays_on_device),
