@@ -20,19 +20,16 @@ struct Progress {
     size_t done = 0;
 };
 
-void abort_each(const hvd_gpu_module_t *api, const std::vector<void *> &comms, int32_t rank,
-                Progress *progress) {
-    for (void *comm : comms) {
-        hvd_gpu_err_t err;
-        err.text[0] = '\0';
-        if (api->nccl_comm_abort(comm, &err) != 0)
-            HVD_LOG(kWarning, rank, "ncclCommAbort: %s", err.text);
-        {
-            std::lock_guard<std::mutex> lock(progress->mu);
-            ++progress->done;
-        }
-        progress->cv.notify_all();
+void abort_one(const hvd_gpu_module_t *api, void *comm, int32_t rank, Progress *progress) {
+    hvd_gpu_err_t err;
+    err.text[0] = '\0';
+    if (api->nccl_comm_abort(comm, &err) != 0)
+        HVD_LOG(kWarning, rank, "ncclCommAbort: %s", err.text);
+    {
+        std::lock_guard<std::mutex> lock(progress->mu);
+        ++progress->done;
     }
+    progress->cv.notify_all();
 }
 
 }  // namespace
@@ -42,27 +39,34 @@ bool abort_within(const hvd_gpu_module_t *api, const std::vector<void *> &comms,
     if (comms.empty()) return true;
     const size_t total = comms.size();
     auto progress = std::make_shared<Progress>();
-    std::thread helper;
-    try {
-        helper = std::thread(
-            [api, comms, rank, progress] { abort_each(api, comms, rank, progress.get()); });
-    } catch (const std::system_error &e) {
-        // No thread to spare: abort here, unbounded, rather than leave the communicators.
-        HVD_LOG(kWarning, rank, "ncclCommAbort on the engine thread (no helper thread: %s)",
-                e.what());
-        abort_each(api, comms, rank, progress.get());
-        return true;
+    std::vector<std::thread> helpers;
+    helpers.reserve(total);
+    std::vector<void *> unstarted;
+    for (void *comm : comms) {
+        try {
+            helpers.emplace_back(
+                [api, comm, rank, progress] { abort_one(api, comm, rank, progress.get()); });
+        } catch (const std::system_error &e) {
+            HVD_LOG(kWarning, rank, "ncclCommAbort on the calling thread (no helper thread: %s)",
+                    e.what());
+            unstarted.push_back(comm);
+        }
     }
+    // Rather than leave a communicator unaborted: here, unbounded, once the others run.
+    for (void *comm : unstarted)
+        abort_one(api, comm, rank, progress.get());
     std::unique_lock<std::mutex> lock(progress->mu);
     const bool finished =
         progress->cv.wait_for(lock, limit, [&] { return progress->done == total; });
     const size_t left = total - progress->done;
     lock.unlock();
     if (finished) {
-        helper.join();
+        for (std::thread &helper : helpers)
+            helper.join();
         return true;
     }
-    helper.detach();
+    for (std::thread &helper : helpers)
+        helper.detach();
     HVD_LOG(kWarning, rank,
             "ncclCommAbort: %zu of %zu communicator(s) still aborting after %lld ms (NCCL waits "
             "for device work); going on, they finish in the background",
