@@ -11,9 +11,7 @@ namespace hvd::gpu {
 
 namespace {
 
-// Polls without sleeping for the first microseconds (short collectives), then sleeps a little
-// between polls.
-constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kSpin = std::chrono::microseconds(50);  // PollPause
 constexpr auto kNap = std::chrono::microseconds(20);
 // How long the teardown waits for a stream's queued work.
 constexpr int64_t kTeardownWaitMs = 10000;
@@ -104,11 +102,18 @@ DeviceStates::~DeviceStates() {
     }
 }
 
+void PollPause::operator()() {
+    if (std::chrono::steady_clock::now() - start_ > kSpin)
+        std::this_thread::sleep_for(kNap);
+    else
+        std::this_thread::yield();
+}
+
 hvd_status_t wait_event(const GpuLibrary &lib, int32_t device, void *event, void *nccl_comm,
                         const Deadline &deadline, const std::atomic<int32_t> *abort, int32_t rank,
                         const std::string &what, std::string *message,
                         transport::Transport *drive) {
-    const auto start = std::chrono::steady_clock::now();
+    PollPause pause;
     hvd_gpu_err_t err;
     err.text[0] = '\0';
     for (;;) {
@@ -137,10 +142,7 @@ hvd_status_t wait_event(const GpuLibrary &lib, int32_t device, void *event, void
             return HVD_ERR_TIMED_OUT;
         }
         if (drive != nullptr) drive->progress();
-        if (std::chrono::steady_clock::now() - start > kSpin)
-            std::this_thread::sleep_for(kNap);
-        else
-            std::this_thread::yield();
+        pause();
     }
 }
 

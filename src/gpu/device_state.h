@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -74,6 +75,16 @@ class DeviceStates {
 // False when it did not finish in time or CUDA failed (`rank` and `what` name it for the wait).
 bool wait_stream_done(const GpuLibrary &lib, DeviceState &dev, const Deadline &deadline,
                       int32_t rank, const std::string &what, transport::Transport *drive = nullptr);
+
+// The pause between two polls of the device or of NCCL: a yield for the first 50 us of the
+// wait (short collectives, NCCL's launches), then naps of 20 us. Not thread-safe; one per wait.
+class PollPause {
+  public:
+    void operator()();
+
+  private:
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
 
 // Waits on the host until `event` (of `device`) has completed, polling: fails with HVD_ERR_DEVICE
 // when CUDA or the NCCL communicator (`nccl_comm`, may be null) reports an error, with the abort

@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "gpu/nccl_comms.h"
 
-#include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "collectives/collectives.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "gpu/bounded_abort.h"
+#include "gpu/device_state.h"
 
 namespace hvd::gpu {
 
@@ -21,6 +20,7 @@ void await_ready(const GpuLibrary &lib, void *nccl_comm, const collectives::Comm
                  int32_t rank) {
     hvd_gpu_err_t err;
     err.text[0] = '\0';
+    PollPause pause;
     for (;;) {
         int32_t in_progress = 0;
         if (lib.api->nccl_comm_status(nccl_comm, &in_progress, &err) != 0)
@@ -44,7 +44,7 @@ void await_ready(const GpuLibrary &lib, void *nccl_comm, const collectives::Comm
         // A peer may wait for bytes this rank's transport still holds (the unique id, say)
         // before it can join: keep driving it, as the other waits do across hosts.
         if (transport::Transport *t = comm.transport_to_drive()) t->progress();
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        pause();
     }
 }
 
