@@ -15,6 +15,7 @@ static struct {
     int (*malloc_)(void **, size_t);
     int (*free_)(void *);
     int (*memcpy_)(void *, const void *, size_t, int);
+    int (*synchronize)(void);
     const char *(*error_string)(int);
 } cuda;
 
@@ -42,8 +43,10 @@ static void load_runtime(bench_job_t *job) {
     *(void **)&cuda.malloc_ = dlsym(h, "cudaMalloc");
     *(void **)&cuda.free_ = dlsym(h, "cudaFree");
     *(void **)&cuda.memcpy_ = dlsym(h, "cudaMemcpy");
+    *(void **)&cuda.synchronize = dlsym(h, "cudaDeviceSynchronize");
     *(void **)&cuda.error_string = dlsym(h, "cudaGetErrorString");
-    if (!cuda.get_device_count || !cuda.set_device || !cuda.malloc_ || !cuda.free_ || !cuda.memcpy_)
+    if (!cuda.get_device_count || !cuda.set_device || !cuda.malloc_ || !cuda.free_ ||
+        !cuda.memcpy_ || !cuda.synchronize)
         bench_fail(job, "resolving the CUDA runtime's functions", HVD_ERR_UNSUPPORTED);
 }
 
@@ -86,6 +89,9 @@ void bench_device_upload(bench_job_t *job) {
     if (job->dev_out != job->dev_in)
         cuda_check(job, cuda.memcpy_(job->dev_out, job->out, job->dev_out_bytes, kHostToDevice),
                    "cudaMemcpy (outputs up)");
+    // A copy from pageable memory may return before its data reached the device, and the
+    // library's streams are not ordered after the legacy default stream: wait for it.
+    cuda_check(job, cuda.synchronize(), "cudaDeviceSynchronize (after the upload)");
 }
 
 void bench_device_download(bench_job_t *job) {

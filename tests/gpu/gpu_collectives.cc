@@ -627,6 +627,13 @@ int main() {
     }
     mp_init();
     if (!(hvd_features() & HVD_FEATURE_CUDA)) mp_die("CUDA devices exist but libhvd has no CUDA");
+    // The NCCL run of the GPU check must not pass on the host path for want of NCCL.
+    const char *expect_nccl = std::getenv("GPU_CHECK_EXPECT_NCCL");
+    if (expect_nccl != nullptr && std::strcmp(expect_nccl, "1") == 0 &&
+        !(hvd_features() & HVD_FEATURE_NCCL))
+        mp_die(
+            "GPU_CHECK_EXPECT_NCCL=1, but libhvd loaded no NCCL (HVD_NCCL_LIBRARY, "
+            "libnccl.so.2): the NCCL path cannot be checked");
     const char *local = std::getenv("HVD_LOCAL_RANK");
     g_device = (local != nullptr ? std::atoi(local) : 0) % count;
     cuda_ok(cudaSetDevice(g_device), "cudaSetDevice");
