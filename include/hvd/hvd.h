@@ -371,7 +371,8 @@ HVD_API hvd_status_t hvd_process_set_included(hvd_context_h ctx, hvd_process_set
 /* Elementwise reduction over all ranks of the set. in and out have the same dtype and shape;
  * out->data == in->data is in place, otherwise in and out must not overlap (HVD_ERR_INVALID_ARG
  * at enqueue). Result = postscale * op_r(prescale * in_r), Average
- * dividing by the set size. Integers are scaled in float64 and truncated toward zero;
+ * dividing by the set size. Integers are scaled in float64 and truncated toward zero (a factor
+ * of exactly 1/n, as an Average with postscale 1 has, divides by n, so exact quotients stay exact);
  * float16/bfloat16 are reduced (on host memory) and scaled in float32; Average of bool is
  * HVD_ERR_UNSUPPORTED.
  * Adasum (Maleki et al.: pairwise combination (1 - a.b/2|a|^2) a + (1 - a.b/2|b|^2) b over log2(n)

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Horovod's prescale/postscale (and Average's 1/size): multiply a buffer by a double factor
 // with per-dtype precision rules. Integers go through float64 and are truncated toward zero
-// as Horovod's static_cast does, but saturate instead of overflowing (which is UB in C++).
+// as Horovod's static_cast does, but saturate instead of overflowing (which is UB in C++); a
+// factor that is exactly 1/n divides them by n (integer_divisor.h), so that an exact average
+// stays exact.
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "common/dtype.h"
 #include "common/half.h"
+#include "reduce/integer_divisor.h"
 #include "reduce/reduce.h"
 
 namespace hvd::reduce {
@@ -32,6 +35,11 @@ template <class T>
 void scale_integers(void *dst, const void *src, size_t count, double factor) {
     T *out = static_cast<T *>(dst);
     const T *in = static_cast<const T *>(src);
+    if (const double n = integer_divisor(factor); n != 0.0) {
+        for (size_t i = 0; i < count; ++i)
+            out[i] = saturate_from_double<T>(static_cast<double>(in[i]) / n);
+        return;
+    }
     for (size_t i = 0; i < count; ++i) {
         out[i] = saturate_from_double<T>(static_cast<double>(in[i]) * factor);
     }

@@ -32,6 +32,7 @@
 #include "dtype_elements.h"
 #include "gpu/gpu_module_api.h"
 #include "hvd/hvd.h"
+#include "reduce/integer_divisor.h"
 
 namespace {
 
@@ -166,12 +167,17 @@ void scale_into(void *dst, const void *src, size_t count, int32_t dtype, double 
         std::memmove(dst, src, count * dtype_size(dtype));
         return;
     }
+    const bool floating = dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT16 ||
+                          dtype == HVD_DTYPE_BFLOAT16 || dtype == HVD_DTYPE_FLOAT64;
+    // Integers: divided by n where the factor is exactly 1/n, as the module's kernels do.
+    const double divisor =
+        floating || dtype == HVD_DTYPE_BOOL ? 0.0 : hvd::reduce::integer_divisor(factor);
     for (size_t i = 0; i < count; ++i) {
         const double x = load(dtype, src, i);
         if (dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_BFLOAT16)
             store(dtype, dst, i, static_cast<float>(x) * static_cast<float>(factor));
         else
-            store(dtype, dst, i, x * factor);
+            store(dtype, dst, i, divisor != 0.0 ? x / divisor : x * factor);
     }
 }
 

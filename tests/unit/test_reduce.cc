@@ -386,12 +386,23 @@ void test_scale_integers(void **) {
     const double inf = std::numeric_limits<double>::infinity();
     expect_scaled<int32_t>(HVD_DTYPE_INT32, {5, -5, 0}, inf, {INT32_MAX, INT32_MIN, 0});
     expect_scaled<int32_t>(HVD_DTYPE_INT32, {5, -5}, std::nan(""), {0, 0});
+    // Average's factor 1/n divides: 49 * (1.0 / 49) would be 0.99999999999999989, truncated to
+    // 0. A factor that only comes close to 1/n multiplies.
+    expect_scaled<int32_t>(HVD_DTYPE_INT32, {49, -98, 48, 147, -1}, 1.0 / 49, {1, -2, 0, 3, 0});
+    expect_scaled<int64_t>(HVD_DTYPE_INT64, {int64_t{49} << 40, 97}, 1.0 / 49,
+                           {int64_t{1} << 40, 1});
+    expect_scaled<uint8_t>(HVD_DTYPE_UINT8, {98, 255}, 1.0 / 49, {2, 5});
+    expect_scaled<int32_t>(HVD_DTYPE_INT32, {49}, std::nextafter(1.0 / 49, 1.0), {1});
+    expect_scaled<int32_t>(HVD_DTYPE_INT32, {49}, std::nextafter(1.0 / 49, 0.0), {0});
 }
 
-// Reference written as trunc-then-clamp, unlike the kernel's compare-then-cast.
+// Reference written as trunc-then-clamp, unlike the kernel's compare-then-cast; a factor that
+// is exactly 1/n (for an integer n >= 2) divides by n.
 template <class T>
 T scaled_reference(T x, double factor) {
-    double p = std::trunc(static_cast<double>(x) * factor);
+    const double n = factor > 0 ? std::round(1.0 / factor) : 0.0;
+    const bool divides = n >= 2 && 1.0 / n == factor;
+    double p = std::trunc(divides ? static_cast<double>(x) / n : static_cast<double>(x) * factor);
     if (p > static_cast<double>(std::numeric_limits<T>::max()))
         return std::numeric_limits<T>::max();
     if (p < static_cast<double>(std::numeric_limits<T>::min()))

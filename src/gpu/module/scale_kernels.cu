@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Scaling and batched copies on the device, with the host's precision rules (reduce/scale.cc):
-// integers through float64, truncated toward zero and saturated; float16/bfloat16 in float32;
-// float32 with the factor rounded to float; bool kept unless the factor is 0.
+// integers through float64, truncated toward zero and saturated, divided by n where the factor
+// is exactly 1/n (reduce/integer_divisor.h, found once per launch on the host); float16/bfloat16
+// in float32; float32 with the factor rounded to float; bool kept unless the factor is 0.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -10,6 +11,7 @@
 
 #include "gpu/module/scale_kernels.h"
 #include "hvd/hvd.h"
+#include "reduce/integer_divisor.h"
 
 namespace hvd::gpu_module {
 
@@ -26,13 +28,15 @@ __device__ T saturate_from_double(double v, double lowest, double past_max, T mi
 template <class T>
 struct Scaler;
 
-#define HVD_INTEGER_SCALER(T, MIN, MAX)                                                          \
-    template <>                                                                                  \
-    struct Scaler<T> {                                                                           \
-        __device__ static T apply(T x, double f) {                                               \
-            return saturate_from_double<T>(static_cast<double>(x) * f, static_cast<double>(MIN), \
-                                           static_cast<double>((MAX) / 2 + 1) * 2.0, MIN, MAX);  \
-        }                                                                                        \
+#define HVD_INTEGER_SCALER(T, MIN, MAX)                                                         \
+    template <>                                                                                 \
+    struct Scaler<T> {                                                                          \
+        __device__ static T apply(T x, double f, double divisor) {                              \
+            const double v =                                                                    \
+                divisor != 0.0 ? static_cast<double>(x) / divisor : static_cast<double>(x) * f; \
+            return saturate_from_double<T>(v, static_cast<double>(MIN),                         \
+                                           static_cast<double>((MAX) / 2 + 1) * 2.0, MIN, MAX); \
+        }                                                                                       \
     };
 HVD_INTEGER_SCALER(uint8_t, 0, UINT8_MAX)
 HVD_INTEGER_SCALER(int8_t, INT8_MIN, INT8_MAX)
@@ -44,21 +48,21 @@ HVD_INTEGER_SCALER(int64_t, INT64_MIN, INT64_MAX)
 
 template <>
 struct Scaler<float> {
-    __device__ static float apply(float x, double f) { return x * static_cast<float>(f); }
+    __device__ static float apply(float x, double f, double) { return x * static_cast<float>(f); }
 };
 template <>
 struct Scaler<double> {
-    __device__ static double apply(double x, double f) { return x * f; }
+    __device__ static double apply(double x, double f, double) { return x * f; }
 };
 template <>
 struct Scaler<__half> {
-    __device__ static __half apply(__half x, double f) {
+    __device__ static __half apply(__half x, double f, double) {
         return __float2half_rn(__half2float(x) * static_cast<float>(f));
     }
 };
 template <>
 struct Scaler<__nv_bfloat16> {
-    __device__ static __nv_bfloat16 apply(__nv_bfloat16 x, double f) {
+    __device__ static __nv_bfloat16 apply(__nv_bfloat16 x, double f, double) {
         return __float2bfloat16_rn(__bfloat162float(x) * static_cast<float>(f));
     }
 };
@@ -67,15 +71,17 @@ struct Bool {
 };
 template <>
 struct Scaler<Bool> {
-    __device__ static Bool apply(Bool x, double f) { return Bool{f == 0.0 ? uint8_t{0} : x.v}; }
+    __device__ static Bool apply(Bool x, double f, double) {
+        return Bool{f == 0.0 ? uint8_t{0} : x.v};
+    }
 };
 
 template <class T>
-__global__ void scale_kernel(T *dst, const T *src, size_t count, double factor) {
+__global__ void scale_kernel(T *dst, const T *src, size_t count, double factor, double divisor) {
     size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
     for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
          i += stride)
-        dst[i] = Scaler<T>::apply(src[i], factor);
+        dst[i] = Scaler<T>::apply(src[i], factor, divisor);
 }
 
 struct CopyBatch {
@@ -85,7 +91,7 @@ struct CopyBatch {
 
 // Block b works on copy b % n; the blocks of one copy stride over its elements.
 template <class T>
-__global__ void copy_batch_kernel(CopyBatch batch, double factor, bool scale) {
+__global__ void copy_batch_kernel(CopyBatch batch, double factor, double divisor, bool scale) {
     const uint32_t which = blockIdx.x % batch.n;
     const uint32_t blocks_per_copy = gridDim.x / batch.n;
     const uint32_t part = blockIdx.x / batch.n;
@@ -95,7 +101,7 @@ __global__ void copy_batch_kernel(CopyBatch batch, double factor, bool scale) {
     const size_t count = c.bytes / sizeof(T);
     const size_t stride = static_cast<size_t>(blocks_per_copy) * blockDim.x;
     for (size_t i = static_cast<size_t>(part) * blockDim.x + threadIdx.x; i < count; i += stride)
-        dst[i] = scale ? Scaler<T>::apply(src[i], factor) : src[i];
+        dst[i] = scale ? Scaler<T>::apply(src[i], factor, divisor) : src[i];
 }
 
 constexpr int kThreads = 256;
@@ -112,7 +118,8 @@ cudaError_t scale_typed(void *dst, const void *src, size_t count, double factor,
                         cudaStream_t stream) {
     cudaGetLastError();  // an earlier call's error is not this launch's
     scale_kernel<T><<<blocks_for(count), kThreads, 0, stream>>>(
-        static_cast<T *>(dst), static_cast<const T *>(src), count, factor);
+        static_cast<T *>(dst), static_cast<const T *>(src), count, factor,
+        reduce::integer_divisor(factor));
     return cudaGetLastError();
 }
 
@@ -130,7 +137,7 @@ cudaError_t copy_batch_typed(const hvd_gpu_copy_t *copies, size_t n, double fact
     if (per_copy * n > kMaxBlocks) per_copy = kMaxBlocks / n > 0 ? kMaxBlocks / n : 1;
     cudaGetLastError();  // an earlier call's error is not this launch's
     copy_batch_kernel<T><<<static_cast<unsigned>(per_copy * n), kThreads, 0, stream>>>(
-        batch, factor, factor != 1.0);
+        batch, factor, reduce::integer_divisor(factor), factor != 1.0);
     return cudaGetLastError();
 }
 
