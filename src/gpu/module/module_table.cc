@@ -299,8 +299,13 @@ int m_pointer_device(int32_t expected, const void *ptr, int32_t *is_device, int3
 // cudaFree serve there. A pool of its own, not the device's default one that frameworks
 // allocate from, and one that never reuses a block freed on another stream by making the
 // allocating stream wait for that one: neither the frameworks' allocations nor the library's
-// ever wait on each other's streams (where NCCL kernels may wait on peers). Decided once per
-// device, so that memory is always freed the way it was allocated.
+// ever wait on each other's streams (where NCCL kernels may wait on peers). It keeps up to
+// kPoolKeepBytes of freed memory mapped: with CUDA's default of 0, every synchronisation (a
+// framework reading a loss, say) would hand freed blocks back to the driver, and the next
+// library-owned output would map its memory anew. Decided once per device, so that memory is
+// always freed the way it was allocated.
+constexpr uint64_t kPoolKeepBytes = uint64_t{256} << 20;
+
 cudaMemPool_t library_pool(int32_t device) {
     static std::mutex mu;
     static std::unordered_map<int32_t, cudaMemPool_t> pools;
@@ -318,7 +323,9 @@ cudaMemPool_t library_pool(int32_t device) {
         props.location.type = cudaMemLocationTypeDevice;
         props.location.id = device;
         int no = 0;
+        uint64_t keep = kPoolKeepBytes;
         if (cudaMemPoolCreate(&pool, &props) != cudaSuccess ||
+            cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess ||
             cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &no) != cudaSuccess ||
             cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no) !=
                 cudaSuccess) {
