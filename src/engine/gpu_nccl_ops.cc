@@ -126,9 +126,7 @@ void GpuRunner::queue_allreduce(const std::vector<RequestPtr> &reqs, int32_t set
     unfuse_outputs(reqs, dev, fused, post);
 }
 
-// Every member's rows of every tensor, as one NCCL group of broadcasts (members' row counts
-// may differ, which ncclAllGather does not allow); a lone tensor with equal counts is one
-// ncclAllGather.
+// The library-owned outputs of a run of allgathers (the callers' where they gave one).
 std::vector<char *> GpuRunner::allgather_outputs(const Response *resps,
                                                  const std::vector<RequestPtr> &reqs,
                                                  gpu::DeviceState &dev) {
@@ -150,35 +148,42 @@ std::vector<char *> GpuRunner::allgather_outputs(const Response *resps,
     return outs;
 }
 
+// Every member's rows of every tensor, in one NCCL group: a tensor whose members all bring the
+// same number of rows is one ncclAllGather, one of differing counts (which ncclAllGather does
+// not allow) one ncclBroadcast per member that brings rows.
 void GpuRunner::queue_allgather(const Response *resps, const std::vector<RequestPtr> &reqs,
                                 int32_t me, void *nc, gpu::DeviceState &dev) {
     const std::vector<char *> outs = allgather_outputs(resps, reqs, dev);
-    const std::vector<int64_t> &dims0 = resps[0].first_dims;
-    bool equal = std::all_of(dims0.begin(), dims0.end(), [&](int64_t d) { return d == dims0[0]; });
-    if (reqs.size() == 1 && equal) {
-        size_t bytes = static_cast<size_t>(dims0[0]) * row_bytes_of(reqs[0]->input);
-        if (bytes > 0) {
-            lib_->call("ncclAllGather", lib_->api->nccl_allgather, reqs[0]->input.data, outs[0],
-                       bytes, nc, dev.stream);
-            settle(nc);
-        }
-        return;
-    }
     NcclGroup group(lib_);
+    bool queued = false;
     for (size_t t = 0; t < reqs.size(); ++t) {
-        size_t row_bytes = row_bytes_of(reqs[t]->input);
+        const std::vector<int64_t> &dims0 = resps[t].first_dims;
+        const size_t row_bytes = row_bytes_of(reqs[t]->input);
+        const bool equal =
+            std::all_of(dims0.begin(), dims0.end(), [&](int64_t d) { return d == dims0[0]; });
+        if (equal) {
+            const size_t bytes = static_cast<size_t>(dims0[0]) * row_bytes;
+            if (bytes > 0) {
+                lib_->call("ncclAllGather", lib_->api->nccl_allgather, reqs[t]->input.data, outs[t],
+                           bytes, nc, dev.stream);
+                queued = true;
+            }
+            continue;
+        }
         size_t offset = 0;
-        for (size_t r = 0; r < resps[t].first_dims.size(); ++r) {
-            size_t bytes = static_cast<size_t>(resps[t].first_dims[r]) * row_bytes;
-            if (bytes > 0)
+        for (size_t r = 0; r < dims0.size(); ++r) {
+            const size_t bytes = static_cast<size_t>(dims0[r]) * row_bytes;
+            if (bytes > 0) {
                 lib_->call("ncclBroadcast", lib_->api->nccl_broadcast,
                            static_cast<int32_t>(r) == me ? reqs[t]->input.data : nullptr,
                            outs[t] + offset, bytes, static_cast<int32_t>(r), nc, dev.stream);
+                queued = true;
+            }
             offset += bytes;
         }
     }
     group.end();
-    settle(nc);
+    if (queued) settle(nc);
 }
 
 void GpuRunner::queue_broadcast(Request &req, void *nc, gpu::DeviceState &dev) {

@@ -300,16 +300,16 @@ inline std::string wait_only(hvd_request_h req, const std::string &what) {
     return what + ": " + hvd_status_name(s) + ": " + msg;
 }
 
-// Ragged rows (rank r has r + 1) go through a group of broadcasts, even ones through one
-// ncclAllGather; both into library-owned outputs.
+// Ragged rows (rank r has r + 1) go through broadcasts, even ones through an ncclAllGather, in
+// one NCCL group where the two are fused (one dtype); both into library-owned outputs.
 inline std::string allgathers(Rank &me) {
     const int64_t cols = 3;
     DeviceArray ragged(me.device, HVD_DTYPE_INT32, {me.rank + 1, cols});
     for (size_t i = 0; i < ragged.count; ++i)
         store(HVD_DTYPE_INT32, ragged.data, i, 100 * me.rank + static_cast<double>(i));
-    DeviceArray even(me.device, HVD_DTYPE_FLOAT32, {2, cols});
+    DeviceArray even(me.device, HVD_DTYPE_INT32, {2, cols});
     for (size_t i = 0; i < even.count; ++i)
-        store(HVD_DTYPE_FLOAT32, even.data, i, -100.0 * me.rank - static_cast<double>(i));
+        store(HVD_DTYPE_INT32, even.data, i, -100.0 * me.rank - static_cast<double>(i));
     Params p1("ag.ragged"), p2("ag.even");
     hvd_tensor_t t1 = ragged.tensor(), t2 = even.tensor();
     hvd_request_h r1, r2;
@@ -329,7 +329,7 @@ inline std::string allgathers(Rank &me) {
     if (!err.empty()) return err;
     err = wait_only(r2, "even allgather");
     if (!err.empty()) return err;
-    err = check_outstore(r2, "even allgather", HVD_DTYPE_FLOAT32, 2 * me.size, cols,
+    err = check_outstore(r2, "even allgather", HVD_DTYPE_INT32, 2 * me.size, cols,
                          [&](int64_t row, int64_t col) {
                              return -100.0 * static_cast<double>(row / 2) -
                                     static_cast<double>((row % 2) * cols + col);
