@@ -153,7 +153,10 @@ typedef struct hvd_tensor {
     int32_t device_id;
     void *ready_event; /* cudaEvent_t: the data is valid once it has completed; the event
                           must stay alive (not destroyed, not re-recorded) until the request
-                          completes, since the engine waits on it later than enqueue */
+                          completes, since the engine waits on it later than enqueue. Given
+                          ready events, an op writes the caller's output once they have
+                          completed and is ordered after nothing else: the events must also
+                          follow earlier work that uses the output's memory */
 } hvd_tensor_t;
 #define HVD_MAX_NDIM 32
 
