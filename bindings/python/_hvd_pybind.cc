@@ -3,10 +3,10 @@
 //
 // Implements the same functions, arguments, results and errors as hvd/_ctypes_backend.py (the
 // contract is in hvd/_backend.py), calling libhvd's C ABI directly: handles are Python ints (0
-// for NULL), tensors are (data pointer, dtype code, shape[, device type, device id]) tuples, and
-// a failed call raises what hvd._errors.error_for(status, detail) returns. test() and wait()
-// return statuses instead of raising. The GIL is released around the calls that can block
-// (init, finalize, wait, process set creation and destruction).
+// for NULL), tensors are (data pointer, dtype code, shape[, device type, device id[, ready
+// event]]) tuples, and a failed call raises what hvd._errors.error_for(status, detail)
+// returns. test() and wait() return statuses instead of raising. The GIL is released around the
+// calls that can block (init, finalize, wait, process set creation and destruction).
 //
 // Beyond that contract, two submodules save the Python work per op: `requests`, the table of
 // outstanding requests behind hvd's integer handles (request_table.h), and `torch_fast`,

@@ -52,7 +52,9 @@ bool abort_within(const hvd_gpu_module_t *api, const std::vector<void *> &comms,
             unstarted.push_back(comm);
         }
     }
-    // Rather than leave a communicator unaborted: here, unbounded, once the others run.
+    // Rather than leave a communicator unaborted: here, unbounded, once the others run (two
+    // unstarted ones that wait on each other's kernels would not end; no thread to spare is a
+    // failing process anyway).
     for (void *comm : unstarted)
         abort_one(api, comm, rank, progress.get());
     std::unique_lock<std::mutex> lock(progress->mu);

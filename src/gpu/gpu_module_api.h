@@ -106,10 +106,12 @@ typedef struct hvd_gpu_module {
     int (*copy_async)(int32_t device, void *dst, const void *src, size_t bytes, void *stream,
                       hvd_gpu_err_t *err);
     /* Up to HVD_GPU_COPY_BATCH device-to-device copies in one kernel; each element is scaled
-     * by `factor` on the way (1.0: a plain copy; float16/bfloat16 scaled in float). */
+     * by `factor` on the way as scale_async scales it (1.0: a plain copy). */
     int (*copy_batch_async)(int32_t device, const hvd_gpu_copy_t *copies, size_t n, int32_t dtype,
                             double factor, void *stream, hvd_gpu_err_t *err);
-    /* dst[i] = src[i] * factor for count elements (in place when dst == src). */
+    /* dst[i] = src[i] * factor for count elements (in place when dst == src), with the host's
+     * rules (reduce/scale.cc): float16/bfloat16 scaled in float, integers in float64, divided
+     * by n where factor is exactly 1/n (reduce/integer_divisor.h). */
     int (*scale_async)(int32_t device, void *dst, const void *src, size_t count, int32_t dtype,
                        double factor, void *stream, hvd_gpu_err_t *err);
     /* Zeroes bytes of device memory. */

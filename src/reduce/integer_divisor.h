@@ -9,11 +9,12 @@
 
 namespace hvd::reduce {
 
-// n where factor == 1.0 / n exactly for an integer n >= 2 (below 2^53), else 0. Pure.
+// n where factor == 1.0 / n exactly for an integer |n| >= 2 (below 2^53), else 0. Pure.
 inline double integer_divisor(double factor) {
-    if (!(factor > 0.0) || factor > 0.5) return 0.0;
-    const double n = std::nearbyint(1.0 / factor);
-    return n >= 2.0 && n < 9007199254740992.0 && 1.0 / n == factor ? n : 0.0;
+    const double a = std::fabs(factor);
+    if (!(a > 0.0) || a > 0.5) return 0.0;
+    const double n = std::nearbyint(1.0 / a);
+    return n >= 2.0 && n < 9007199254740992.0 && 1.0 / n == a ? std::copysign(n, factor) : 0.0;
 }
 
 }  // namespace hvd::reduce

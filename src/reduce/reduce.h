@@ -43,7 +43,8 @@ hvd_status_t reduce_into_scaled(void *dst, void *copy, const void *a, const void
                                 int32_t dtype, int32_t op, double factor);
 
 // dst[i] = src[i] * factor with Horovod's semantics: integers computed in float64 and
-// truncated toward zero (then converted to the integer type, saturating at its range);
+// truncated toward zero (then converted to the integer type, saturating at its range), and
+// divided by n where factor is exactly 1/n (integer_divisor.h: an Average's exact quotient);
 // float16/bfloat16 in float32; float32 in float32 (factor rounded to float); float64 in
 // float64; bool is left unchanged unless factor is 0 (then false). dst may equal src.
 // factor == 1.0 copies (or does nothing in place). For integers an infinite factor

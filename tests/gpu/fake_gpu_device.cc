@@ -161,7 +161,8 @@ using dtype_elements::load;
 using dtype_elements::store;
 using hvd::dtype_size;
 
-// dst[i] = src[i] * factor for `count` elements (a plain copy where factor is 1).
+// dst[i] = src[i] * factor for `count` elements (a plain copy where factor is 1), with the
+// module's rules: integers divided by n where factor is exactly 1/n.
 void scale_into(void *dst, const void *src, size_t count, int32_t dtype, double factor) {
     if (factor == 1.0) {
         std::memmove(dst, src, count * dtype_size(dtype));

@@ -100,7 +100,7 @@ void test_nccl_missing_symbol(void **) {
 void test_nccl_too_old(void **) {
     with_module(library(HVD_FAKE_NCCL_OLD).c_str(), [](const hvd_gpu_info_t &info) {
         return info.nccl_version == 0 && contains(info.nccl_problem, "version 2.3.7") &&
-               contains(info.nccl_problem, "older than 2.18.0");
+               contains(info.nccl_problem, "older than 2.19.0");
     });
 }
 
@@ -119,9 +119,12 @@ const char *real_nccl() {
     return std::getenv("HVD_TEST_LIBRARY_DIR") != nullptr ? "libnccl.so.2" : HVD_TEST_NCCL_LIBRARY;
 }
 
-// Whether no NCCL is to be found where real_nccl() says (then the real-NCCL cases skip, saying
-// so: a packed copy may run where no NCCL is installed).
+// Whether a packed copy runs where no NCCL is to be found (then the real-NCCL cases skip,
+// saying so). In a build, the NCCL it found must load.
 bool no_real_nccl() {
+    if (std::getenv("HVD_TEST_LIBRARY_DIR") == nullptr ||
+        std::getenv("HVD_NCCL_LIBRARY") != nullptr)
+        return false;
     void *h = dlopen(real_nccl(), RTLD_LAZY | RTLD_LOCAL);
     if (h != nullptr) {
         dlclose(h);
@@ -134,7 +137,7 @@ bool no_real_nccl() {
 void test_real_nccl(void **) {
     if (no_real_nccl()) skip();
     with_module(real_nccl(), [](const hvd_gpu_info_t &info) {
-        if (info.nccl_version < 21800) {
+        if (info.nccl_version < 21900) {
             std::fprintf(stderr, "NCCL not loaded: %s\n", info.nccl_problem);
             return false;
         }

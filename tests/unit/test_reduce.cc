@@ -392,6 +392,7 @@ void test_scale_integers(void **) {
     expect_scaled<int64_t>(HVD_DTYPE_INT64, {int64_t{49} << 40, 97}, 1.0 / 49,
                            {int64_t{1} << 40, 1});
     expect_scaled<uint8_t>(HVD_DTYPE_UINT8, {98, 255}, 1.0 / 49, {2, 5});
+    expect_scaled<int32_t>(HVD_DTYPE_INT32, {49, -98}, -1.0 / 49, {-1, 2});
     expect_scaled<int32_t>(HVD_DTYPE_INT32, {49}, std::nextafter(1.0 / 49, 1.0), {1});
     expect_scaled<int32_t>(HVD_DTYPE_INT32, {49}, std::nextafter(1.0 / 49, 0.0), {0});
 }
@@ -400,9 +401,10 @@ void test_scale_integers(void **) {
 // is exactly 1/n (for an integer n >= 2) divides by n.
 template <class T>
 T scaled_reference(T x, double factor) {
-    const double n = factor > 0 ? std::round(1.0 / factor) : 0.0;
-    const bool divides = n >= 2 && 1.0 / n == factor;
-    double p = std::trunc(divides ? static_cast<double>(x) / n : static_cast<double>(x) * factor);
+    const double n = factor != 0 ? std::round(1.0 / std::fabs(factor)) : 0.0;
+    const bool divides = n >= 2 && 1.0 / n == std::fabs(factor);
+    double p = std::trunc(divides ? static_cast<double>(x) / std::copysign(n, factor)
+                                  : static_cast<double>(x) * factor);
     if (p > static_cast<double>(std::numeric_limits<T>::max()))
         return std::numeric_limits<T>::max();
     if (p < static_cast<double>(std::numeric_limits<T>::min()))

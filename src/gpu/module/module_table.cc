@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -95,22 +96,26 @@ class RelaxedCapture {
 // engine runs on callers' threads too, whose frameworks rely on their current device. A
 // thread without a context (the engine's own, a caller's that never used CUDA) keeps
 // `device`: restoring "device 0" there would create a context on device 0 for every rank.
-// The thread is in relaxed capture mode for the scope (RelaxedCapture).
+// The thread is in relaxed capture mode for the scope (RelaxedCapture), switched only once it
+// has a context, so that the switch cannot be what creates one.
 class DeviceScope {
   public:
     // device < 0: the current device stays.
     explicit DeviceScope(int32_t device) {
-        if (device < 0) return;
-        if (!thread_has_context() || cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-        result_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
+        if (device >= 0) {
+            if (!thread_has_context() || cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+            result_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
+        }
+        if (device >= 0 ? result_ == cudaSuccess : thread_has_context()) relaxed_.emplace();
     }
     ~DeviceScope() {
+        relaxed_.reset();
         if (previous_ >= 0 && result_ == cudaSuccess) cudaSetDevice(previous_);
     }
     cudaError_t result() const { return result_; }
 
   private:
-    RelaxedCapture relaxed_;
+    std::optional<RelaxedCapture> relaxed_;
     int previous_ = -1;
     cudaError_t result_ = cudaSuccess;
 };
@@ -152,6 +157,9 @@ class CommDevices {
     std::unordered_map<void *, int32_t> devices_;
 };
 CommDevices comm_devices;
+// The device of the last communicator this thread queued work on: the one a group's end
+// launches that work on (NCCL groups are per thread).
+thread_local int32_t group_device = -1;
 hvd_gpu_info_t opened_info;
 int opened_rc = -1;
 std::string opened_error;
@@ -232,6 +240,21 @@ int reduction_args(int32_t dtype, int32_t op, ncclDataType_t *t, ncclRedOp_t *o,
     return 0;
 }
 
+// Whether NCCL_COMM_BLOCKING=1 (as NCCL parses it) would make every communicator blocking,
+// whatever the module asks: NCCL's calls would then wait for the peers with no deadline, no
+// abort and no progress of libhvd's own connections, which the peers may be waiting on. NCCL
+// also sets it from its configuration files (NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf) once
+// it has initialised, so communicator creation asks again.
+bool nccl_blocking_forced() {
+    const char *v = std::getenv("NCCL_COMM_BLOCKING");
+    return v != nullptr && std::strtoll(v, nullptr, 0) == 1;
+}
+constexpr const char *kBlockingForced =
+    "NCCL_COMM_BLOCKING=1 is set (in the environment or an NCCL configuration file), which "
+    "makes NCCL's calls block until every peer arrives; libhvd bounds each wait with its own "
+    "deadline and aborts when a peer fails, so it needs non-blocking communicators: unset "
+    "NCCL_COMM_BLOCKING (or set it to 0) to use NCCL";
+
 void open_module(const char *nccl_library) {
     hvd_gpu_info_t info{};
     cudaRuntimeGetVersion(&info.runtime_version);
@@ -248,16 +271,8 @@ void open_module(const char *nccl_library) {
     }
     info.device_count = count;
     std::string problem;
-    if (const char *blocking = std::getenv("NCCL_COMM_BLOCKING");
-        blocking != nullptr && std::atoi(blocking) == 1) {
-        // NCCL would make every communicator blocking, whatever the module asks: its calls
-        // would then wait for the peers with no deadline, no abort and no progress of libhvd's
-        // own connections, which the peers may be waiting on.
-        fill(info.nccl_problem,
-             "NCCL_COMM_BLOCKING=1 is set, which makes NCCL's calls block until every peer "
-             "arrives; libhvd bounds each wait with its own deadline and aborts when a peer "
-             "fails, so it needs non-blocking communicators: unset NCCL_COMM_BLOCKING (or set "
-             "it to 0) to use NCCL");
+    if (nccl_blocking_forced()) {
+        fill(info.nccl_problem, kBlockingForced);
     } else if (load_nccl(nccl_library != nullptr ? nccl_library : "", &nccl, &problem)) {
         info.nccl_version = nccl.version;
         fill(info.nccl_path, nccl.path);
@@ -498,6 +513,7 @@ int m_nccl_unique_id(uint8_t id[HVD_GPU_NCCL_ID_BYTES], hvd_gpu_err_t *err) {
 int m_nccl_comm_init(int32_t device, int32_t nranks, int32_t rank,
                      const uint8_t id[HVD_GPU_NCCL_ID_BYTES], void **comm, hvd_gpu_err_t *err) {
     if (int rc = need_nccl(err)) return rc;
+    if (nccl_blocking_forced()) return fail(err, "%s", kBlockingForced);
     ON_DEVICE(device);
     ncclUniqueId u;
     std::memcpy(u.internal, id, HVD_GPU_NCCL_ID_BYTES);
@@ -547,11 +563,14 @@ int m_nccl_supports(int32_t dtype, int32_t reduce_op) {
 }
 
 int m_nccl_group_start(hvd_gpu_err_t *err) {
+    group_device = -1;
     NCCL_TRY(nccl.GroupStart(), "ncclGroupStart", nullptr);
     return 0;
 }
 
+// The group's work is launched here: on its communicators' device, in relaxed capture mode.
 int m_nccl_group_end(hvd_gpu_err_t *err) {
+    ON_DEVICE(group_device);
     NCCL_TRY(nccl.GroupEnd(), "ncclGroupEnd", nullptr);
     return 0;
 }
@@ -562,7 +581,7 @@ int m_nccl_allreduce(const void *send, void *recv, size_t count, int32_t dtype, 
     ncclRedOp_t o;
     if (int rc = reduction_args(dtype, op, &t, &o, err)) return rc;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    ON_DEVICE(comm_devices.of(comm));
+    ON_DEVICE(group_device = comm_devices.of(comm));
     NCCL_TRY(nccl.AllReduce(send, recv, count, t, o, c, static_cast<cudaStream_t>(stream)),
              "ncclAllReduce", c);
     return 0;
@@ -574,7 +593,7 @@ int m_nccl_reduce(const void *send, void *recv, size_t count, int32_t dtype, int
     ncclRedOp_t o;
     if (int rc = reduction_args(dtype, op, &t, &o, err)) return rc;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    ON_DEVICE(comm_devices.of(comm));
+    ON_DEVICE(group_device = comm_devices.of(comm));
     NCCL_TRY(nccl.Reduce(send, recv, count, t, o, root, c, static_cast<cudaStream_t>(stream)),
              "ncclReduce", c);
     return 0;
@@ -586,7 +605,7 @@ int m_nccl_reducescatter(const void *send, void *recv, size_t recv_count, int32_
     ncclRedOp_t o;
     if (int rc = reduction_args(dtype, op, &t, &o, err)) return rc;
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    ON_DEVICE(comm_devices.of(comm));
+    ON_DEVICE(group_device = comm_devices.of(comm));
     NCCL_TRY(nccl.ReduceScatter(send, recv, recv_count, t, o, c, static_cast<cudaStream_t>(stream)),
              "ncclReduceScatter", c);
     return 0;
@@ -595,7 +614,7 @@ int m_nccl_reducescatter(const void *send, void *recv, size_t recv_count, int32_
 int m_nccl_broadcast(const void *send, void *recv, size_t bytes, int32_t root, void *comm,
                      void *stream, hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    ON_DEVICE(comm_devices.of(comm));
+    ON_DEVICE(group_device = comm_devices.of(comm));
     NCCL_TRY(
         nccl.Broadcast(send, recv, bytes, ncclUint8, root, c, static_cast<cudaStream_t>(stream)),
         "ncclBroadcast", c);
@@ -605,7 +624,7 @@ int m_nccl_broadcast(const void *send, void *recv, size_t bytes, int32_t root, v
 int m_nccl_allgather(const void *send, void *recv, size_t send_bytes, void *comm, void *stream,
                      hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    ON_DEVICE(comm_devices.of(comm));
+    ON_DEVICE(group_device = comm_devices.of(comm));
     NCCL_TRY(
         nccl.AllGather(send, recv, send_bytes, ncclUint8, c, static_cast<cudaStream_t>(stream)),
         "ncclAllGather", c);
@@ -615,7 +634,7 @@ int m_nccl_allgather(const void *send, void *recv, size_t send_bytes, void *comm
 int m_nccl_send(const void *send, size_t bytes, int32_t peer, void *comm, void *stream,
                 hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    ON_DEVICE(comm_devices.of(comm));
+    ON_DEVICE(group_device = comm_devices.of(comm));
     NCCL_TRY(nccl.Send(send, bytes, ncclUint8, peer, c, static_cast<cudaStream_t>(stream)),
              "ncclSend", c);
     return 0;
@@ -624,7 +643,7 @@ int m_nccl_send(const void *send, size_t bytes, int32_t peer, void *comm, void *
 int m_nccl_recv(void *recv, size_t bytes, int32_t peer, void *comm, void *stream,
                 hvd_gpu_err_t *err) {
     ncclComm_t c = static_cast<ncclComm_t>(comm);
-    ON_DEVICE(comm_devices.of(comm));
+    ON_DEVICE(group_device = comm_devices.of(comm));
     NCCL_TRY(nccl.Recv(recv, bytes, ncclUint8, peer, c, static_cast<cudaStream_t>(stream)),
              "ncclRecv", c);
     return 0;

@@ -10,9 +10,10 @@
 namespace hvd::gpu_module {
 
 // The oldest NCCL the module uses: non-blocking communicators (ncclCommInitRankConfig, 2.14),
-// from the version whose background initialisation no longer writes through the caller's
-// communicator pointer after the call has returned (2.18).
-constexpr int kMinNcclVersion = 21800;
+// whose background initialisation no longer writes through the caller's communicator pointer
+// after the call has returned (2.18), and which aborts communicators from several threads at
+// once (2.19; gpu/bounded_abort.cc does).
+constexpr int kMinNcclVersion = 21900;
 
 struct NcclTable {
     void *handle = nullptr;

@@ -13,7 +13,8 @@
 
 namespace hvd::gpu_module {
 
-// dst[i] = src[i] * factor, with reduce/scale.cc's rules per dtype (a hvd_dtype_t).
+// dst[i] = src[i] * factor, with reduce/scale.cc's rules per dtype (a hvd_dtype_t), integers
+// divided by n where factor is exactly 1/n.
 cudaError_t launch_scale(void *dst, const void *src, size_t count, int32_t dtype, double factor,
                          cudaStream_t stream);
 
