@@ -26,9 +26,10 @@
 
 namespace fake_device_job {
 
-inline const hvd_gpu_module_t *g_device = nullptr;     // the fake module's own table, for the test
-inline uint64_t (*g_rounds)() = nullptr;               // NCCL rounds the fake module ran so far
-inline size_t (*g_misuses)(char *, size_t) = nullptr;  // its device work on freed memory
+inline const hvd_gpu_module_t *g_device = nullptr;  // the fake module's own table, for the test
+inline uint64_t (*g_rounds)() = nullptr;            // NCCL rounds the fake module ran so far
+inline uint64_t (*g_nccl_calls)(const char *) = nullptr;        // NCCL calls of a kind, all ranks
+inline size_t (*g_misuses)(char *, size_t) = nullptr;           // its device work on freed memory
 inline void (*g_fail_rounds)(int, const char *) = nullptr;      // makes its next NCCL calls fail
 inline void (*g_gate)(int32_t, void *, const int *) = nullptr;  // blocks a stream until opened
 inline uint64_t (*g_pinned_allocs)() = nullptr;                 // pinned host buffers it made
@@ -300,8 +301,10 @@ inline std::string wait_only(hvd_request_h req, const std::string &what) {
     return what + ": " + hvd_status_name(s) + ": " + msg;
 }
 
-// Ragged rows (rank r has r + 1) go through broadcasts, even ones through an ncclAllGather, in
-// one NCCL group where the two are fused (one dtype); both into library-owned outputs.
+// Ragged rows (rank r has r + 1) go through broadcasts, even ones through an ncclAllGather,
+// both into library-owned outputs: enqueued apart (fused or not, as the engine finds them),
+// then as one grouped allgather (one run, one NCCL group). Every rank makes 2 ncclAllGather
+// calls and 2 * size ncclBroadcast calls on the NCCL path.
 inline std::string allgathers(Rank &me) {
     const int64_t cols = 3;
     DeviceArray ragged(me.device, HVD_DTYPE_INT32, {me.rank + 1, cols});
@@ -310,31 +313,41 @@ inline std::string allgathers(Rank &me) {
     DeviceArray even(me.device, HVD_DTYPE_INT32, {2, cols});
     for (size_t i = 0; i < even.count; ++i)
         store(HVD_DTYPE_INT32, even.data, i, -100.0 * me.rank - static_cast<double>(i));
-    Params p1("ag.ragged"), p2("ag.even");
+    const int64_t rows = static_cast<int64_t>(me.size) * (me.size + 1) / 2;
+    auto ragged_at = [&](int64_t row, int64_t col) {
+        int64_t r = 0, first = 0;
+        while (first + r + 1 <= row)
+            first += ++r;
+        return 100.0 * r + static_cast<double>((row - first) * cols + col);
+    };
+    auto even_at = [&](int64_t row, int64_t col) {
+        return -100.0 * static_cast<double>(row / 2) - static_cast<double>((row % 2) * cols + col);
+    };
+    Params p1("ag.ragged"), p2("ag.even"), p3("ag.grouped");
     hvd_tensor_t t1 = ragged.tensor(), t2 = even.tensor();
-    hvd_request_h r1, r2;
+    hvd_request_h r1, r2, r3;
     if (hvd_allgather_enqueue(me.ctx, &t1, &p1, &r1) != HVD_OK) return enqueue_failed("ragged");
     if (hvd_allgather_enqueue(me.ctx, &t2, &p2, &r2) != HVD_OK) return enqueue_failed("even");
     std::string err = wait_only(r1, "ragged allgather");
     if (!err.empty()) return err;
-    const int64_t rows = static_cast<int64_t>(me.size) * (me.size + 1) / 2;
-    err = check_outstore(r1, "ragged allgather", HVD_DTYPE_INT32, rows, cols,
-                         [&](int64_t row, int64_t col) {
-                             int64_t r = 0, first = 0;
-                             while (first + r + 1 <= row)
-                                 first += ++r;
-                             return 100.0 * r + static_cast<double>((row - first) * cols + col);
-                         });
+    err = check_outstore(r1, "ragged allgather", HVD_DTYPE_INT32, rows, cols, ragged_at);
     hvd_request_release(r1);
     if (!err.empty()) return err;
     err = wait_only(r2, "even allgather");
     if (!err.empty()) return err;
-    err = check_outstore(r2, "even allgather", HVD_DTYPE_INT32, 2 * me.size, cols,
-                         [&](int64_t row, int64_t col) {
-                             return -100.0 * static_cast<double>(row / 2) -
-                                    static_cast<double>((row % 2) * cols + col);
-                         });
+    err = check_outstore(r2, "even allgather", HVD_DTYPE_INT32, 2 * me.size, cols, even_at);
     hvd_request_release(r2);
+    if (!err.empty()) return err;
+    const hvd_tensor_t *both[2] = {&t1, &t2};
+    if (hvd_grouped_allgather_enqueue(me.ctx, both, 2, &p3, &r3) != HVD_OK)
+        return enqueue_failed("grouped");
+    err = wait_only(r3, "grouped allgather");
+    if (!err.empty()) return err;
+    err = check_outstore(r3, "grouped allgather, ragged", HVD_DTYPE_INT32, rows, cols, ragged_at);
+    if (err.empty())
+        err = check_outstore(r3, "grouped allgather, even", HVD_DTYPE_INT32, 2 * me.size, cols,
+                             even_at, 1);
+    hvd_request_release(r3);
     return err;
 }
 
@@ -486,9 +499,11 @@ inline bool load_fake_device(const char *path) {
         reinterpret_cast<void (*)(int32_t, void *, const int *)>(dlsym(h, "fake_gpu_device_gate"));
     g_slow_copies = reinterpret_cast<void (*)(int)>(dlsym(h, "fake_gpu_device_slow_copies"));
     g_capture = reinterpret_cast<void (*)(void *, int)>(dlsym(h, "fake_gpu_device_capture"));
+    g_nccl_calls =
+        reinterpret_cast<uint64_t (*)(const char *)>(dlsym(h, "fake_gpu_device_nccl_calls"));
     if (g_device == nullptr || g_rounds == nullptr || g_misuses == nullptr ||
         g_fail_rounds == nullptr || g_pinned_allocs == nullptr || g_gate == nullptr ||
-        g_slow_copies == nullptr || g_capture == nullptr) {
+        g_slow_copies == nullptr || g_capture == nullptr || g_nccl_calls == nullptr) {
         std::fprintf(stderr, "%s is not the test GPU module\n", path);
         return false;
     }

@@ -236,7 +236,8 @@ struct Comm {
     bool aborted = false;  // under group->mu
 };
 
-std::atomic<uint64_t> rounds_run{0};  // for the test: whether the NCCL path ran
+std::atomic<uint64_t> rounds_run{0};     // for the test: whether the NCCL path ran
+std::atomic<uint64_t> calls_of_kind[7];  // for the test: NCCL calls made so far, by Kind
 std::mutex failing_mu;
 int failing_rounds = 0;  // the next rounds to fail (fake_gpu_device_fail_rounds), and how
 std::string failing_message;
@@ -401,6 +402,7 @@ void queue_round(Comm *c, Stream *s, std::vector<Op> ops) {
 int nccl_call(void *comm, void *stream, const Op &op, hvd_gpu_err_t *err) {
     Comm *c = static_cast<Comm *>(comm);
     if (c == nullptr) return fail(err, "fake NCCL: no communicator");
+    ++calls_of_kind[static_cast<int>(op.kind)];
     Stream *s = stream_of(c->device, stream);
     if (group_depth > 0)
         grouped.push_back({c, {s, op}});
@@ -773,6 +775,16 @@ extern "C" __attribute__((visibility("default"))) const hvd_gpu_module_t *hvd_gp
     uint32_t abi_version, uint32_t *module_abi) {
     if (module_abi != nullptr) *module_abi = HVD_GPU_MODULE_ABI_VERSION;
     return abi_version == HVD_GPU_MODULE_ABI_VERSION ? &kTable : nullptr;
+}
+
+// For the test: how many NCCL calls of a kind ("allgather", "broadcast") every rank made so far.
+extern "C" __attribute__((visibility("default"))) uint64_t fake_gpu_device_nccl_calls(
+    const char *kind) {
+    if (std::strcmp(kind, "allgather") == 0)
+        return calls_of_kind[static_cast<int>(Kind::kAllgather)].load();
+    if (std::strcmp(kind, "broadcast") == 0)
+        return calls_of_kind[static_cast<int>(Kind::kBroadcast)].load();
+    return 0;
 }
 
 // For the test: how many collective rounds (NCCL calls, or groups of them) ran so far.

@@ -658,6 +658,29 @@ void test_graph_capture_refused(void **) {
     });
 }
 
+// On NCCL, a tensor whose members bring equal rows is gathered by one ncclAllGather, fused with
+// others or not; one of ragged rows by a broadcast per member (allgathers() says how many).
+void test_allgather_calls(void **) {
+    const char *ops = std::getenv("HVD_GPU_OPERATIONS");
+    const bool nccl = ops == nullptr || std::strcmp(ops, "host") != 0;
+    expect_nccl(Nccl::kUsed, [nccl] {
+        for (int32_t n = 2; n <= 3; ++n) {
+            const uint64_t gathers = g_nccl_calls("allgather"), casts = g_nccl_calls("broadcast");
+            run_job(n, own_device, [](Rank &me) { return allgathers(me); });
+            const uint64_t g = g_nccl_calls("allgather") - gathers;
+            const uint64_t b = g_nccl_calls("broadcast") - casts;
+            const uint64_t want_g = nccl ? 2 * n : 0, want_b = nccl ? 2 * n * n : 0;
+            if (g != want_g || b != want_b)
+                fail_msg(
+                    "%d ranks: %llu ncclAllGather and %llu ncclBroadcast calls, not %llu "
+                    "and %llu",
+                    n, static_cast<unsigned long long>(g), static_cast<unsigned long long>(b),
+                    static_cast<unsigned long long>(want_g),
+                    static_cast<unsigned long long>(want_b));
+        }
+    });
+}
+
 // A CUDA tensor whose data is not aligned to its elements is refused at enqueue, naming it,
 // and the job goes on.
 void test_misaligned_refused(void **) {
@@ -896,6 +919,7 @@ int main() {
         cmocka_unit_test(test_caller_stream),
         cmocka_unit_test(test_graph_capture_refused),
         cmocka_unit_test(test_misaligned_refused),
+        cmocka_unit_test(test_allgather_calls),
         cmocka_unit_test(test_shared_device_host_path),
         cmocka_unit_test(test_shared_device_four_ranks),
         cmocka_unit_test(test_one_rank_stays_on_device),
