@@ -308,8 +308,8 @@ void GpuRunner::queue_reducescatter(const std::vector<RequestPtr> &reqs, int32_t
     if (post == 1.0) return;
     for (size_t t = 0; t < reqs.size(); ++t)  // this member's rows of each tensor
         scale(dev, outs[t], outs[t],
-              static_cast<size_t>(reqs[t]->owned_shape[0]) * row_bytes_of(reqs[t]->input) / esz,
-              dtype, post);
+              static_cast<size_t>(reqs[t]->owned_shape[0]) * row_elements_of(reqs[t]->input), dtype,
+              post);
 }
 
 }  // namespace hvd::engine

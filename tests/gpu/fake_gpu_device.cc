@@ -168,14 +168,15 @@ void scale_into(void *dst, const void *src, size_t count, int32_t dtype, double 
         std::memmove(dst, src, count * dtype_size(dtype));
         return;
     }
-    const bool floating = dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT16 ||
-                          dtype == HVD_DTYPE_BFLOAT16 || dtype == HVD_DTYPE_FLOAT64;
+    const bool in_float =
+        dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_BFLOAT16;
     // Integers: divided by n where the factor is exactly 1/n, as the module's kernels do.
-    const double divisor =
-        floating || dtype == HVD_DTYPE_BOOL ? 0.0 : hvd::reduce::integer_divisor(factor);
+    const double divisor = in_float || dtype == HVD_DTYPE_FLOAT64 || dtype == HVD_DTYPE_BOOL
+                               ? 0.0
+                               : hvd::reduce::integer_divisor(factor);
     for (size_t i = 0; i < count; ++i) {
         const double x = load(dtype, src, i);
-        if (dtype == HVD_DTYPE_FLOAT32 || dtype == HVD_DTYPE_FLOAT16 || dtype == HVD_DTYPE_BFLOAT16)
+        if (in_float)
             store(dtype, dst, i, static_cast<float>(x) * static_cast<float>(factor));
         else
             store(dtype, dst, i, divisor != 0.0 ? x / divisor : x * factor);
@@ -205,6 +206,7 @@ double combine(int32_t op, double a, double b) {
 // ------------------------------------------------------------------ NCCL among threads
 
 enum class Kind { kAllreduce, kReduce, kReducescatter, kBroadcast, kAllgather, kSend, kRecv };
+constexpr int kKinds = static_cast<int>(Kind::kRecv) + 1;
 
 struct Op {
     Kind kind;
@@ -236,8 +238,8 @@ struct Comm {
     bool aborted = false;  // under group->mu
 };
 
-std::atomic<uint64_t> rounds_run{0};     // for the test: whether the NCCL path ran
-std::atomic<uint64_t> calls_of_kind[7];  // for the test: NCCL calls made so far, by Kind
+std::atomic<uint64_t> rounds_run{0};          // for the test: whether the NCCL path ran
+std::atomic<uint64_t> calls_of_kind[kKinds];  // for the test: NCCL calls made so far, by Kind
 std::mutex failing_mu;
 int failing_rounds = 0;  // the next rounds to fail (fake_gpu_device_fail_rounds), and how
 std::string failing_message;

@@ -12,8 +12,9 @@ config_set(ctx, key, value), config_get(ctx, key) -> float (ctx 0: the process-w
 status_name(status), strerror(status) -> str;
 enqueue(kind, ctx, ins, outs, name, ps, op, prescale, postscale, root, splits, timeout_ms)
 -> req, with tensors described as (data pointer, dtype code, shape tuple[, device type,
-device id[, ready event (a cudaEvent_t; None or 0: none)]]); test(req), wait(req, timeout_ms) -> status; output(req, i) -> (pointer, dtype,
-shape); received_splits(req, n) -> list; value(req) -> int; message(req) -> str;
+device id[, ready event (a cudaEvent_t; None or 0: none)]]); test(req), wait(req,
+timeout_ms) -> status; output(req, i) -> (pointer, dtype, shape);
+received_splits(req, n) -> list; value(req) -> int; message(req) -> str;
 release(req); mem_alloc(nbytes) -> address, mem_free(address). Handles are ints (0: NULL / the global process set). Failed calls raise what
 hvd._errors.error_for() returns; wait and test return statuses instead of raising.
 

@@ -569,8 +569,10 @@ int m_nccl_group_start(hvd_gpu_err_t *err) {
 }
 
 // The group's work is launched here: on its communicators' device, in relaxed capture mode.
+// The group ends even where that device cannot be made current, so that it never stays open
+// on the thread.
 int m_nccl_group_end(hvd_gpu_err_t *err) {
-    ON_DEVICE(group_device);
+    DeviceScope scope(group_device);
     NCCL_TRY(nccl.GroupEnd(), "ncclGroupEnd", nullptr);
     return 0;
 }
